@@ -1,0 +1,138 @@
+# shellcheck shell=bash
+# Sourced by scripts/test.sh and scripts/run.sh: makes sure Redis and Postgres
+# are reachable at REDIS_URL and DATABASE_URL. A reachable server is reused;
+# otherwise a throwaway one is started from the locally installed binaries in
+# a temp dir on a free port (and stopped by services_stop); when neither is
+# possible it fails with one line saying what to install.
+#
+# Exports REDIS_URL and DATABASE_URL for what runs next.
+
+: "${REDIS_URL:=redis://127.0.0.1:6379/0}"
+: "${DATABASE_URL:=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
+export REDIS_URL DATABASE_URL
+
+_svc_tmp=""
+_svc_redis_pid=""
+_svc_pg_data=""
+_svc_pg_ctl=""
+
+_svc_log() { echo "services: $*" >&2; }
+
+# host and port of a redis:// or postgres:// URL (defaults 127.0.0.1 and the scheme's port).
+_svc_hostport() {
+  local url=$1 def=$2 rest hp
+  rest=${url#*://}
+  rest=${rest%%/*}
+  rest=${rest%%\?*}
+  hp=${rest##*@}
+  local host=${hp%:*} port=${hp##*:}
+  [[ $hp == *:* ]] || { host=$hp; port=$def; }
+  [[ -n $host ]] || host=127.0.0.1
+  echo "$host $port"
+}
+
+_svc_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+_svc_free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 30000))
+    _svc_port_open 127.0.0.1 "$p" || { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+_svc_tmpdir() {
+  [[ -n $_svc_tmp ]] || { _svc_tmp=$(mktemp -d /tmp/paylock-svc.XXXXXX); chmod 755 "$_svc_tmp"; }
+}
+
+_svc_redis_up() {
+  local host port
+  read -r host port < <(_svc_hostport "$REDIS_URL" 6379)
+  if command -v redis-cli >/dev/null 2>&1; then
+    redis-cli -u "$REDIS_URL" ping 2>/dev/null | grep -q PONG
+  else
+    _svc_port_open "$host" "$port"
+  fi
+}
+
+_svc_pg_up() {
+  if command -v pg_isready >/dev/null 2>&1; then
+    local host port
+    read -r host port < <(_svc_hostport "$DATABASE_URL" 5432)
+    pg_isready -q -h "$host" -p "$port" -t 2
+  else
+    local host port
+    read -r host port < <(_svc_hostport "$DATABASE_URL" 5432)
+    _svc_port_open "$host" "$port"
+  fi
+}
+
+services_start_redis() {
+  if _svc_redis_up; then _svc_log "reusing redis at $REDIS_URL"; return 0; fi
+  if ! command -v redis-server >/dev/null 2>&1; then
+    echo "redis is not reachable at $REDIS_URL and redis-server is not installed: install it (apt-get install redis-server) or set REDIS_URL" >&2
+    return 1
+  fi
+  _svc_tmpdir
+  local port; port=$(_svc_free_port)
+  mkdir -p "$_svc_tmp/redis"
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$_svc_tmp/redis" --logfile "$_svc_tmp/redis/redis.log" --daemonize no &
+  _svc_redis_pid=$!
+  REDIS_URL="redis://127.0.0.1:$port/0"
+  export REDIS_URL
+  for _ in $(seq 1 100); do _svc_redis_up && { _svc_log "started throwaway redis at $REDIS_URL"; return 0; }; sleep 0.1; done
+  echo "throwaway redis did not become ready; see $_svc_tmp/redis/redis.log" >&2
+  return 1
+}
+
+_svc_find_pg_bin() {
+  local b
+  if command -v "$1" >/dev/null 2>&1; then command -v "$1"; return 0; fi
+  for b in /usr/lib/postgresql/*/bin/"$1"; do [[ -x $b ]] && { echo "$b"; return 0; }; done
+  return 1
+}
+
+services_start_postgres() {
+  if _svc_pg_up; then _svc_log "reusing postgres at ${DATABASE_URL%%\?*}"; return 0; fi
+  local initdb pgctl
+  if ! initdb=$(_svc_find_pg_bin initdb) || ! pgctl=$(_svc_find_pg_bin pg_ctl); then
+    echo "postgres is not reachable at $DATABASE_URL and initdb/pg_ctl are not installed: install it (apt-get install postgresql) or set DATABASE_URL" >&2
+    return 1
+  fi
+  _svc_tmpdir
+  local port; port=$(_svc_free_port)
+  _svc_pg_data="$_svc_tmp/pg"
+  _svc_pg_ctl=$pgctl
+  local run=()
+  if [[ $(id -u) -eq 0 ]]; then
+    # Postgres refuses to run as root.
+    id postgres >/dev/null 2>&1 || { echo "running as root and there is no 'postgres' user to run a throwaway postgres: create one (useradd postgres) or set DATABASE_URL" >&2; return 1; }
+    mkdir -p "$_svc_pg_data"; chown postgres "$_svc_pg_data"
+    run=(runuser -u postgres --)
+  fi
+  "${run[@]}" "$initdb" -D "$_svc_pg_data" -U postgres -A trust --no-sync >"$_svc_tmp/initdb.log" 2>&1 || {
+    echo "initdb failed; see $_svc_tmp/initdb.log" >&2; return 1; }
+  "${run[@]}" "$pgctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -w -t 30 \
+    -o "-p $port -k $_svc_pg_data -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null || {
+    echo "throwaway postgres did not start; see $_svc_pg_data/server.log" >&2; return 1; }
+  DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+  export DATABASE_URL
+  _svc_log "started throwaway postgres at ${DATABASE_URL%%\?*}"
+}
+
+services_stop() {
+  if [[ -n $_svc_redis_pid ]]; then kill "$_svc_redis_pid" 2>/dev/null; wait "$_svc_redis_pid" 2>/dev/null; fi
+  if [[ -n $_svc_pg_data && -d $_svc_pg_data ]]; then
+    local run=()
+    [[ $(id -u) -eq 0 ]] && run=(runuser -u postgres --)
+    "${run[@]}" "$_svc_pg_ctl" -D "$_svc_pg_data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  [[ -n $_svc_tmp ]] && rm -rf "$_svc_tmp"
+  _svc_tmp=""; _svc_redis_pid=""; _svc_pg_data=""
+}
+
+services_start() {
+  services_start_redis && services_start_postgres
+}
