@@ -1,0 +1,178 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// Defaults for the zero values of Config's durations.
+const (
+	DefaultStatementTimeout = 5 * time.Second
+	DefaultLockTimeout      = 2 * time.Second
+	DefaultIdleInTxTimeout  = 10 * time.Second
+	DefaultCommitTimeout    = 5 * time.Second
+)
+
+// Config says how to reach Postgres and how long the store may wait on it.
+// Zero durations take the defaults above.
+type Config struct {
+	// URL is the DATABASE_URL. Parameters that are not connection settings,
+	// such as search_path or application_name, become session parameters.
+	URL string
+	// MaxConns caps the pool; 0 keeps the pgxpool default.
+	MaxConns int32
+	// StatementTimeout is the server-side statement_timeout of every session.
+	StatementTimeout time.Duration
+	// LockTimeout is the server-side lock_timeout of every session.
+	LockTimeout time.Duration
+	// IdleInTxTimeout is the server-side idle_in_transaction_session_timeout.
+	IdleInTxTimeout time.Duration
+	// CommitTimeout bounds COMMIT (and ROLLBACK), which run even after the
+	// caller's context is done so that a cancelled request does not leave the
+	// outcome of a sent COMMIT to chance.
+	CommitTimeout time.Duration
+}
+
+// withDefaults returns c with zero durations replaced by the defaults, or an
+// error naming the first bad field.
+func (c Config) withDefaults() (Config, error) {
+	if c.URL == "" {
+		return c, errors.New("store: Config.URL (DATABASE_URL) is empty")
+	}
+	if c.MaxConns < 0 {
+		return c, fmt.Errorf("store: Config.MaxConns is negative (%d)", c.MaxConns)
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"StatementTimeout", &c.StatementTimeout, DefaultStatementTimeout},
+		{"LockTimeout", &c.LockTimeout, DefaultLockTimeout},
+		{"IdleInTxTimeout", &c.IdleInTxTimeout, DefaultIdleInTxTimeout},
+		{"CommitTimeout", &c.CommitTimeout, DefaultCommitTimeout},
+	} {
+		switch {
+		case *d.v < 0:
+			return c, fmt.Errorf("store: Config.%s is negative (%v)", d.name, *d.v)
+		case *d.v == 0:
+			*d.v = d.def
+		}
+	}
+	return c, nil
+}
+
+// Store records payments in Postgres. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  Config
+	// insert is the statement RecordPayment runs; see insertPaymentSQL.
+	insert string
+}
+
+// Open builds a connection pool from cfg and pings the server. Its errors wrap
+// ErrUnavailable when the server cannot be reached.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse Config.URL: %w", err)
+	}
+	if cfg.MaxConns > 0 {
+		pcfg.MaxConns = cfg.MaxConns
+	}
+	// ParseConfig already put the URL's other parameters (search_path...)
+	// here; add ours beside them.
+	params := pcfg.ConnConfig.RuntimeParams
+	params["statement_timeout"] = milliseconds(cfg.StatementTimeout)
+	params["lock_timeout"] = milliseconds(cfg.LockTimeout)
+	params["idle_in_transaction_session_timeout"] = milliseconds(cfg.IdleInTxTimeout)
+
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, translate("open: ping", err)
+	}
+	return &Store{pool: pool, cfg: cfg, insert: insertPaymentSQL}, nil
+}
+
+// milliseconds formats d as a Postgres duration setting, rounding up so that
+// a positive duration never becomes 0 (which means "no timeout").
+func milliseconds(d time.Duration) string {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return fmt.Sprintf("%dms", ms)
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that the server answers. Its errors wrap ErrUnavailable when it
+// does not.
+func (s *Store) Ping(ctx context.Context) error {
+	return translate("ping", s.pool.Ping(ctx))
+}
+
+// Pool returns the connection pool, for its statistics. Query through the
+// Store's methods, not through the pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrate applies the pending embedded migrations. Replicas may call it
+// together: a Postgres session advisory lock, keyed by the current schema,
+// lets one apply the migrations while the others wait (polling every second,
+// bounded by ctx) and then find nothing left to do. Migrations run in
+// sessions with the pool's timeouts; one that needs longer must raise them
+// with SET LOCAL.
+func (s *Store) Migrate(ctx context.Context) error {
+	var schema *string
+	if err := s.pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return translate("migrate: current schema", err)
+	}
+	if schema == nil {
+		return errors.New("store: migrate: no schema on search_path exists")
+	}
+	h := fnv.New64a()
+	h.Write([]byte("paylock.store.migrate:" + *schema))
+	locker, err := lock.NewPostgresSessionLocker(
+		lock.WithLockID(int64(h.Sum64())),
+		lock.WithLockTimeout(1, 300),
+	)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	fsys, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(s.pool) // closing it leaves the pool open
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
+		goose.WithSessionLocker(locker),
+		goose.WithDisableGlobalRegistry(true),
+	)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return translate("migrate", err)
+	}
+	return nil
+}
