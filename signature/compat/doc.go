@@ -1,0 +1,11 @@
+// Package compat holds no code: its tests check package signature against
+// the PSPs' own libraries, Stripe's stripe-go (package webhook) and the
+// Standard Webhooks Go library, signing with one side and verifying with the
+// other.
+//
+// It is a module of its own so that those libraries never enter the root
+// module, which uses only the standard library; `go test ./...` at the root
+// therefore skips it. Run it with:
+//
+//	cd signature/compat && GOFLAGS=-mod=mod go test ./...
+package compat

@@ -1,0 +1,154 @@
+package signature
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// Scheme names a webhook signing scheme.
+type Scheme string
+
+// The supported schemes.
+const (
+	// SchemeStandard is the Standard Webhooks scheme (webhook-id,
+	// webhook-timestamp and webhook-signature headers).
+	SchemeStandard Scheme = "standard"
+	// SchemeStripe is Stripe's scheme (the Stripe-Signature header).
+	SchemeStripe Scheme = "stripe"
+)
+
+// ParseScheme returns the Scheme named by s, or an error naming the accepted
+// values.
+func ParseScheme(s string) (Scheme, error) {
+	switch sc := Scheme(s); sc {
+	case SchemeStandard, SchemeStripe:
+		return sc, nil
+	}
+	return "", fmt.Errorf("signature: unknown scheme %q (want %q or %q)", s, SchemeStandard, SchemeStripe)
+}
+
+const standardSecretPrefix = "whsec_"
+
+// Secret is a configured signing secret, bound to the scheme it was parsed
+// for.
+//
+// A Secret never reveals its key when printed, logged or marshalled:
+// String, Format (every fmt verb), GoString, LogValue, MarshalText and
+// MarshalJSON all give "[redacted sha256:xxxxxxxx]", where xxxxxxxx is the
+// [Secret.Fingerprint]. fmt cannot call those methods on a Secret held in an
+// unexported struct field and prints it by reflection instead, so the key is
+// kept inside a closure, which reflection shows as an address, never as
+// bytes.
+//
+// The zero Secret holds no key; [NewVerifier] refuses it and [Sign] panics
+// on it.
+type Secret struct {
+	k *secretKey
+}
+
+type secretKey struct {
+	scheme      Scheme
+	fingerprint string
+	// key returns the HMAC key, which callers must not modify. It is a
+	// closure so that printing by reflection cannot reach the bytes.
+	key func() []byte
+}
+
+func newSecret(scheme Scheme, key []byte) Secret {
+	sum := sha256.Sum256(key)
+	return Secret{k: &secretKey{
+		scheme:      scheme,
+		fingerprint: hex.EncodeToString(sum[:4]),
+		key:         func() []byte { return key },
+	}}
+}
+
+// ParseSecrets parses a comma-separated list of secrets for scheme, as found
+// in configuration. Entries are trimmed of spaces; an empty entry (or an
+// empty list) is an error.
+//
+// For SchemeStandard each entry loses an optional "whsec_" prefix and the
+// rest is decoded as standard, padded base64; the decoded bytes, which must
+// not be empty, are the HMAC key. For SchemeStripe the entry's bytes are the
+// key as they are, "whsec_" included, as Stripe's own libraries use them.
+//
+// Error messages give the entry's position, never its text.
+func ParseSecrets(scheme Scheme, csv string) ([]Secret, error) {
+	if _, err := ParseScheme(string(scheme)); err != nil {
+		return nil, err
+	}
+	parts := strings.Split(csv, ",")
+	secrets := make([]Secret, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, fmt.Errorf("signature: %s secret %d of %d is empty", scheme, i+1, len(parts))
+		}
+		switch scheme {
+		case SchemeStandard:
+			key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(p, standardSecretPrefix))
+			if err != nil {
+				// err names only an offset, but keep even that out: the
+				// message says what is wrong, not where in the secret.
+				return nil, fmt.Errorf("signature: %s secret %d of %d is not valid base64 after the %q prefix", scheme, i+1, len(parts), standardSecretPrefix)
+			}
+			if len(key) == 0 {
+				return nil, fmt.Errorf("signature: %s secret %d of %d decodes to an empty key", scheme, i+1, len(parts))
+			}
+			secrets = append(secrets, newSecret(scheme, key))
+		case SchemeStripe:
+			secrets = append(secrets, newSecret(scheme, []byte(p)))
+		}
+	}
+	return secrets, nil
+}
+
+// Fingerprint returns the first 8 hex digits of SHA-256 of the HMAC key, so
+// operators can tell secrets apart without seeing them; "" for the zero
+// Secret. For a Standard Webhooks secret the key is the base64-decoded value
+// (echo -n "$b64" | base64 -d | sha256sum), for Stripe the string itself
+// (echo -n "$secret" | sha256sum).
+func (s Secret) Fingerprint() string {
+	if s.k == nil {
+		return ""
+	}
+	return s.k.fingerprint
+}
+
+// String returns "[redacted sha256:<fingerprint>]", or "[redacted]" for the
+// zero Secret.
+func (s Secret) String() string {
+	if s.k == nil {
+		return "[redacted]"
+	}
+	return "[redacted sha256:" + s.k.fingerprint + "]"
+}
+
+// GoString is used by %#v; it is as redacted as String.
+func (s Secret) GoString() string { return "signature.Secret(" + s.String() + ")" }
+
+// Format writes the redacted form for every verb and flag, so %x, %q or %d
+// cannot reach the key either.
+func (s Secret) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, s.GoString())
+		return
+	}
+	_, _ = io.WriteString(f, s.String())
+}
+
+// LogValue implements [slog.LogValuer].
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalText implements [encoding.TextMarshaler] with the redacted form.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalJSON implements [json.Marshaler] with the redacted form, a JSON
+// string.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }

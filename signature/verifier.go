@@ -1,0 +1,212 @@
+package signature
+
+import (
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// DefaultTolerance is the tolerance [NewVerifier] uses when given 0: the
+// five minutes that both Stripe and Standard Webhooks recommend.
+const DefaultTolerance = 5 * time.Minute
+
+// Header names, in the canonical form [http.Header] stores them in.
+const (
+	HeaderWebhookID        = "Webhook-Id"
+	HeaderWebhookTimestamp = "Webhook-Timestamp"
+	HeaderWebhookSignature = "Webhook-Signature"
+	HeaderStripeSignature  = "Stripe-Signature"
+)
+
+// Limits on what a request may send. They are far above what a PSP sends and
+// bound the work an unauthenticated request can cause.
+const (
+	maxHeaderBytes  = 4 << 10 // per signature header
+	maxIDBytes      = 256     // webhook-id
+	maxSignatures   = 10      // signature entries per header, of any version
+	maxTimestampLen = 12      // decimal digits of unix seconds (year 33658)
+	macSize         = 32      // HMAC-SHA256
+)
+
+// Verifier checks webhook signatures for one scheme against one or more
+// secrets (several during a rotation). It is immutable and safe for
+// concurrent use.
+type Verifier struct {
+	scheme    Scheme
+	secrets   []Secret
+	tolerance time.Duration
+	now       func() time.Time
+}
+
+// NewVerifier returns a Verifier for scheme that accepts a signature made
+// with any of secrets, whose timestamp is at most tolerance away from the
+// clock (DefaultTolerance when tolerance is 0).
+//
+// It returns an error for an unknown scheme, no secrets, a zero Secret, a
+// Secret parsed for another scheme, or a negative tolerance.
+func NewVerifier(scheme Scheme, secrets []Secret, tolerance time.Duration) (*Verifier, error) {
+	if _, err := ParseScheme(string(scheme)); err != nil {
+		return nil, err
+	}
+	if len(secrets) == 0 {
+		return nil, errors.New("signature: no secrets")
+	}
+	for i, s := range secrets {
+		if s.k == nil {
+			return nil, fmt.Errorf("signature: secret %d of %d is the zero Secret", i+1, len(secrets))
+		}
+		if s.k.scheme != scheme {
+			return nil, fmt.Errorf("signature: secret %d of %d (%s) was parsed for scheme %q, not %q", i+1, len(secrets), s, s.k.scheme, scheme)
+		}
+	}
+	if tolerance < 0 {
+		return nil, fmt.Errorf("signature: negative tolerance %v", tolerance)
+	}
+	if tolerance == 0 {
+		tolerance = DefaultTolerance
+	}
+	return &Verifier{
+		scheme:    scheme,
+		secrets:   append([]Secret(nil), secrets...),
+		tolerance: tolerance,
+		now:       time.Now,
+	}, nil
+}
+
+// WithClock returns a copy of v that reads the time from now (time.Now when
+// nil). It is meant for tests.
+func (v *Verifier) WithClock(now func() time.Time) *Verifier {
+	c := *v
+	c.now = now
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return &c
+}
+
+// Result describes a verified delivery.
+type Result struct {
+	// ID is the webhook-id header for SchemeStandard and "" for SchemeStripe
+	// (whose event id is in the body).
+	ID string
+	// Timestamp is the signed timestamp, in UTC.
+	Timestamp time.Time
+	// SecretIndex is the 0-based index of the configured secret that
+	// matched; during a rotation it tells when the old secret is no longer
+	// used.
+	SecretIndex int
+}
+
+// Verify checks the signature headers in h against the raw request body,
+// exactly as received: call it before decoding anything.
+//
+// On success it returns the Result and a nil error. Otherwise it returns the
+// zero Result and an error wrapping [ErrInvalid] and exactly one of
+// [ErrMissingHeader], [ErrMalformed], [ErrTimestamp] or [ErrNoMatch], checked
+// in that order: a delivery is only compared with the secrets once its
+// headers parse and its timestamp is within tolerance. Error texts never hold
+// a header's value or a secret.
+//
+// h is looked up with [http.Header.Values], so its keys must be canonical,
+// as those of a request read by net/http are. A header repeated in h is
+// malformed.
+func (v *Verifier) Verify(h http.Header, body []byte) (Result, error) {
+	switch v.scheme {
+	case SchemeStandard:
+		return v.verifyStandard(h, body)
+	case SchemeStripe:
+		return v.verifyStripe(h, body)
+	}
+	return Result{}, fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+}
+
+// match returns the index of the first secret whose MAC over the signed
+// content equals one of sigs, or -1. Each comparison is constant-time.
+func (v *Verifier) match(sigs [][]byte, mac func(key []byte) []byte) int {
+	for i, s := range v.secrets {
+		want := mac(s.k.key())
+		for _, sig := range sigs {
+			if len(sig) == macSize && hmac.Equal(sig, want) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// checkTime returns the timestamp ts parsed and checked against the clock.
+func (v *Verifier) checkTime(ts int64) (time.Time, error) {
+	t := time.Unix(ts, 0)
+	age := v.now().Sub(t)
+	switch {
+	case age > v.tolerance:
+		return time.Time{}, fmt.Errorf("%w: %v old, tolerance %v", ErrTimestamp, age.Truncate(time.Second), v.tolerance)
+	case age < -v.tolerance:
+		return time.Time{}, fmt.Errorf("%w: %v in the future, tolerance %v", ErrTimestamp, (-age).Truncate(time.Second), v.tolerance)
+	}
+	return t.UTC(), nil
+}
+
+// header returns the single value of the header name, ErrMissingHeader if it
+// is absent or empty and ErrMalformed if it is repeated or longer than max.
+func header(h http.Header, name string, max int) (string, error) {
+	vals := h.Values(name)
+	switch {
+	case len(vals) == 0 || (len(vals) == 1 && vals[0] == ""):
+		return "", fmt.Errorf("%w: %s", ErrMissingHeader, name)
+	case len(vals) > 1:
+		return "", malformed("%s: header repeated %d times", name, len(vals))
+	case len(vals[0]) > max:
+		return "", malformed("%s: %d bytes, more than %d", name, len(vals[0]), max)
+	}
+	return vals[0], nil
+}
+
+// parseTimestamp accepts unix seconds written as canonical decimal: digits
+// only, no sign, no leading zero. The canonical form makes the signed text
+// and the parsed number say the same thing, whatever a peer does with them.
+func parseTimestamp(name, s string) (int64, error) {
+	if s == "" || len(s) > maxTimestampLen || (s[0] == '0' && len(s) > 1) {
+		return 0, malformed("%s: timestamp is not unix seconds", name)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, malformed("%s: timestamp is not unix seconds", name)
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil { // unreachable with at most 12 digits
+		return 0, malformed("%s: timestamp is not unix seconds", name)
+	}
+	return n, nil
+}
+
+// Sign returns the headers a PSP using scheme would send for body, signed
+// with secret at ts (which must not be before 1970). id is the webhook-id for
+// SchemeStandard and is ignored for SchemeStripe. It is used by
+// `paylock sign`, tests and the load simulator.
+//
+// Sign panics if scheme is unknown or secret was not parsed for it (the zero
+// Secret included): [ParseSecrets] already refuses an unknown scheme, so
+// either is a programming error.
+func Sign(scheme Scheme, secret Secret, id string, ts time.Time, body []byte) http.Header {
+	if secret.k == nil || secret.k.scheme != scheme {
+		panic(fmt.Sprintf("signature: Sign(%q) with a secret not parsed for that scheme", scheme))
+	}
+	unix := strconv.FormatInt(ts.Unix(), 10)
+	h := make(http.Header)
+	switch scheme {
+	case SchemeStandard:
+		h.Set(HeaderWebhookID, id)
+		h.Set(HeaderWebhookTimestamp, unix)
+		h.Set(HeaderWebhookSignature, standardVersion+","+encodeStandard(standardMAC(secret.k.key(), id, unix, body)))
+	case SchemeStripe:
+		h.Set(HeaderStripeSignature, "t="+unix+","+stripeVersion+"="+encodeStripe(stripeMAC(secret.k.key(), unix, body)))
+	default:
+		panic(fmt.Sprintf("signature: Sign with unknown scheme %q", scheme))
+	}
+	return h
+}
