@@ -1,0 +1,220 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/paylock/paylock/lock"
+)
+
+func TestKeepAliveHoldsTheLockThroughWorkLongerThanItsTTL(t *testing.T) {
+	t.Parallel()
+	e := setupRedis(t) // real expiry needs a real clock
+	var rec recorder
+	l := lock.New(e.client, lock.WithObserver(rec.observe))
+	const ttl = 300 * time.Millisecond
+	lk := mustObtain(t, l, e.key, ttl)
+
+	lease, stop := lk.KeepAlive(ctxT(t))
+	defer stop()
+	select {
+	case <-lease.Done():
+		t.Fatalf("lease lost during the work: %v", context.Cause(lease))
+	case <-time.After(3*ttl + ttl/2):
+	}
+	if got := get(t, e.client, e.key); got != lk.Token() {
+		t.Fatalf("key = %q after 3.5 TTLs of work, want our token", got)
+	}
+	if n := rec.count(lock.EventRefresh, "ok"); n < 3 {
+		t.Fatalf("%d refreshes during 3.5 TTLs, want at least 3", n)
+	}
+	stop()
+	if err := lk.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeepAliveCancelsWithinOneTTLWhenTheKeyIsDeleted(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			e := b.setup(t)
+			var rec recorder
+			l := lock.New(e.client, lock.WithObserver(rec.observe))
+			const ttl = 300 * time.Millisecond
+			lk := mustObtain(t, l, e.key, ttl)
+			lease, stop := lk.KeepAlive(ctxT(t))
+			defer stop()
+
+			time.Sleep(ttl / 2)
+			if err := e.client.Del(ctxT(t), e.key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			deleted := time.Now()
+			select {
+			case <-lease.Done():
+			case <-time.After(2 * time.Second):
+				t.Fatal("lease context not cancelled 2s after the key was deleted")
+			}
+			if took := time.Since(deleted); took > ttl {
+				t.Errorf("lease cancelled %v after the key was deleted, want within one TTL (%v)", took, ttl)
+			}
+			cause := context.Cause(lease)
+			if !errors.Is(cause, lock.ErrLeaseLost) || !errors.Is(cause, lock.ErrNotHeld) {
+				t.Errorf("cause = %v, want ErrLeaseLost and ErrNotHeld", cause)
+			}
+			stop()
+			if n := rec.count(lock.EventLeaseLost, "lost"); n != 1 {
+				t.Errorf("%d lease lost events, want 1", n)
+			}
+		})
+	}
+}
+
+var errInjected = errors.New("injected: connection refused")
+
+// faults makes every command fail (or hang until its context ends) once set.
+type faults struct {
+	fail atomic.Bool
+	hang bool
+}
+
+func (f *faults) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !f.fail.Load() {
+			return next(ctx, cmd)
+		}
+		if f.hang {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return errInjected
+	}
+}
+
+func (f *faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestKeepAliveCancelsAtTheDeadlineWhenRedisStopsAnswering(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		for _, hang := range []bool{false, true} {
+			name := b.name + "/errors"
+			if hang {
+				name = b.name + "/hangs"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				f := &faults{hang: hang}
+				e := b.setup(t, f)
+				t.Cleanup(func() { f.fail.Store(false) }) // before the key is cleaned up
+				var rec recorder
+				l := lock.New(e.client, lock.WithObserver(rec.observe))
+				const ttl = 300 * time.Millisecond
+				lk := mustObtain(t, l, e.key, ttl)
+				f.fail.Store(true)
+				deadline := lk.Deadline()
+
+				lease, stop := lk.KeepAlive(ctxT(t))
+				defer stop()
+				select {
+				case <-lease.Done():
+				case <-time.After(2 * time.Second):
+					t.Fatal("lease context not cancelled 2s after Redis stopped answering")
+				}
+				at := time.Now()
+				if at.Before(deadline) {
+					t.Errorf("lease cancelled %v before the deadline", deadline.Sub(at))
+				}
+				if late := at.Sub(deadline); late > 100*time.Millisecond {
+					t.Errorf("lease cancelled %v after the deadline, want at it", late)
+				}
+				cause := context.Cause(lease)
+				if !errors.Is(cause, lock.ErrLeaseLost) || errors.Is(cause, lock.ErrNotHeld) {
+					t.Errorf("cause = %v, want ErrLeaseLost and not ErrNotHeld", cause)
+				}
+				if !hang && !errors.Is(cause, errInjected) {
+					t.Errorf("cause = %v, want it to wrap the last refresh error", cause)
+				}
+				stop()
+				if n := rec.count(lock.EventRefresh, "error"); n < 1 {
+					t.Errorf("%d failed refreshes, want at least 1", n)
+				}
+				if n := rec.count(lock.EventLeaseLost, "lost"); n != 1 {
+					t.Errorf("%d lease lost events, want 1", n)
+				}
+			})
+		}
+	}
+}
+
+func TestReleaseEndsKeepAliveWithoutReportingALoss(t *testing.T) {
+	t.Parallel()
+	e := setupMiniredis(t)
+	var rec recorder
+	l := lock.New(e.client, lock.WithObserver(rec.observe))
+	lk := mustObtain(t, l, e.key, 60*time.Millisecond)
+	lease, stop := lk.KeepAlive(ctxT(t))
+	defer stop()
+
+	if err := lk.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lease.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("lease context not cancelled after Release")
+	}
+	if cause := context.Cause(lease); !errors.Is(cause, context.Canceled) || errors.Is(cause, lock.ErrLeaseLost) {
+		t.Fatalf("cause = %v, want context.Canceled", cause)
+	}
+	stop()
+	if n := rec.count(lock.EventLeaseLost, "lost"); n != 0 {
+		t.Fatalf("%d lease lost events after Release, want 0", n)
+	}
+}
+
+func TestKeepAliveStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"CancelFunc", "parent"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			e := setupMiniredis(t)
+			var rec recorder
+			l := lock.New(e.client, lock.WithObserver(rec.observe))
+			const ttl = 30 * time.Millisecond
+			lk := mustObtain(t, l, e.key, ttl)
+			parent, cancel := context.WithCancel(ctxT(t))
+			lease, stop := lk.KeepAlive(parent)
+			time.Sleep(ttl) // a few refreshes
+
+			if how == "parent" {
+				cancel()
+				<-lease.Done()
+			}
+			stop() // returns once the watchdog has exited
+			stop() // and may be called again
+			if !errors.Is(lease.Err(), context.Canceled) {
+				t.Fatalf("lease.Err() = %v, want context.Canceled", lease.Err())
+			}
+			refreshes := rec.count(lock.EventRefresh, "ok")
+			time.Sleep(2 * ttl)
+			if n := rec.count(lock.EventRefresh, "ok"); n != refreshes {
+				t.Fatalf("%d refreshes after stop", n-refreshes)
+			}
+			if n := rec.count(lock.EventLeaseLost, "lost"); n != 0 {
+				t.Fatalf("%d lease lost events, want 0", n)
+			}
+			cancel()
+		})
+	}
+}

@@ -1,0 +1,404 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed obtain.lua
+	obtainLua string
+	//go:embed release.lua
+	releaseLua string
+	//go:embed refresh.lua
+	refreshLua string
+	//go:embed pttl.lua
+	pttlLua string
+
+	obtainScript  = redis.NewScript(obtainLua)
+	releaseScript = redis.NewScript(releaseLua)
+	refreshScript = redis.NewScript(refreshLua)
+	pttlScript    = redis.NewScript(pttlLua)
+)
+
+var (
+	// ErrNotObtained is returned by Obtain when another owner holds the key.
+	ErrNotObtained = errors.New("lock: not obtained")
+
+	// ErrNotHeld is returned by Release and Refresh when the key expired,
+	// vanished, or now has another owner.
+	ErrNotHeld = errors.New("lock: not held")
+
+	// ErrLeaseLost is the cause (see context.Cause) of a KeepAlive context
+	// cancelled because the lease could not be confirmed.
+	ErrLeaseLost = errors.New("lock: lease lost")
+)
+
+// Locker obtains locks on keys of one Redis client. It is safe for
+// concurrent use.
+type Locker struct {
+	client  redis.UniversalClient
+	observe func(Event)
+}
+
+// Option configures a Locker.
+type Option func(*Locker)
+
+// WithObserver makes the Locker call fn, synchronously, after every Redis
+// call it makes and when a KeepAlive lease is lost. fn must be quick and safe
+// for concurrent use.
+func WithObserver(fn func(Event)) Option {
+	return func(l *Locker) { l.observe = fn }
+}
+
+// New returns a Locker using client, which should have ContextTimeoutEnabled
+// set (see the package documentation).
+func New(client redis.UniversalClient, opts ...Option) *Locker {
+	l := &Locker{client: client}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Obtain sets key to a fresh random token (a UUID v4) for ttl, truncated to
+// whole milliseconds, unless another owner holds the key, and returns the
+// held Lock. It succeeds too when go-redis retried the command after its
+// first copy set the key and the reply was lost. It returns ErrNotObtained
+// only when another owner holds the key. A ttl below 1 ms, a transport
+// error, a timeout or a cancelled ctx is returned as an error wrapping the
+// cause, never as ErrNotObtained; after a transport error or timeout the key
+// may have been set with our token nonetheless, and then expires with ttl.
+func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	ttl, err := checkTTL(ttl)
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.NewRandom()
+	if err != nil {
+		return nil, fmt.Errorf("lock: token: %w", err)
+	}
+	token := id.String()
+	sent := time.Now()
+	ok, err := l.obtain(ctx, key, token, ttl)
+	took := time.Since(sent)
+	switch {
+	case err != nil:
+		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "error", Duration: took, Err: err})
+		return nil, fmt.Errorf("lock: obtain %q: %w", key, err)
+	case !ok:
+		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "busy", Duration: took})
+		return nil, ErrNotObtained
+	}
+	l.emit(Event{Kind: EventObtain, Key: key, Outcome: "acquired", Duration: took})
+	return &Lock{locker: l, key: key, token: token, obtained: sent, ttl: ttl, deadline: leaseEnd(sent, ttl)}, nil
+}
+
+// obtain sets key to token for ttl unless the key holds another token, and
+// reports whether the key holds token now. Our own token is found when
+// go-redis retried a command whose first copy was applied and whose reply
+// was lost; the key is then ours.
+func (l *Locker) obtain(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	// The common case, a free key, costs one plain SET NX.
+	set, err := l.client.SetNX(ctx, key, token, ttl).Result()
+	if err != nil || set {
+		return set, err
+	}
+	// The key exists: another owner's, or ours if this was a retry. The
+	// script sets the key if it is absent (expired meanwhile) or ours.
+	n, err := obtainScript.Run(ctx, l.client, []string{key}, token, ttl.Milliseconds()).Int()
+	return n == 1, err
+}
+
+// KeyTTL returns the remaining TTL of key, whoever holds it, and 0, nil when
+// the key is absent. A key without a TTL (never set by this package) is an
+// error, as is a transport error.
+func (l *Locker) KeyTTL(ctx context.Context, key string) (time.Duration, error) {
+	d, err := l.client.PTTL(ctx, key).Result()
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("lock: pttl %q: %w", key, err)
+	case d == -2:
+		return 0, nil
+	case d < 0:
+		return 0, fmt.Errorf("lock: key %q has no TTL", key)
+	}
+	return d, nil
+}
+
+// Lock is a held lock: a key and the token that Obtain set it to. Its methods
+// are safe for concurrent use.
+type Lock struct {
+	locker   *Locker
+	key      string
+	token    string
+	obtained time.Time
+	released atomic.Bool
+
+	mu       sync.Mutex
+	ttl      time.Duration // of the last successful obtain or refresh
+	deadline time.Time     // local lease deadline (monotonic)
+}
+
+// Key returns the locked key.
+func (lk *Lock) Key() string { return lk.key }
+
+// Token returns the random token the key holds while the lock is ours.
+func (lk *Lock) Token() string { return lk.token }
+
+// Deadline returns the local lease deadline: when the last successful Obtain
+// or Refresh command was sent, plus its TTL, minus a clock-drift allowance of
+// 1% of the TTL plus 2 ms. Until then the key is ours unless someone else
+// deleted it or Redis lost it. The time carries a monotonic reading, so
+// compare it with time.Now, time.Until or time.Since only.
+func (lk *Lock) Deadline() time.Time {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.deadline
+}
+
+func (lk *Lock) lease() (time.Duration, time.Time) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.ttl, lk.deadline
+}
+
+// Release deletes the key if it still holds our token. It returns ErrNotHeld,
+// touching nothing, when the key expired, vanished or has another owner, and
+// a wrapped error on transport errors, timeouts or a cancelled ctx (the key
+// then expires with its TTL). Release also stops any KeepAlive watchdog of
+// the lock, which then reports no lost lease.
+func (lk *Lock) Release(ctx context.Context) error {
+	lk.released.Store(true)
+	l := lk.locker
+	start := time.Now()
+	n, err := releaseScript.Run(ctx, l.client, []string{lk.key}, lk.token).Int()
+	took := time.Since(start)
+	e := Event{Kind: EventRelease, Key: lk.key, Duration: took, Held: time.Since(lk.obtained)}
+	switch {
+	case err != nil:
+		e.Outcome, e.Err = "error", err
+		l.emit(e)
+		return fmt.Errorf("lock: release %q: %w", lk.key, err)
+	case n != 1:
+		e.Outcome = "expired"
+		l.emit(e)
+		return ErrNotHeld
+	}
+	e.Outcome = "released"
+	l.emit(e)
+	return nil
+}
+
+// Refresh sets the TTL of the key to ttl (whole milliseconds, at least 1 ms)
+// if it still holds our token, and moves the lease deadline. It returns
+// ErrNotHeld, touching nothing, when the key expired, vanished or has another
+// owner, and a wrapped error for a ttl below 1 ms, transport errors, timeouts
+// or a cancelled ctx.
+func (lk *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
+	ttl, err := checkTTL(ttl)
+	if err != nil {
+		return err
+	}
+	l := lk.locker
+	sent := time.Now()
+	n, err := refreshScript.Run(ctx, l.client, []string{lk.key}, lk.token, ttl.Milliseconds()).Int()
+	took := time.Since(sent)
+	switch {
+	case err != nil:
+		l.emit(Event{Kind: EventRefresh, Key: lk.key, Outcome: "error", Duration: took, Err: err})
+		return fmt.Errorf("lock: refresh %q: %w", lk.key, err)
+	case n != 1:
+		l.emit(Event{Kind: EventRefresh, Key: lk.key, Outcome: "not_held", Duration: took})
+		return ErrNotHeld
+	}
+	lk.mu.Lock()
+	lk.ttl, lk.deadline = ttl, leaseEnd(sent, ttl)
+	lk.mu.Unlock()
+	l.emit(Event{Kind: EventRefresh, Key: lk.key, Outcome: "ok", Duration: took})
+	return nil
+}
+
+// TTL returns the remaining TTL of the key while it holds our token, and
+// 0, nil when it does not (expired, vanished or another owner). Transport
+// errors, timeouts and a cancelled ctx are returned wrapped.
+func (lk *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	n, err := pttlScript.Run(ctx, lk.locker.client, []string{lk.key}, lk.token).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("lock: ttl %q: %w", lk.key, err)
+	}
+	if n <= 0 {
+		return 0, nil
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// KeepAlive starts a watchdog that refreshes the lock every third of its TTL
+// (the TTL of the last Obtain or Refresh) and returns a context derived from
+// ctx that is cancelled as soon as the lease cannot be confirmed: when a
+// refresh answers that the key is not ours (the cause matches both
+// ErrLeaseLost and ErrNotHeld), or when refreshes keep failing until the
+// lease deadline (cancelled at the deadline, by a timer, even while a refresh
+// hangs; the cause matches ErrLeaseLost and wraps the last refresh error).
+// Failed refreshes are retried every TTL/12; each refresh call is bounded by
+// the lease deadline. A lost lease is reported once to the observer as
+// EventLeaseLost, just before the context is cancelled.
+//
+// Do the guarded work under the returned context. The CancelFunc stops the
+// watchdog and waits for it to exit; call it when the work is done. Release
+// stops the watchdog too, without reporting a lost lease: the context is then
+// cancelled (with context.Canceled) when the watchdog next wakes.
+func (lk *Lock) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lk.watch(ctx, cancel)
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+	}
+}
+
+func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+	var (
+		once    sync.Once
+		mu      sync.Mutex
+		lastErr error
+	)
+	lose := func(cause error) {
+		once.Do(func() {
+			if ctx.Err() != nil || lk.released.Load() {
+				return
+			}
+			lk.locker.emit(Event{Kind: EventLeaseLost, Key: lk.key, Outcome: "lost", Held: time.Since(lk.obtained), Err: cause})
+			cancel(cause)
+		})
+	}
+
+	// expiry fires at the lease deadline, wherever the watchdog is (even
+	// inside a refresh call that hangs), unless a refresh moved it.
+	var expiry *time.Timer
+	expiry = time.AfterFunc(math.MaxInt64, func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if d := time.Until(lk.Deadline()); d > 0 {
+			expiry.Reset(d) // a Refresh moved the deadline
+			return
+		}
+		mu.Lock()
+		err := lastErr
+		mu.Unlock()
+		if err == nil {
+			lose(fmt.Errorf("%w: deadline passed unconfirmed", ErrLeaseLost))
+		} else {
+			lose(fmt.Errorf("%w: deadline passed unconfirmed: %w", ErrLeaseLost, err))
+		}
+	})
+	defer expiry.Stop()
+
+	ttl, deadline := lk.lease()
+	expiry.Reset(time.Until(deadline))
+	tick := time.NewTimer(ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if lk.released.Load() {
+			cancel(nil)
+			return
+		}
+		ttl, deadline = lk.lease()
+		rctx, rcancel := context.WithDeadline(ctx, deadline)
+		err := lk.Refresh(rctx, ttl)
+		rcancel()
+		expiry.Reset(time.Until(lk.Deadline())) // moved by this or another Refresh
+		switch {
+		case err == nil:
+			tick.Reset(ttl / 3)
+		case errors.Is(err, ErrNotHeld):
+			if lk.released.Load() {
+				cancel(nil)
+			} else {
+				lose(fmt.Errorf("%w: %w", ErrLeaseLost, ErrNotHeld))
+			}
+			return
+		default:
+			mu.Lock()
+			lastErr = err
+			mu.Unlock()
+			tick.Reset(ttl / 12) // retry until the deadline
+		}
+	}
+}
+
+func checkTTL(ttl time.Duration) (time.Duration, error) {
+	if ttl < time.Millisecond {
+		return 0, fmt.Errorf("lock: ttl %v is below 1ms", ttl)
+	}
+	return ttl.Truncate(time.Millisecond), nil
+}
+
+// leaseEnd is the local deadline of a lease of ttl whose command was sent at
+// sent: ttl less a drift allowance of 1% plus 2 ms.
+func leaseEnd(sent time.Time, ttl time.Duration) time.Time {
+	return sent.Add(ttl - ttl/100 - 2*time.Millisecond)
+}
+
+// EventKind says which operation an Event reports.
+type EventKind int
+
+// Event kinds.
+const (
+	EventObtain EventKind = iota + 1
+	EventRelease
+	EventRefresh
+	EventLeaseLost
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventObtain:
+		return "obtain"
+	case EventRelease:
+		return "release"
+	case EventRefresh:
+		return "refresh"
+	case EventLeaseLost:
+		return "lease_lost"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Event reports one lock operation to the observer set with WithObserver.
+type Event struct {
+	Kind EventKind
+	Key  string
+	// Outcome is, for EventObtain, "acquired", "busy" or "error"; for
+	// EventRelease, "released", "expired" (ErrNotHeld) or "error"; for
+	// EventRefresh, "ok", "not_held" or "error"; for EventLeaseLost, "lost".
+	Outcome  string
+	Duration time.Duration // latency of the Redis call, retries included
+	Held     time.Duration // EventRelease and EventLeaseLost: time since Obtain sent its command
+	Err      error         // the error of "error" outcomes; for EventLeaseLost, the cause
+}
+
+func (l *Locker) emit(e Event) {
+	if l.observe != nil {
+		l.observe(e)
+	}
+}
