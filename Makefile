@@ -8,3 +8,6 @@ build:
 
 vet:
 	go vet ./...
+
+run: ## run paylock locally (starts throwaway Postgres/Redis when none answer)
+	scripts/run.sh

@@ -21,3 +21,7 @@ echo "== go test -race"
 args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(./...)
 go test -race -count=1 -timeout 10m "${args[@]}"
+if [[ $# -eq 0 ]]; then
+  echo "== signature/compat (interoperability with the PSPs' own libraries)"
+  (cd signature/compat && GOFLAGS=-mod=mod go test -race -count=1 ./...)
+fi

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/internal/testenv"
+)
+
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if code := Run(context.Background(), []string{"version"}, envMap(nil), nil, &out, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.HasPrefix(out.String(), "paylock ") {
+		t.Fatalf("version printed %q", out.String())
+	}
+}
+
+func TestBadConfigurationStopsStartWithOneLineNamingTheVariable(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"PAYLOCK_LOCK_TTL": "soon"}, nil, "PAYLOCK_LOCK_TTL"},
+		{map[string]string{"PAYLOCK_LOCK_TTL": "10ms"}, nil, "PAYLOCK_LOCK_TTL"},
+		{map[string]string{"PAYLOCK_LOCK_WAIT": "-1s"}, nil, "PAYLOCK_LOCK_WAIT"},
+		{map[string]string{"PAYLOCK_MAX_BODY": "lots"}, nil, "PAYLOCK_MAX_BODY"},
+		{map[string]string{"PAYLOCK_REDIS_UNAVAILABLE": "ignore"}, nil, "PAYLOCK_REDIS_UNAVAILABLE"},
+		{map[string]string{"PAYLOCK_DEFAULT_CURRENCY": "yen"}, nil, "PAYLOCK_DEFAULT_CURRENCY"},
+		{map[string]string{"PAYLOCK_ADDR": "8080"}, nil, "PAYLOCK_ADDR"},
+		{map[string]string{"PAYLOCK_ALLOW_UNSIGNED": "maybe"}, nil, "PAYLOCK_ALLOW_UNSIGNED"},
+		{map[string]string{"PAYLOCK_LOG_LEVEL": "loud"}, nil, "PAYLOCK_LOG_LEVEL"},
+		{map[string]string{"PAYLOCK_LOCK_TTL": "1s", "PAYLOCK_REDIS_TIMEOUT": "900ms"}, nil, "PAYLOCK_REDIS_TIMEOUT"},
+		{nil, []string{"--lock-ttl", "forever"}, "lock-ttl"},
+	}
+	for _, c := range cases {
+		var stderr bytes.Buffer
+		code := Run(context.Background(), append([]string{"serve"}, c.args...), envMap(c.env), nil, io.Discard, &stderr)
+		if code != 2 {
+			t.Errorf("%v %v: exit %d, want 2", c.env, c.args, code)
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) {
+			t.Errorf("%v %v: message %q, want one line naming %s", c.env, c.args, msg, c.want)
+		}
+	}
+}
+
+func TestFlagsOverrideTheEnvironment(t *testing.T) {
+	cfg, _, err := loadConfig("serve", []string{"--lock-ttl", "9s"}, envMap(map[string]string{"PAYLOCK_LOCK_TTL": "3s", "PAYLOCK_LOCK_WAIT": "1s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LockTTL != 9*time.Second || cfg.LockWait != time.Second {
+		t.Fatalf("ttl %v wait %v", cfg.LockTTL, cfg.LockWait)
+	}
+}
+
+func TestConfigLogValueHidesPasswords(t *testing.T) {
+	cfg, _, err := loadConfig("serve", nil, envMap(map[string]string{
+		"DATABASE_URL": "postgres://app:s3cret-db@db:5432/pay",
+		"REDIS_URL":    "redis://:s3cret-redis@cache:6379/0",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", slog.Any("config", cfg))
+	if strings.Contains(buf.String(), "s3cret") {
+		t.Fatalf("password in log: %s", buf.String())
+	}
+	if !strings.Contains(buf.String(), "db:5432") {
+		t.Fatalf("host missing from log: %s", buf.String())
+	}
+}
+
+// TestServeAnswersAndShutsDownGracefully runs the real serve path on :0:
+// it migrates, answers a payment, and on cancellation lets an in-flight
+// request finish before returning.
+func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
+	env := map[string]string{
+		"DATABASE_URL":           testenv.Schema(t),
+		"REDIS_URL":              testenv.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"PAYLOCK_ALLOW_UNSIGNED": "true",
+	}
+	cfg, _, err := loadConfig("serve", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln) }()
+	base := "http://" + ln.Addr().String()
+
+	var res *http.Response
+	for i := 0; ; i++ {
+		res, err = http.Post(base+"/webhooks/payments", "application/json",
+			strings.NewReader(`{"transaction_id":"tx-serve","amount":100,"currency":"JPY"}`))
+		if err == nil || i > 100 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]string
+	json.NewDecoder(res.Body).Decode(&body)
+	res.Body.Close()
+	if res.StatusCode != 200 || body["result"] != "processed" {
+		t.Fatalf("first delivery: %d %v", res.StatusCode, body)
+	}
+
+	// Metrics on their own listener, pprof there too.
+	for _, path := range []string{"/metrics", "/debug/pprof/"} {
+		res, err := http.Get("http://" + mln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, res.StatusCode)
+		}
+		if path == "/metrics" {
+			for _, want := range []string{
+				`paylock_webhook_requests_total{code="200",endpoint="payments",result="processed"} 1`,
+				`paylock_lock_obtain_total{outcome="acquired"} 1`,
+				`paylock_lock_release_total{outcome="released"} 1`,
+				"paylock_lock_ttl_seconds 5", "paylock_db_pool_connections", "paylock_redis_pool_connections",
+				"go_goroutines", "process_cpu_seconds_total",
+			} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("/metrics lacks %q", want)
+				}
+			}
+		}
+	}
+	if res, err := http.Get(base + "/debug/pprof/"); err == nil && res.StatusCode == 200 {
+		t.Error("pprof is served on the webhook listener")
+	}
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200} {
+		res, err := http.Get(base + path)
+		if err != nil || res.StatusCode != want {
+			t.Errorf("GET %s: %v %v", path, res, err)
+		}
+	}
+
+	// An in-flight request: headers and half a body sent, then SIGTERM.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/payments", pr)
+	req.Header.Set("Content-Type", "application/json")
+	inflight := make(chan *http.Response, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+		}
+		inflight <- res
+	}()
+	io.WriteString(pw, `{"transaction_id":"tx-inflight",`)
+	time.Sleep(200 * time.Millisecond) // the server is reading the body
+
+	cancel()
+	time.Sleep(100 * time.Millisecond) // shutdown has begun
+	io.WriteString(pw, `"amount":100,"currency":"JPY"}`)
+	pw.Close()
+	if res := <-inflight; res == nil || res.StatusCode != 200 {
+		t.Fatalf("in-flight request during shutdown: %v", res)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v after shutdown", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if _, err := http.Get(base + "/"); err == nil {
+		t.Fatal("still accepting connections after shutdown")
+	}
+}

@@ -1,0 +1,184 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// field is one known member of a webhook body and what to do with its raw
+// JSON value.
+type field struct {
+	name     string
+	required bool
+	decode   func(raw json.RawMessage) error
+}
+
+// decodeObject reads body as exactly one JSON object, strictly: a repeated
+// known key, a known key spelled in another case, null for a known key, or
+// anything after the object is refused. Unknown keys are allowed (the body
+// is kept as received). Values of known keys are handed to their decoders.
+//
+// Go's encoding/json, used naively, would match keys case-insensitively, let
+// the last duplicate win, turn null into a zero value and ignore trailing
+// data: each of those lets two bodies that look different to two parsers
+// mean the same payment, or one body mean two.
+func decodeObject(body []byte, fields []field) error {
+	if !utf8.Valid(body) {
+		return badRequest("", "body is not valid UTF-8")
+	}
+	if msg := jsonbUnsafe(body); msg != "" {
+		return unprocessable("", msg)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	if err != nil {
+		return malformed(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return badRequest("", "body must be a JSON object")
+	}
+	seen := make(map[string]bool, len(fields))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return malformed(err)
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return malformed(err)
+		}
+		for _, f := range fields {
+			if !strings.EqualFold(key, f.name) {
+				continue
+			}
+			if key != f.name {
+				return badRequest(f.name, fmt.Sprintf("key %q must be spelled %q", key, f.name))
+			}
+			if seen[f.name] {
+				return badRequest(f.name, fmt.Sprintf("key %q appears more than once", f.name))
+			}
+			seen[f.name] = true
+			if string(raw) == "null" {
+				return badRequest(f.name, fmt.Sprintf("%s must not be null", f.name))
+			}
+			if err := f.decode(raw); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return malformed(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("", "unexpected data after the JSON object")
+	}
+	for _, f := range fields {
+		if f.required && !seen[f.name] {
+			return unprocessable(f.name, f.name+" is required")
+		}
+	}
+	return nil
+}
+
+func malformed(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return badRequest("", fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, se.Error()))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return badRequest("", "malformed JSON: unexpected end of body")
+	}
+	return badRequest("", "malformed JSON: "+err.Error())
+}
+
+// jsonbUnsafe reports, for a body that is otherwise valid JSON, the escapes
+// that Postgres's jsonb refuses (\u0000 and unpaired UTF-16 surrogates), so
+// that they are a 4xx here instead of a database error later.
+func jsonbUnsafe(body []byte) string {
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(body) {
+			return ""
+		}
+		if body[i+1] != 'u' {
+			i++ // skip the escaped character, which may be a backslash
+			continue
+		}
+		r, ok := hex4(body, i+2)
+		if !ok {
+			return "" // the JSON decoder reports it
+		}
+		switch {
+		case r == 0:
+			return `the escape \u0000 is not allowed`
+		case r >= 0xD800 && r <= 0xDBFF:
+			lo, ok := rune(0), false
+			if i+11 < len(body) && body[i+6] == '\\' && body[i+7] == 'u' {
+				lo, ok = hex4(body, i+8)
+			}
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return "unpaired UTF-16 surrogate escape"
+			}
+			i += 11
+			continue
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return "unpaired UTF-16 surrogate escape"
+		}
+		i += 5
+	}
+	return ""
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[at:at+4]), 16, 32)
+	return rune(v), err == nil
+}
+
+var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// decodeString decodes a JSON string value into *dst, refusing other types.
+func decodeString(name string, dst *string) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		if len(raw) == 0 || raw[0] != '"' {
+			return badRequest(name, name+" must be a JSON string")
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return badRequest(name, name+" must be a JSON string")
+		}
+		return nil
+	}
+}
+
+// decodeAmount decodes a JSON integer in minor units into *dst: a number
+// written with a fraction or an exponent, or one outside int64, is refused
+// rather than rounded, and a string is a type error.
+func decodeAmount(name string, dst *int64, set *bool) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		s := string(raw)
+		if len(s) == 0 || !(s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) {
+			return badRequest(name, name+" must be a JSON number (an integer in minor units)")
+		}
+		if !integerLiteral.MatchString(s) {
+			return unprocessable(name, name+" must be an integer in minor units, without a fraction or exponent")
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return unprocessable(name, name+" is out of range")
+		}
+		*dst, *set = v, true
+		return nil
+	}
+}

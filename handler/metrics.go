@@ -1,0 +1,189 @@
+package handler
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/paylock/paylock/lock"
+)
+
+// Metrics are the Prometheus series that tell an SRE whether the lock TTL
+// is right, how often the database backstop catches what the lock let
+// through, and whether Redis or Postgres is degrading the service. Build it
+// with NewMetrics; a nil *Metrics records nothing.
+type Metrics struct {
+	requests         *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	lockObtain       *prometheus.CounterVec
+	lockWait         prometheus.Histogram
+	lockHold         prometheus.Histogram
+	lockTTL          prometheus.Gauge
+	lockRelease      *prometheus.CounterVec
+	leaseLost        prometheus.Counter
+	lockRefresh      *prometheus.CounterVec
+	backstopDups     prometheus.Counter
+	mismatches       prometheus.Counter
+	sigFailures      *prometheus.CounterVec
+	redisUnavailable *prometheus.CounterVec
+	dbWrites         *prometheus.CounterVec
+}
+
+// ttlBuckets spreads histogram buckets around the lock TTL, so that the
+// hold-time distribution can be read against it: the top buckets sit at and
+// beyond the TTL, where a request outlives its lock.
+func ttlBuckets(ttl time.Duration) []float64 {
+	fractions := []float64{0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.33, 0.5, 0.75, 1, 1.5, 2, 4}
+	out := make([]float64, len(fractions))
+	for i, f := range fractions {
+		out[i] = ttl.Seconds() * f
+	}
+	return out
+}
+
+// NewMetrics registers paylock's metrics with reg. lockTTL shapes the
+// buckets of the lock histograms and is exported as paylock_lock_ttl_seconds.
+func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_webhook_requests_total",
+			Help: "Webhook deliveries answered, by endpoint, result and HTTP status code.",
+		}, []string{"endpoint", "result", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "paylock_webhook_request_duration_seconds",
+			Help:    "Time to answer a webhook delivery.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"endpoint"}),
+		lockObtain: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_lock_obtain_total",
+			Help: "Lock obtain attempts by outcome (acquired, busy, error); every poll of a busy lock counts.",
+		}, []string{"outcome"}),
+		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "paylock_lock_wait_seconds",
+			Help:    "Time a delivery spent waiting on a busy lock.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10},
+		}),
+		lockHold: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "paylock_lock_hold_seconds",
+			Help:    "Time from obtaining a lock to releasing it; compare with paylock_lock_ttl_seconds.",
+			Buckets: ttlBuckets(lockTTL),
+		}),
+		lockTTL: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "paylock_lock_ttl_seconds",
+			Help: "The configured lock TTL (PAYLOCK_LOCK_TTL).",
+		}),
+		lockRelease: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_lock_release_total",
+			Help: "Lock releases by outcome; expired means the TTL ran out (or the key was lost) before release: the TTL is too short.",
+		}, []string{"outcome"}),
+		leaseLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paylock_lock_lease_lost_total",
+			Help: "Leases the watchdog could not confirm; the request's database work was cancelled.",
+		}),
+		lockRefresh: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_lock_refresh_total",
+			Help: "Watchdog refreshes by outcome (ok, not_held, error).",
+		}, []string{"outcome"}),
+		backstopDups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paylock_backstop_duplicates_total",
+			Help: "Duplicates caught by the database constraint while the lock was not exclusive (expired, lost, or Redis down).",
+		}),
+		mismatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paylock_payload_mismatch_total",
+			Help: "Deliveries whose transaction id is recorded with another amount or currency.",
+		}),
+		sigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_signature_failures_total",
+			Help: "Deliveries refused for their signature, by reason.",
+		}, []string{"reason"}),
+		redisUnavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_redis_unavailable_total",
+			Help: "Deliveries that could not reach Redis for their lock, by policy (backstop, reject).",
+		}, []string{"policy"}),
+		dbWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_db_write_attempts_total",
+			Help: "Database write transactions attempted, by endpoint.",
+		}, []string{"endpoint"}),
+	}
+	m.lockTTL.Set(lockTTL.Seconds())
+	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
+		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures,
+		m.redisUnavailable, m.dbWrites)
+	for _, o := range []string{"acquired", "busy", "error"} {
+		m.lockObtain.WithLabelValues(o)
+	}
+	for _, o := range []string{"released", "expired", "error"} {
+		m.lockRelease.WithLabelValues(o)
+	}
+	return m
+}
+
+// LockObserver returns the function to pass to lock.WithObserver, which
+// turns the lock's events into metrics.
+func (m *Metrics) LockObserver() func(lock.Event) {
+	return func(e lock.Event) {
+		if m == nil {
+			return
+		}
+		switch e.Kind {
+		case lock.EventObtain:
+			m.lockObtain.WithLabelValues(e.Outcome).Inc()
+		case lock.EventRelease:
+			m.lockRelease.WithLabelValues(e.Outcome).Inc()
+			m.lockHold.Observe(e.Held.Seconds())
+		case lock.EventRefresh:
+			m.lockRefresh.WithLabelValues(e.Outcome).Inc()
+		case lock.EventLeaseLost:
+			m.leaseLost.Inc()
+		}
+	}
+}
+
+// observe records one answered delivery.
+func (m *Metrics) observe(endpoint string, o outcome, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(endpoint, o.metricResult(), strconv.Itoa(o.status)).Inc()
+	m.duration.WithLabelValues(endpoint).Observe(took.Seconds())
+	if o.waited {
+		m.lockWait.Observe(o.lockWait.Seconds())
+	}
+	if o.backstopDup {
+		m.backstopDups.Inc()
+	}
+	if o.result == "mismatch" {
+		m.mismatches.Inc()
+	}
+	if o.sigFailure != "" {
+		m.sigFailures.WithLabelValues(o.sigFailure).Inc()
+	}
+	if o.redisDown != "" {
+		m.redisUnavailable.WithLabelValues(o.redisDown).Inc()
+	}
+	if o.dbWrites > 0 {
+		m.dbWrites.WithLabelValues(endpoint).Add(float64(o.dbWrites))
+	}
+}
+
+// metricResult is the bounded label value for an outcome.
+func (o outcome) metricResult() string {
+	switch {
+	case o.status == http.StatusOK:
+		return o.result
+	case o.result == "mismatch":
+		return "mismatch"
+	case o.status == http.StatusUnauthorized:
+		return "unauthenticated"
+	case o.status == http.StatusConflict:
+		return "busy"
+	case o.status == http.StatusServiceUnavailable:
+		return "unavailable"
+	case o.status >= 500:
+		return "error"
+	default:
+		return "rejected"
+	}
+}

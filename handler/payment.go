@@ -1,0 +1,124 @@
+package handler
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// paymentInput is a decoded and validated payment webhook body.
+type paymentInput struct {
+	TransactionID string `json:"transaction_id" validate:"required,max=255,txid"`
+	Amount        int64  `json:"amount" validate:"gt=0"`
+	Currency      string `json:"currency" validate:"required,len=3,uppercase,iso4217,tender"`
+}
+
+// nonTender are ISO 4217 codes that validator's iso4217 admits but that are
+// not money a PSP settles: precious metals, bond-market units, SDR, SUCRE,
+// ADB unit, the testing code and "no currency". They are refused unless
+// configured explicitly (PAYLOCK_CURRENCIES).
+var nonTender = map[string]bool{
+	"XAG": true, "XAU": true, "XPD": true, "XPT": true,
+	"XBA": true, "XBB": true, "XBC": true, "XBD": true,
+	"XDR": true, "XSU": true, "XUA": true, "XTS": true, "XXX": true,
+}
+
+// inputRules validates decoded webhook bodies. It is safe for concurrent use.
+type inputRules struct {
+	v               *validator.Validate
+	defaultCurrency string
+}
+
+func newInputRules(defaultCurrency string, extraCurrencies []string) *inputRules {
+	allowed := make(map[string]bool, len(extraCurrencies))
+	for _, c := range extraCurrencies {
+		allowed[c] = true
+	}
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		return name
+	})
+	must(v.RegisterValidation("txid", func(fl validator.FieldLevel) bool {
+		s := fl.Field().String()
+		for i := 0; i < len(s); i++ {
+			if s[i] <= ' ' || s[i] > '~' {
+				return false
+			}
+		}
+		return true
+	}))
+	must(v.RegisterValidation("tender", func(fl validator.FieldLevel) bool {
+		c := fl.Field().String()
+		return !nonTender[c] || allowed[c]
+	}))
+	return &inputRules{v: v, defaultCurrency: defaultCurrency}
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// decodePayment decodes and validates a payment webhook body. Its errors are
+// *problem values (400 for malformed JSON or wrong types, 422 for invalid
+// values).
+func (r *inputRules) decodePayment(body []byte) (paymentInput, error) {
+	var in paymentInput
+	var amountSet bool
+	err := decodeObject(body, []field{
+		{name: "transaction_id", required: true, decode: decodeString("transaction_id", &in.TransactionID)},
+		{name: "amount", required: true, decode: decodeAmount("amount", &in.Amount, &amountSet)},
+		{name: "currency", decode: decodeString("currency", &in.Currency)},
+	})
+	if err != nil {
+		return in, err
+	}
+	in.TransactionID = strings.TrimSpace(in.TransactionID)
+	if in.Currency == "" {
+		if r.defaultCurrency == "" {
+			return in, unprocessable("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
+		}
+		in.Currency = r.defaultCurrency
+	}
+	if err := r.v.Struct(in); err != nil {
+		return in, validationProblem(err)
+	}
+	return in, nil
+}
+
+var fieldRules = map[string]string{
+	"txid":      "must be 1 to 255 printable ASCII characters without spaces",
+	"required":  "is required",
+	"max":       "must be at most 255 characters",
+	"gt":        "must be greater than 0",
+	"len":       "must be a three-letter ISO 4217 code",
+	"uppercase": "must be an upper-case ISO 4217 code",
+	"iso4217":   "must be an ISO 4217 currency code",
+	"tender":    "is not a currency accepted here (see PAYLOCK_CURRENCIES)",
+}
+
+func validationProblem(err error) error {
+	var ve validator.ValidationErrors
+	if !errors.As(err, &ve) || len(ve) == 0 {
+		return unprocessable("", "invalid body")
+	}
+	fe := ve[0]
+	msg, ok := fieldRules[fe.Tag()]
+	if !ok {
+		msg = "is invalid (" + fe.Tag() + ")"
+	}
+	if fe.Field() == "transaction_id" && fe.Tag() == "required" {
+		msg = "must not be empty"
+	}
+	return unprocessable(fe.Field(), fe.Field()+" "+msg)
+}
+
+// result is the JSON body of a 2xx answer.
+type result struct {
+	Result        string `json:"result"`
+	TransactionID string `json:"transaction_id,omitempty"`
+}

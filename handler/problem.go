@@ -1,0 +1,129 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/store"
+)
+
+// problem is an RFC 9457 problem detail. Handlers return it (or wrap a
+// sentinel) and writeError turns every error into one.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Field names the offending body member of a validation problem.
+	Field string `json:"field,omitempty"`
+	// RetryAfter, when positive, is sent as the Retry-After header.
+	RetryAfter time.Duration `json:"-"`
+}
+
+func (p *problem) Error() string { return p.Title + ": " + p.Detail }
+
+const problemBase = "https://github.com/paylock/paylock/blob/main/docs/problems.md#"
+
+func newProblem(status int, slug, title, field, detail string) *problem {
+	return &problem{Type: problemBase + slug, Title: title, Status: status, Field: field, Detail: detail}
+}
+
+func badRequest(field, detail string) error {
+	return newProblem(http.StatusBadRequest, "malformed", "Malformed request body", field, detail)
+}
+
+func unprocessable(field, detail string) error {
+	return newProblem(http.StatusUnprocessableEntity, "invalid", "Invalid request body", field, detail)
+}
+
+// Errors of the request path that are not another package's sentinels.
+var (
+	errBusy             = errors.New("handler: transaction in progress elsewhere")
+	errRedisUnavailable = errors.New("handler: redis unavailable and PAYLOCK_REDIS_UNAVAILABLE=reject")
+	errUnauthenticated  = errors.New("handler: signature not accepted")
+)
+
+// busyError carries how long the PSP should wait before retrying.
+type busyError struct{ retryAfter time.Duration }
+
+func (e busyError) Error() string { return errBusy.Error() }
+func (e busyError) Unwrap() error { return errBusy }
+
+// toProblem maps any error of the request path to the answer the client
+// gets. It is the only place that chooses a status for an error; internal
+// details stay in the log.
+func toProblem(err error) *problem {
+	var p *problem
+	if errors.As(err, &p) {
+		return p
+	}
+	var busy busyError
+	switch {
+	case errors.As(err, &busy):
+		p = newProblem(http.StatusConflict, "in-progress", "Transaction in progress",
+			"", "another delivery of this transaction is being processed; retry later")
+		p.RetryAfter = busy.retryAfter
+	case errors.Is(err, errUnauthenticated):
+		p = newProblem(http.StatusUnauthorized, "signature", "Signature not accepted", "",
+			"the webhook signature could not be verified")
+	case errors.Is(err, store.ErrMismatch):
+		p = newProblem(http.StatusUnprocessableEntity, "mismatch", "Payload mismatch", "",
+			"this transaction_id is already recorded with a different amount or currency")
+	case errors.Is(err, errRedisUnavailable):
+		p = newProblem(http.StatusServiceUnavailable, "lock-unavailable", "Lock service unavailable", "",
+			"the lock service is unavailable; retry later")
+		p.RetryAfter = time.Second
+	case errors.Is(err, lock.ErrLeaseLost):
+		p = newProblem(http.StatusServiceUnavailable, "lock-lost", "Lock lost", "",
+			"the transaction lock was lost before the payment could be recorded; retry later")
+		p.RetryAfter = time.Second
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		p = newProblem(http.StatusServiceUnavailable, "unavailable", "Store unavailable", "",
+			"the payment could not be confirmed as recorded; retry later")
+		p.RetryAfter = time.Second
+	default:
+		p = newProblem(http.StatusInternalServerError, "internal", "Internal error", "",
+			"the payment was not recorded; retry later")
+	}
+	return p
+}
+
+// writeError answers err as application/problem+json.
+func writeError(w http.ResponseWriter, err error) *problem {
+	p := toProblem(err)
+	if p.RetryAfter > 0 {
+		secs := int(math.Ceil(p.RetryAfter.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+	return p
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// logLevelFor is the level a request's summary line is logged at.
+func logLevelFor(status int) slog.Level {
+	switch {
+	case status == http.StatusUnprocessableEntity:
+		return slog.LevelWarn
+	case status >= 500:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}

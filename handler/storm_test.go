@@ -1,0 +1,154 @@
+package handler_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/store"
+)
+
+// deliverUntilAcknowledged posts a payment like a PSP: again and again
+// until a 2xx, honouring nothing but a short pause.
+func deliverUntilAcknowledged(t *testing.T, base, tx string, amount int64) answer {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		a := pay(t, base, tx, amount, "JPY")
+		if a.status == http.StatusOK {
+			return a
+		}
+		if a.status != http.StatusConflict && a.status != http.StatusServiceUnavailable {
+			t.Errorf("retry of %s answered %d: %s", tx, a.status, a.raw)
+			return a
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("%s never acknowledged", tx)
+	return answer{}
+}
+
+func TestDuplicateStormAcrossThreeReplicasRecordsOnce(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		lockWait time.Duration
+	}{
+		{"waiting for the lock", 0}, // the default: wait up to 2s
+		{"not waiting, 409s", -1},   // a busy delivery not yet recorded answers 409 at once
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			// A slow insert keeps the lock busy long enough for the storm
+			// to meet it.
+			slow := func(s handler.Store) handler.Store { return slowStore{s, 100 * time.Millisecond} }
+			duplicateStorm(t, options{cfg: handler.Config{LockWait: c.lockWait}, wrap: slow})
+		})
+	}
+}
+
+// slowStore delays every RecordPayment, as a loaded database would.
+type slowStore struct {
+	handler.Store
+	delay time.Duration
+}
+
+func (s slowStore) RecordPayment(ctx context.Context, p store.Payment) (store.Payment, error) {
+	time.Sleep(s.delay)
+	return s.Store.RecordPayment(ctx, p)
+}
+
+func duplicateStorm(t *testing.T, o options) {
+	reps := startReplicas(t, 3, o)
+	const deliveries = 100
+	tx := "tx-storm-1"
+
+	answers := make([]answer, deliveries)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range deliveries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			answers[i] = pay(t, reps[i%3].url, tx, 1000, "JPY")
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	byStatus := map[string]int{}
+	var conflicts []int
+	for i, a := range answers {
+		key := fmt.Sprint(a.status)
+		if a.status == http.StatusOK {
+			key += " " + a.str("result")
+		}
+		byStatus[key]++
+		switch {
+		case a.status == http.StatusOK && (a.str("result") == "processed" || a.str("result") == "duplicate"):
+		case a.status == http.StatusConflict:
+			wantRetryAfter(t, a)
+			conflicts = append(conflicts, i)
+		default:
+			t.Errorf("delivery %d: %d %s", i, a.status, a.raw)
+		}
+	}
+	t.Logf("answers by status: %v", byStatus)
+	if byStatus["200 processed"] != 1 {
+		t.Fatalf("processed answers = %d, want exactly 1 (%v)", byStatus["200 processed"], byStatus)
+	}
+	if n := rows(t, reps[0].store, tx); n != 1 {
+		t.Fatalf("rows = %d, want 1", n)
+	}
+	for _, i := range conflicts {
+		a := deliverUntilAcknowledged(t, reps[i%3].url, tx, 1000)
+		if a.str("result") != "duplicate" {
+			t.Errorf("redelivery of a 409 answered %q, want duplicate", a.str("result"))
+		}
+	}
+	if n := rows(t, reps[0].store, tx); n != 1 {
+		t.Fatalf("rows after redeliveries = %d, want 1", n)
+	}
+}
+
+func TestManyTransactionsManyDeliveriesEachRecordedOnce(t *testing.T) {
+	t.Parallel()
+	reps := startReplicas(t, 3, options{})
+	const txs, deliveries = 50, 20
+	var mu sync.Mutex
+	processed := map[string]int{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := range txs * deliveries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			tx := fmt.Sprintf("tx-many-%d", i%txs)
+			a := deliverUntilAcknowledged(t, reps[i%3].url, tx, int64(100+i%txs))
+			mu.Lock()
+			if a.str("result") == "processed" {
+				processed[tx]++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if n := rows(t, reps[0].store, ""); n != txs {
+		t.Fatalf("rows = %d, want %d", n, txs)
+	}
+	for i := range txs {
+		tx := fmt.Sprintf("tx-many-%d", i)
+		if processed[tx] != 1 {
+			t.Errorf("%s answered processed %d times, want 1", tx, processed[tx])
+		}
+		if n := rows(t, reps[0].store, tx); n != 1 {
+			t.Errorf("%s: %d rows", tx, n)
+		}
+	}
+}
