@@ -58,11 +58,15 @@ type Config struct {
 	DefaultCurrency  string        // used when a body has no currency; "" refuses such bodies
 	Currencies       []string      // non-tender ISO 4217 codes to admit (XAU, XTS, ...)
 	RedisUnavailable RedisPolicy   // default Backstop
-	Verifier         Verifier      // nil accepts unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED)
-	Metrics          *Metrics      // nil records nothing
-	Checks           []Check       // what GET /readyz pings
-	Version          string        // reported by GET /
-	Logger           *slog.Logger  // default slog.Default()
+	// NoLock records on the database constraint alone, without Redis
+	// (PAYLOCK_LOCK=off). It exists to measure what the lock buys; the
+	// answers are the same either way.
+	NoLock   bool
+	Verifier Verifier     // nil accepts unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED)
+	Metrics  *Metrics     // nil records nothing
+	Checks   []Check      // what GET /readyz pings
+	Version  string       // reported by GET /
+	Logger   *slog.Logger // default slog.Default()
 }
 
 func (c *Config) setDefaults() {
@@ -272,6 +276,10 @@ func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (r
 	p := store.Payment{TransactionID: in.TransactionID, Amount: in.Amount, Currency: in.Currency, Payload: body, EventID: eventID}
 	key := h.cfg.LockPrefix + "payment:" + in.TransactionID
 
+	if h.cfg.NoLock {
+		o.lockMode = "off"
+		return h.settleRecord(ctx, nil, p, o)
+	}
 	lk, err := h.obtain(ctx, key, o)
 	var busy busyError
 	if errors.As(err, &busy) {
@@ -303,12 +311,17 @@ func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (r
 		}
 	}
 
-	stored, err := h.record(ctx, lk, p, o)
+	return h.settleRecord(ctx, lk, p, o)
+}
+
+// settleRecord records p (under lk, when not nil) and turns the store's
+// verdict into the answer.
+func (h *Handler) settleRecord(ctx context.Context, lk *lock.Lock, p store.Payment, o *outcome) (result, error) {
+	_, err := h.record(ctx, lk, p, o)
 	switch {
 	case err == nil:
 		return result{Result: "processed", TransactionID: p.TransactionID}, nil
 	case errors.Is(err, store.ErrDuplicate):
-		_ = stored
 		return result{Result: "duplicate", TransactionID: p.TransactionID}, nil
 	default:
 		return result{}, err
@@ -329,7 +342,7 @@ func (h *Handler) record(ctx context.Context, lk *lock.Lock, p store.Payment, o 
 	o.dbWrites++
 	if lk == nil {
 		stored, err := h.store.RecordPayment(ctx, p)
-		if errors.Is(err, store.ErrDuplicate) {
+		if errors.Is(err, store.ErrDuplicate) && !h.cfg.NoLock {
 			o.backstopDup = true
 		}
 		return stored, err

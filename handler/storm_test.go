@@ -152,3 +152,33 @@ func TestManyTransactionsManyDeliveriesEachRecordedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestLockOffRecordsOnceOnTheConstraintAlone: PAYLOCK_LOCK=off, kept to
+// measure what the lock buys, answers the same: one processed, the rest
+// duplicates, one row; and it never touches Redis.
+func TestLockOffRecordsOnceOnTheConstraintAlone(t *testing.T) {
+	t.Parallel()
+	reps := startReplicas(t, 3, options{
+		cfg:      handler.Config{NoLock: true},
+		redisURL: "redis://" + closedAddr(t) + "/0",
+	})
+	const deliveries = 60
+	answers := make(chan answer, deliveries)
+	for i := range deliveries {
+		go func() { answers <- pay(t, reps[i%3].url, "tx-nolock", 100, "JPY") }()
+	}
+	byResult := map[string]int{}
+	for range deliveries {
+		a := <-answers
+		if a.status != 200 {
+			t.Errorf("%d %s", a.status, a.raw)
+		}
+		byResult[a.str("result")]++
+	}
+	if byResult["processed"] != 1 || byResult["duplicate"] != deliveries-1 {
+		t.Fatalf("answers %v", byResult)
+	}
+	if n := rows(t, reps[0].store, "tx-nolock"); n != 1 {
+		t.Fatalf("rows = %d", n)
+	}
+}

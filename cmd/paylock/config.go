@@ -29,6 +29,7 @@ type config struct {
 	Currencies       []string
 	RedisUnavailable handler.RedisPolicy
 	RedisTimeout     time.Duration
+	NoLock           bool
 	AllowUnsigned    bool
 	SignatureScheme  signature.Scheme
 	WebhookSecrets   []signature.Secret // never printed: Secret redacts itself
@@ -137,6 +138,15 @@ func settings() []setting {
 					return errors.New("want backstop or reject")
 				}
 				return nil
+			}},
+		{"PAYLOCK_LOCK", "lock", "on", "on: the Redis lock guards each transaction; off: the database constraint alone (for benchmarks)",
+			func(c *config, v string) error {
+				switch v {
+				case "on", "off":
+					c.NoLock = v == "off"
+					return nil
+				}
+				return errors.New("want on or off")
 			}},
 		{"PAYLOCK_REDIS_TIMEOUT", "redis-timeout", "500ms", "Redis dial/read/write timeout (well below the lock TTL)",
 			durationAtLeast(func(c *config) *time.Duration { return &c.RedisTimeout }, time.Millisecond)},

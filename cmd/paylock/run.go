@@ -204,6 +204,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		DefaultCurrency:  cfg.DefaultCurrency,
 		Currencies:       cfg.Currencies,
 		RedisUnavailable: cfg.RedisUnavailable,
+		NoLock:           cfg.NoLock,
 		Verifier:         verifier,
 		Metrics:          metrics,
 		Checks:           checks,
