@@ -22,6 +22,9 @@ args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(./...)
 go test -race -count=1 -timeout 10m "${args[@]}"
 if [[ $# -eq 0 ]]; then
+  # Nested modules: they depend on what the service must not.
   echo "== signature/compat (interoperability with the PSPs' own libraries)"
   (cd signature/compat && GOFLAGS=-mod=mod go test -race -count=1 ./...)
+  echo "== deploy/validate (alerting rules and dashboard through Prometheus's parsers)"
+  (cd deploy/validate && GOFLAGS=-mod=mod go test -count=1 ./...)
 fi

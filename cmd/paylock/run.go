@@ -39,6 +39,7 @@ Usage:
   paylock serve [flags]     run the webhook server (migrates first unless PAYLOCK_MIGRATE=false)
   paylock migrate [flags]   apply the database migrations and exit
   paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
+  paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
   paylock version           print the version
 
 Every flag has an environment variable; run "paylock serve -h" for the list.
@@ -62,6 +63,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return 0
 	case "sign":
 		return runSign(args, getenv, stdin, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, args, getenv, stdout, stderr)
 	case "serve", "migrate":
 	default:
 		fmt.Fprintf(stderr, "paylock: unknown command %q\n\n%s", cmd, usage)

@@ -163,6 +163,12 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	if res, err := http.Get(base + "/debug/pprof/"); err == nil && res.StatusCode == 200 {
 		t.Error("pprof is served on the webhook listener")
 	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		var out bytes.Buffer
+		if code := Run(ctx, []string{"healthcheck", "--path", path}, envMap(map[string]string{"PAYLOCK_ADDR": ln.Addr().String()}), nil, &out, io.Discard); code != 0 {
+			t.Errorf("paylock healthcheck --path %s: exit %d (%s)", path, code, out.String())
+		}
+	}
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200} {
 		res, err := http.Get(base + path)
 		if err != nil || res.StatusCode != want {

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/store"
+)
+
+// describer is a Registerer that records the names of what registers.
+type describer struct{ names map[string]bool }
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+func (d describer) Register(c prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() { c.Describe(ch); close(ch) }()
+	for desc := range ch {
+		if m := fqName.FindStringSubmatch(desc.String()); m != nil {
+			d.names[m[1]] = true
+		}
+	}
+	return nil
+}
+
+func (d describer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		d.Register(c)
+	}
+}
+
+func (d describer) Unregister(prometheus.Collector) bool { return false }
+
+// exportedMetrics lists every metric family paylock serve exports.
+func exportedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, store.Config{URL: testenv.DatabaseURL(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rdb, err := newRedis(config{RedisURL: testenv.RedisURL(t), RedisTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	names := map[string]bool{}
+	families, err := newRegistry(st, rdb).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		names[f.GetName()] = true
+	}
+	handler.NewMetrics(describer{names}, 5*time.Second)
+	return names
+}
+
+var metricRef = regexp.MustCompile(`\bpaylock_[a-z0-9_]+`)
+
+// referenced returns the paylock metric families named in text.
+func referenced(text string) []string {
+	seen := map[string]bool{}
+	for _, m := range metricRef.FindAllString(text, -1) {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			m = strings.TrimSuffix(m, suffix)
+		}
+		seen[m] = true
+	}
+	out := make([]string, 0, len(seen))
+	for m := range seen {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestAlertsAndDashboardReferenceOnlyExportedMetrics(t *testing.T) {
+	exported := exportedMetrics(t)
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	raw, err := os.ReadFile("../../deploy/grafana/paylock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard is not JSON: %v", err)
+	}
+	var exprs []string
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	alerts, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, text := range map[string]string{"alerts.yml": string(alerts), "paylock.json": strings.Join(exprs, "\n")} {
+		refs := referenced(text)
+		if len(refs) == 0 {
+			t.Errorf("%s references no paylock metric", file)
+		}
+		for _, m := range refs {
+			if !exported[m] {
+				t.Errorf("%s references %s, which paylock does not export", file, m)
+			}
+		}
+	}
+}
