@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -130,8 +131,8 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"name": "paylock", "version": h.cfg.Version})
 }
 
-// outcome is what one webhook request came to, for the log line (and,
-// later, metrics).
+// outcome is what one webhook request came to, for its log line and its
+// metrics.
 type outcome struct {
 	requestID   string
 	txID        string
@@ -142,7 +143,7 @@ type outcome struct {
 	lockMode    string // "locked", "backstop" (Redis down) or ""
 	waited      bool   // the lock was busy at least once
 	sigFailure  string // signature.Reason of a refused delivery
-	secretIndex int    // which configured secret verified the delivery
+	secretIndex int    // which configured secret verified the delivery; -1: none
 	redisDown   string // the policy applied when Redis was unreachable
 	dbWrites    int    // write transactions attempted
 	obtainedAt  time.Time
@@ -153,7 +154,7 @@ type outcome struct {
 
 func (h *Handler) payments(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	o := outcome{requestID: requestID(r)}
+	o := outcome{requestID: requestID(r), secretIndex: -1}
 	w.Header().Set("X-Request-Id", o.requestID)
 	res, err := h.payment(w, r, &o)
 	if err != nil {
@@ -172,11 +173,16 @@ func (h *Handler) payments(w http.ResponseWriter, r *http.Request) {
 	h.logRequest(r.Context(), o, took)
 }
 
+// requestID is the caller's X-Request-Id when it is a plain token (a load
+// balancer's), else a fresh one: the value goes into logs and headers.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 128 {
-		return id
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c))
+	}) {
+		return uuid.NewString()
 	}
-	return uuid.NewString()
+	return id
 }
 
 func (h *Handler) logRequest(ctx context.Context, o outcome, took time.Duration) {

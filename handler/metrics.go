@@ -27,6 +27,7 @@ type Metrics struct {
 	backstopDups     prometheus.Counter
 	mismatches       prometheus.Counter
 	sigFailures      *prometheus.CounterVec
+	sigVerified      *prometheus.CounterVec
 	redisUnavailable *prometheus.CounterVec
 	dbWrites         *prometheus.CounterVec
 }
@@ -98,6 +99,10 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 			Name: "paylock_signature_failures_total",
 			Help: "Deliveries refused for their signature, by reason.",
 		}, []string{"reason"}),
+		sigVerified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paylock_signature_verified_total",
+			Help: "Deliveries whose signature verified, by the index of the configured secret that matched (watch the old one fall to zero during a rotation).",
+		}, []string{"secret_index"}),
 		redisUnavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_redis_unavailable_total",
 			Help: "Deliveries that could not reach Redis for their lock, by policy (backstop, reject).",
@@ -109,7 +114,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	}
 	m.lockTTL.Set(lockTTL.Seconds())
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
-		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures,
+		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
 		m.redisUnavailable, m.dbWrites)
 	for _, o := range []string{"acquired", "busy", "error"} {
 		m.lockObtain.WithLabelValues(o)
@@ -159,6 +164,9 @@ func (m *Metrics) observe(endpoint string, o outcome, took time.Duration) {
 	}
 	if o.sigFailure != "" {
 		m.sigFailures.WithLabelValues(o.sigFailure).Inc()
+	}
+	if o.secretIndex >= 0 {
+		m.sigVerified.WithLabelValues(strconv.Itoa(o.secretIndex)).Inc()
 	}
 	if o.redisDown != "" {
 		m.redisUnavailable.WithLabelValues(o.redisDown).Inc()

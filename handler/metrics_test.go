@@ -164,6 +164,16 @@ func TestFaultMetrics(t *testing.T) {
 			t.Fatalf("401 requests = %v", got)
 		}
 	})
+	t.Run("verified deliveries by secret", func(t *testing.T) {
+		t.Parallel()
+		v, secrets := verifier(t, signature.SchemeStandard, "whsec_c2VjcmV0LXRoYXQtaXMtbm90LW91cnMtMzJieXRlcw==,"+testSecret)
+		r, reg := instrumented(t, options{cfg: handler.Config{Verifier: v}})
+		body := payJSON("tx-m-rot", 100, "JPY")
+		signedPost(t, r.url, signature.Sign(signature.SchemeStandard, secrets[1], "msg_rot", time.Now(), body), body)
+		if got := metricValue(t, reg, "paylock_signature_verified_total", map[string]string{"secret_index": "1"}); got != 1 {
+			t.Fatalf("verified by the second secret = %v, want 1", got)
+		}
+	})
 	t.Run("payload mismatch", func(t *testing.T) {
 		t.Parallel()
 		r, reg := instrumented(t, options{})
