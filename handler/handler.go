@@ -119,9 +119,11 @@ func New(cfg Config, locker Locker, st Store) *Handler {
 		mux:    http.NewServeMux(),
 	}
 	h.mux.HandleFunc("POST /webhooks/payments", h.payments)
+	h.mux.HandleFunc("/webhooks/payments", methodNotAllowed(http.MethodPost))
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /readyz", h.readyz)
+	h.mux.HandleFunc("/", notFound)
 	return h
 }
 

@@ -90,16 +90,19 @@ func TestBadInputGetsAClear4xxAndWritesNothing(t *testing.T) {
 	}
 }
 
-func TestWrongMethodIs405(t *testing.T) {
+func TestWrongMethodIs405AndUnknownPathIs404AsProblems(t *testing.T) {
 	t.Parallel()
 	r := startReplica(t, options{})
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete} {
 		req, _ := http.NewRequest(m, r.url+"/webhooks/payments", nil)
 		a := do(t, req)
-		if a.status != http.StatusMethodNotAllowed {
-			t.Errorf("%s: status %d, want 405", m, a.status)
+		wantProblem(t, a, http.StatusMethodNotAllowed)
+		if allow := a.header.Get("Allow"); allow != http.MethodPost {
+			t.Errorf("%s: Allow %q, want POST", m, allow)
 		}
 	}
+	req, _ := http.NewRequest(http.MethodPost, r.url+"/webhooks/nothing", nil)
+	wantProblem(t, do(t, req), http.StatusNotFound)
 }
 
 func TestAcceptedInputVariants(t *testing.T) {

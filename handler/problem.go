@@ -127,3 +127,18 @@ func logLevelFor(status int) slog.Level {
 		return slog.LevelInfo
 	}
 }
+
+// methodNotAllowed answers 405 as problem+json (the ServeMux's own 405 is
+// plain text), naming the allowed method.
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, newProblem(http.StatusMethodNotAllowed, "method", "Method not allowed", "",
+			r.Method+" is not allowed here; use "+allow))
+	}
+}
+
+// notFound answers 404 as problem+json.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, newProblem(http.StatusNotFound, "not-found", "Not found", "", "no such endpoint"))
+}

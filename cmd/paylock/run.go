@@ -87,7 +87,6 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = serve(ctx, cfg, logger, nil, nil)
 	}
 	if err != nil {
-		logger.Error("paylock "+cmd+" failed", slog.Any("error", err))
 		fmt.Fprintf(stderr, "paylock %s: %v\n", cmd, err)
 		return 1
 	}

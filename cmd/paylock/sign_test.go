@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/signature"
+)
+
+const devSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// parseHeaders reads "name: value" lines as paylock sign prints them.
+func parseHeaders(t *testing.T, out string) http.Header {
+	t.Helper()
+	h := http.Header{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("not a header line: %q", line)
+		}
+		h.Add(k, v)
+	}
+	return h
+}
+
+func TestSignPrintsHeadersThatVerify(t *testing.T) {
+	body := `{"transaction_id":"tx-1","amount":1000,"currency":"JPY"}` + "\n"
+	for _, c := range []struct {
+		scheme signature.Scheme
+		secret string
+	}{
+		{signature.SchemeStandard, devSecret},
+		{signature.SchemeStripe, "whsec_stripe_style_secret"},
+	} {
+		t.Run(string(c.scheme), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), []string{"sign", "--scheme", string(c.scheme), "--secret", c.secret},
+				envMap(nil), strings.NewReader(body), &out, &errb)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			secrets, err := signature.ParseSecrets(c.scheme, c.secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := signature.NewVerifier(c.scheme, secrets, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := v.Verify(parseHeaders(t, out.String()), []byte(body)); err != nil {
+				t.Fatalf("printed headers do not verify: %v\n%s", err, out.String())
+			}
+		})
+	}
+}
+
+func TestSignCurlCommandCarriesTheExactBody(t *testing.T) {
+	body := `{"transaction_id":"it's","amount":1,"currency":"JPY"}`
+	var out bytes.Buffer
+	code := Run(context.Background(), []string{"sign", "--curl", "http://127.0.0.1:8080/webhooks/payments"},
+		envMap(map[string]string{"PAYLOCK_WEBHOOK_SECRETS": devSecret + ",whsec_b3RoZXI="}), strings.NewReader(body), &out, io.Discard)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	cmd := out.String()
+	for _, want := range []string{"curl -sS -X POST 'http://127.0.0.1:8080/webhooks/payments'", "webhook-signature: v1,", `--data-binary '{"transaction_id":"it'\''s"`} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("curl command lacks %q:\n%s", want, cmd)
+		}
+	}
+}
+
+func TestServeRefusesToStartUnsignedOrWithABadSecret(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		code int
+		want string
+	}{
+		{"no secrets", map[string]string{"PAYLOCK_METRICS_ADDR": "off"}, 1, "PAYLOCK_ALLOW_UNSIGNED"},
+		{"undecodable whsec secret", map[string]string{"PAYLOCK_WEBHOOK_SECRETS": "whsec_not*base64!"}, 2, "PAYLOCK_WEBHOOK_SECRETS"},
+		{"unknown scheme", map[string]string{"PAYLOCK_SIGNATURE_SCHEME": "hmac"}, 2, "PAYLOCK_SIGNATURE_SCHEME"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			env := map[string]string{"PAYLOCK_LOG_LEVEL": "error", "DATABASE_URL": "postgres://127.0.0.1:1/none", "PAYLOCK_ADDR": "127.0.0.1:0"}
+			for k, v := range c.env {
+				env[k] = v
+			}
+			code := Run(context.Background(), []string{"serve"}, envMap(env), nil, io.Discard, &stderr)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr.String())
+			}
+			msg := strings.TrimSpace(stderr.String())
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, c.want) {
+				t.Fatalf("want one line naming %s, got %q", c.want, msg)
+			}
+			if strings.Contains(stderr.String(), "not*base64") {
+				t.Fatalf("the secret leaked into the error: %s", stderr.String())
+			}
+		})
+	}
+}
