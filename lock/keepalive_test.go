@@ -135,7 +135,7 @@ func TestKeepAliveCancelsAtTheDeadlineWhenRedisStopsAnswering(t *testing.T) {
 				if at.Before(deadline) {
 					t.Errorf("lease cancelled %v before the deadline", deadline.Sub(at))
 				}
-				if late := at.Sub(deadline); late > 100*time.Millisecond {
+				if late := at.Sub(deadline); late > 250*time.Millisecond { // slack for a loaded machine
 					t.Errorf("lease cancelled %v after the deadline, want at it", late)
 				}
 				cause := context.Cause(lease)
@@ -191,7 +191,9 @@ func TestKeepAliveStopsWhenCancelled(t *testing.T) {
 			e := setupMiniredis(t)
 			var rec recorder
 			l := lock.New(e.client, lock.WithObserver(rec.observe))
-			const ttl = 30 * time.Millisecond
+			// Long enough that a loaded machine (-race, parallel packages)
+			// does not miss the lease deadline by itself.
+			const ttl = 300 * time.Millisecond
 			lk := mustObtain(t, l, e.key, ttl)
 			parent, cancel := context.WithCancel(ctxT(t))
 			lease, stop := lk.KeepAlive(parent)

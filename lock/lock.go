@@ -48,6 +48,7 @@ var (
 type Locker struct {
 	client  redis.UniversalClient
 	observe func(Event)
+	now     func() time.Time
 }
 
 // Option configures a Locker.
@@ -60,10 +61,18 @@ func WithObserver(fn func(Event)) Option {
 	return func(l *Locker) { l.observe = fn }
 }
 
+// WithClock makes the Locker read the time that lease deadlines are
+// computed and checked against from now instead of time.Now. Tests that move
+// a miniredis clock (FastForward) move this one with it, to play a process
+// that was paused past its TTL. Timers still run in real time.
+func WithClock(now func() time.Time) Option {
+	return func(l *Locker) { l.now = now }
+}
+
 // New returns a Locker using client, which should have ContextTimeoutEnabled
 // set (see the package documentation).
 func New(client redis.UniversalClient, opts ...Option) *Locker {
-	l := &Locker{client: client}
+	l := &Locker{client: client, now: time.Now}
 	for _, o := range opts {
 		o(l)
 	}
@@ -88,9 +97,9 @@ func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration) (*Lo
 		return nil, fmt.Errorf("lock: token: %w", err)
 	}
 	token := id.String()
-	sent := time.Now()
+	start, sent := time.Now(), l.now()
 	ok, err := l.obtain(ctx, key, token, ttl)
-	took := time.Since(sent)
+	took := time.Since(start)
 	switch {
 	case err != nil:
 		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "error", Duration: took, Err: err})
@@ -159,7 +168,8 @@ func (lk *Lock) Token() string { return lk.token }
 // or Refresh command was sent, plus its TTL, minus a clock-drift allowance of
 // 1% of the TTL plus 2 ms. Until then the key is ours unless someone else
 // deleted it or Redis lost it. The time carries a monotonic reading, so
-// compare it with time.Now, time.Until or time.Since only.
+// compare it with time.Now, time.Until or time.Since only (or with the
+// clock given to WithClock).
 func (lk *Lock) Deadline() time.Time {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
@@ -183,14 +193,20 @@ func (lk *Lock) Release(ctx context.Context) error {
 	start := time.Now()
 	n, err := releaseScript.Run(ctx, l.client, []string{lk.key}, lk.token).Int()
 	took := time.Since(start)
-	e := Event{Kind: EventRelease, Key: lk.key, Duration: took, Held: time.Since(lk.obtained)}
+	e := Event{Kind: EventRelease, Key: lk.key, Duration: took, Held: l.now().Sub(lk.obtained)}
 	switch {
 	case err != nil:
 		e.Outcome, e.Err = "error", err
 		l.emit(e)
 		return fmt.Errorf("lock: release %q: %w", lk.key, err)
 	case n != 1:
+		// Past the lease deadline the TTL ran out; before it, Redis lost the
+		// key (a failover, a flush, an eviction) or go-redis retried this
+		// release after its first copy deleted the key.
 		e.Outcome = "expired"
+		if l.now().Before(lk.Deadline()) {
+			e.Outcome = "lost"
+		}
 		l.emit(e)
 		return ErrNotHeld
 	}
@@ -210,9 +226,9 @@ func (lk *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l := lk.locker
-	sent := time.Now()
+	start, sent := time.Now(), l.now()
 	n, err := refreshScript.Run(ctx, l.client, []string{lk.key}, lk.token, ttl.Milliseconds()).Int()
-	took := time.Since(sent)
+	took := time.Since(start)
 	switch {
 	case err != nil:
 		l.emit(Event{Kind: EventRefresh, Key: lk.key, Outcome: "error", Duration: took, Err: err})
@@ -281,7 +297,7 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 			if ctx.Err() != nil || lk.released.Load() {
 				return
 			}
-			lk.locker.emit(Event{Kind: EventLeaseLost, Key: lk.key, Outcome: "lost", Held: time.Since(lk.obtained), Err: cause})
+			lk.locker.emit(Event{Kind: EventLeaseLost, Key: lk.key, Outcome: "lost", Held: lk.locker.now().Sub(lk.obtained), Err: cause})
 			cancel(cause)
 		})
 	}
@@ -293,7 +309,7 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 		if ctx.Err() != nil {
 			return
 		}
-		if d := time.Until(lk.Deadline()); d > 0 {
+		if d := lk.Deadline().Sub(lk.locker.now()); d > 0 {
 			expiry.Reset(d) // a Refresh moved the deadline
 			return
 		}
@@ -309,7 +325,7 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	defer expiry.Stop()
 
 	ttl, deadline := lk.lease()
-	expiry.Reset(time.Until(deadline))
+	expiry.Reset(deadline.Sub(lk.locker.now()))
 	tick := time.NewTimer(ttl / 3)
 	defer tick.Stop()
 	for {
@@ -326,7 +342,7 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 		rctx, rcancel := context.WithDeadline(ctx, deadline)
 		err := lk.Refresh(rctx, ttl)
 		rcancel()
-		expiry.Reset(time.Until(lk.Deadline())) // moved by this or another Refresh
+		expiry.Reset(lk.Deadline().Sub(lk.locker.now())) // moved by this or another Refresh
 		switch {
 		case err == nil:
 			tick.Reset(ttl / 3)
@@ -389,7 +405,9 @@ type Event struct {
 	Kind EventKind
 	Key  string
 	// Outcome is, for EventObtain, "acquired", "busy" or "error"; for
-	// EventRelease, "released", "expired" (ErrNotHeld) or "error"; for
+	// EventRelease, "released", "expired" (ErrNotHeld after the lease
+	// deadline: the TTL ran out), "lost" (ErrNotHeld before it: Redis lost
+	// the key, or a retried release had deleted it) or "error"; for
 	// EventRefresh, "ok", "not_held" or "error"; for EventLeaseLost, "lost".
 	Outcome  string
 	Duration time.Duration // latency of the Redis call, retries included

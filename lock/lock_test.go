@@ -549,7 +549,7 @@ func TestObserverSeesEachOutcome(t *testing.T) {
 
 	want := []string{
 		"obtain:acquired", "obtain:busy", "refresh:ok", "release:released", "refresh:not_held",
-		"obtain:acquired", "release:expired",
+		"obtain:acquired", "release:lost", // gone before our own clock says it could expire
 		"obtain:acquired", "refresh:not_held", "lease_lost:lost",
 	}
 	if got := rec.outcomes(0); !equal(got, want) {
@@ -630,4 +630,50 @@ func benchClient(b *testing.B) *redis.Client {
 		b.Fatal(err)
 	}
 	return newClient(b, opt)
+}
+
+// fakeClock is a settable clock for WithClock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestReleaseTellsAnExpiredLeaseFromALostKey: ErrNotHeld both times, but the
+// observer learns whether the TTL ran out (the TTL is too short) or the key
+// went missing while the lease still ran (Redis lost it).
+func TestReleaseTellsAnExpiredLeaseFromALostKey(t *testing.T) {
+	t.Parallel()
+	e := setupMiniredis(t)
+	var rec recorder
+	clk := &fakeClock{now: time.Now()}
+	l := lock.New(e.client, lock.WithObserver(rec.observe), lock.WithClock(clk.Now))
+	ctx := ctxT(t)
+
+	lk := mustObtain(t, l, e.key, time.Second)
+	e.advance(2 * time.Second) // Redis's clock
+	clk.Add(2 * time.Second)   // ours: the process was paused past its TTL
+	if err := lk.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after expiry: %v, want ErrNotHeld", err)
+	}
+	lk = mustObtain(t, l, e.key, time.Second)
+	e.vanish(t)
+	if err := lk.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release of a vanished key: %v, want ErrNotHeld", err)
+	}
+	want := []string{"obtain:acquired", "release:expired", "obtain:acquired", "release:lost"}
+	if got := rec.outcomes(0); !equal(got, want) {
+		t.Fatalf("events:\n got %q\nwant %q", got, want)
+	}
 }
