@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +28,7 @@ type Locker interface {
 // Store is what the handler needs from the store package.
 type Store interface {
 	RecordPayment(ctx context.Context, p store.Payment) (store.Payment, error)
-	Payment(ctx context.Context, transactionID string) (store.Payment, error)
+	Confirm(ctx context.Context, p store.Payment) (store.Payment, error)
 }
 
 // Verifier checks a delivery's signature on the raw body bytes; it is
@@ -68,6 +67,9 @@ type Config struct {
 	Checks   []Check      // what GET /readyz pings
 	Version  string       // reported by GET /
 	Logger   *slog.Logger // default slog.Default()
+	// Disbursements serves POST /webhooks/loans, POST /webhooks/payouts and
+	// GET /disbursements/{loan_id}/{tranche}; nil leaves them out.
+	Disbursements Disbursements
 }
 
 func (c *Config) setDefaults() {
@@ -121,8 +123,14 @@ func New(cfg Config, locker Locker, st Store) *Handler {
 	h.mux.HandleFunc("POST /webhooks/payments", h.payments)
 	h.mux.HandleFunc("/webhooks/payments", methodNotAllowed(http.MethodPost))
 	h.mux.HandleFunc("GET /{$}", h.index)
+	h.mux.HandleFunc("/{$}", methodNotAllowed(http.MethodGet))
 	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.mux.HandleFunc("/healthz", methodNotAllowed(http.MethodGet))
 	h.mux.HandleFunc("GET /readyz", h.readyz)
+	h.mux.HandleFunc("/readyz", methodNotAllowed(http.MethodGet))
+	if cfg.Disbursements != nil {
+		h.routeDisbursements()
+	}
 	h.mux.HandleFunc("/", notFound)
 	return h
 }
@@ -251,20 +259,6 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, o *outcom
 	return body, id, nil
 }
 
-// bodyEventID returns the body's top-level "id" when it is a string: the
-// event id of a Stripe-style delivery, kept with the payment for audit.
-func bodyEventID(body []byte) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return ""
-	}
-	var id string
-	if raw, ok := m["id"]; !ok || json.Unmarshal(raw, &id) != nil || len(id) > 255 {
-		return ""
-	}
-	return id
-}
-
 // payment runs one payment webhook: read, decode, validate, lock, record,
 // release. It returns the 2xx answer, or an error for writeError.
 func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (result, error) {
@@ -279,7 +273,7 @@ func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (r
 	}
 	o.txID = in.TransactionID
 	if eventID == "" {
-		eventID = bodyEventID(body)
+		eventID = in.EventID
 	}
 	p := store.Payment{TransactionID: in.TransactionID, Amount: in.Amount, Currency: in.Currency, Payload: body, EventID: eventID}
 	key := h.cfg.LockPrefix + "payment:" + in.TransactionID
@@ -292,13 +286,10 @@ func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (r
 	var busy busyError
 	if errors.As(err, &busy) {
 		// The holder did not finish within LockWait. If it (or an earlier
-		// delivery) recorded the payment, this delivery is a duplicate.
-		stored, ferr := h.store.Payment(ctx, in.TransactionID)
-		switch {
-		case ferr == nil:
-			return settled(stored, p)
-		case !errors.Is(ferr, store.ErrNotFound):
-			return result{}, ferr
+		// delivery) recorded the payment, this delivery is a duplicate;
+		// otherwise one more try, then 409.
+		if res, err := h.confirm(ctx, p); !errors.Is(err, store.ErrNotFound) {
+			return res, err
 		}
 		lk, err = h.obtainOnce(ctx, key, o)
 	}
@@ -308,17 +299,11 @@ func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (r
 	if lk != nil && o.waited {
 		// The lock was busy and is ours now: its holder most likely recorded
 		// the payment. A read settles that without a write attempt.
-		stored, ferr := h.store.Payment(ctx, in.TransactionID)
-		if ferr == nil {
+		if res, err := h.confirm(ctx, p); !errors.Is(err, store.ErrNotFound) {
 			h.release(ctx, lk, o)
-			return settled(stored, p)
-		}
-		if !errors.Is(ferr, store.ErrNotFound) {
-			h.release(ctx, lk, o)
-			return result{}, ferr
+			return res, err
 		}
 	}
-
 	return h.settleRecord(ctx, lk, p, o)
 }
 
@@ -336,12 +321,14 @@ func (h *Handler) settleRecord(ctx context.Context, lk *lock.Lock, p store.Payme
 	}
 }
 
-// settled answers a delivery whose transaction is already recorded.
-func settled(stored, p store.Payment) (result, error) {
-	if stored.Amount != p.Amount || stored.Currency != p.Currency {
-		return result{}, fmt.Errorf("transaction %q: %w", p.TransactionID, store.ErrMismatch)
+// confirm answers a delivery from the stored payment: duplicate, or an
+// error wrapping store.ErrMismatch, store.ErrNotFound or a failure.
+func (h *Handler) confirm(ctx context.Context, p store.Payment) (result, error) {
+	_, err := h.store.Confirm(ctx, p)
+	if errors.Is(err, store.ErrDuplicate) {
+		return result{Result: "duplicate", TransactionID: p.TransactionID}, nil
 	}
-	return result{Result: "duplicate", TransactionID: p.TransactionID}, nil
+	return result{}, err
 }
 
 // record writes p under lk's lease (or, with lk nil, on the database
@@ -378,14 +365,18 @@ func (h *Handler) record(ctx context.Context, lk *lock.Lock, p store.Payment, o 
 // release lets lk go under a context of its own: a client that hung up must
 // not leave the lock held for a whole TTL. Whatever Redis says now, the
 // answer stays the outcome the database decided. It reports whether the lock
-// had already expired or changed owner (ErrNotHeld): the TTL was too short
-// for this request.
+// had already expired, vanished or changed owner (ErrNotHeld): the lock was
+// not exclusive for the whole request.
 func (h *Handler) release(ctx context.Context, lk *lock.Lock, o *outcome) (expired bool) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ReleaseTimeout)
 	o.releaseErr = lk.Release(rctx)
 	cancel()
 	o.lockHeld = time.Since(o.obtainedAt)
 	switch {
+	case errors.Is(o.releaseErr, lock.ErrNotHeld) && time.Now().Before(lk.Deadline()):
+		h.log.WarnContext(ctx, "lock lost before its TTL ran out: Redis lost the key (failover, flush, eviction) or a release was retried",
+			slog.String("transaction_id", o.txID), slog.Duration("held", o.lockHeld), slog.Duration("ttl", h.cfg.LockTTL))
+		return true
 	case errors.Is(o.releaseErr, lock.ErrNotHeld):
 		h.log.WarnContext(ctx, "lock expired before release: PAYLOCK_LOCK_TTL is too short for this request",
 			slog.String("transaction_id", o.txID), slog.Duration("held", o.lockHeld), slog.Duration("ttl", h.cfg.LockTTL))
@@ -415,15 +406,14 @@ func (h *Handler) obtain(ctx context.Context, key string, o *outcome) (*lock.Loc
 	}
 	bo.Reset()
 	for {
-		lk, err := h.obtainOnce(ctx, key, o)
-		var busy busyError
-		if !errors.As(err, &busy) {
+		lk, busy, err := h.tryObtain(ctx, key, o)
+		if !busy {
 			return lk, err
 		}
 		o.waited = true
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, err
+			return nil, busyError{}
 		}
 		t := time.NewTimer(min(bo.NextBackOff(), left))
 		select {
@@ -435,29 +425,41 @@ func (h *Handler) obtain(ctx context.Context, key string, o *outcome) (*lock.Loc
 	}
 }
 
-// obtainOnce makes one attempt at key.
+// obtainOnce makes one attempt at key. A busy key is a busyError carrying
+// the holder's remaining TTL, for Retry-After.
 func (h *Handler) obtainOnce(ctx context.Context, key string, o *outcome) (*lock.Lock, error) {
-	lk, err := h.locker.Obtain(ctx, key, h.cfg.LockTTL)
+	lk, busy, err := h.tryObtain(ctx, key, o)
+	if !busy {
+		return lk, err
+	}
+	ttl, err := h.locker.KeyTTL(ctx, key)
+	if err != nil || ttl <= 0 {
+		ttl = h.cfg.LockTTL
+	}
+	return nil, busyError{retryAfter: ttl}
+}
+
+// tryObtain makes one attempt at key and reports whether it was busy. It
+// returns a nil lock and nil error when Redis is unreachable and the policy
+// is Backstop.
+func (h *Handler) tryObtain(ctx context.Context, key string, o *outcome) (lk *lock.Lock, busy bool, err error) {
+	lk, err = h.locker.Obtain(ctx, key, h.cfg.LockTTL)
 	switch {
 	case err == nil:
 		o.lockMode = "locked"
 		o.obtainedAt = time.Now()
-		return lk, nil
+		return lk, false, nil
 	case errors.Is(err, lock.ErrNotObtained):
-		ttl, terr := h.locker.KeyTTL(ctx, key)
-		if terr != nil || ttl <= 0 {
-			ttl = h.cfg.LockTTL
-		}
-		return nil, busyError{retryAfter: ttl}
+		return nil, true, err
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	case h.cfg.RedisUnavailable == Reject:
 		o.redisDown = string(Reject)
 		h.log.WarnContext(ctx, "redis unavailable: rejecting (PAYLOCK_REDIS_UNAVAILABLE=reject)", slog.Any("error", err))
-		return nil, fmt.Errorf("%w: %w", errRedisUnavailable, err)
+		return nil, false, fmt.Errorf("%w: %w", errRedisUnavailable, err)
 	default:
 		o.lockMode, o.redisDown = "backstop", string(Backstop)
 		h.log.WarnContext(ctx, "redis unavailable: recording on the database constraint alone (PAYLOCK_REDIS_UNAVAILABLE=backstop)", slog.Any("error", err))
-		return nil, nil
+		return nil, false, nil
 	}
 }

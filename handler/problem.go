@@ -73,6 +73,18 @@ func toProblem(err error) *problem {
 	case errors.Is(err, errUnauthenticated):
 		p = newProblem(http.StatusUnauthorized, "signature", "Signature not accepted", "",
 			"the webhook signature could not be verified")
+	case errors.Is(err, errDisbursementMismatch):
+		p = newProblem(http.StatusUnprocessableEntity, "mismatch", "Payload mismatch", "",
+			"this loan tranche is recorded with a different amount or currency, or this event_id was received for something else")
+	case errors.Is(err, errUnknownPayout):
+		p = newProblem(http.StatusNotFound, "unknown-payout", "Unknown payout", "payout_id",
+			"no disbursement has this payout_id yet; retry later")
+		p.RetryAfter = time.Second
+	case errors.Is(err, store.ErrNotFound):
+		p = newProblem(http.StatusNotFound, "not-found", "Not found", "", "no such disbursement")
+	case errors.Is(err, store.ErrInvalidPayload):
+		p = newProblem(http.StatusUnprocessableEntity, "invalid", "Invalid request body", "",
+			"the database cannot store a value in this body (a number out of range, or text it cannot encode)")
 	case errors.Is(err, store.ErrMismatch):
 		p = newProblem(http.StatusUnprocessableEntity, "mismatch", "Payload mismatch", "",
 			"this transaction_id is already recorded with a different amount or currency")
@@ -82,15 +94,15 @@ func toProblem(err error) *problem {
 		p.RetryAfter = time.Second
 	case errors.Is(err, lock.ErrLeaseLost):
 		p = newProblem(http.StatusServiceUnavailable, "lock-lost", "Lock lost", "",
-			"the transaction lock was lost before the payment could be recorded; retry later")
+			"the transaction lock was lost while processing; the outcome could not be confirmed; retry later")
 		p.RetryAfter = time.Second
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		p = newProblem(http.StatusServiceUnavailable, "unavailable", "Store unavailable", "",
-			"the payment could not be confirmed as recorded; retry later")
+			"the outcome could not be confirmed; retry later")
 		p.RetryAfter = time.Second
 	default:
 		p = newProblem(http.StatusInternalServerError, "internal", "Internal error", "",
-			"the payment was not recorded; retry later")
+			"the outcome could not be confirmed; retry later")
 	}
 	return p
 }
@@ -101,6 +113,10 @@ func writeError(w http.ResponseWriter, err error) *problem {
 	if p.RetryAfter > 0 {
 		secs := int(math.Ceil(p.RetryAfter.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	}
+	if p.Status == http.StatusUnauthorized {
+		// RFC 9110 asks a 401 to name a challenge: here, a signed delivery.
+		w.Header().Set("WWW-Authenticate", `Signature realm="paylock webhooks"`)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")

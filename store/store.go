@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -41,6 +43,15 @@ type Config struct {
 	// caller's context is done so that a cancelled request does not leave the
 	// outcome of a sent COMMIT to chance.
 	CommitTimeout time.Duration
+	// ExecMode is how pgx sends queries; "" keeps the URL's
+	// default_query_exec_mode, else pgx's default (cache_statement). Behind a
+	// pooler in transaction mode use ExecExec or ExecSimpleProtocol: see
+	// ExecMode for what changes then.
+	ExecMode ExecMode
+	// MigrateURL, when set, is where Migrate connects instead of the pool's
+	// server: a direct connection to Postgres when URL goes through a
+	// pooler. Required by Migrate when the exec mode is a pooled one.
+	MigrateURL string
 }
 
 // withDefaults returns c with zero durations replaced by the defaults, or an
@@ -51,6 +62,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConns < 0 {
 		return c, fmt.Errorf("store: Config.MaxConns is negative (%d)", c.MaxConns)
+	}
+	if _, err := ParseExecMode(string(c.ExecMode)); err != nil {
+		return c, fmt.Errorf("store: Config.ExecMode: %w", err)
 	}
 	for _, d := range []struct {
 		name string
@@ -76,8 +90,13 @@ func (c Config) withDefaults() (Config, error) {
 type Store struct {
 	pool *pgxpool.Pool
 	cfg  Config
+	// pooled: the exec mode keeps no session state (see ExecMode).
+	pooled bool
 	// insert is the statement RecordPayment runs; see insertPaymentSQL.
 	insert string
+	// afterInsert, when set (tests only), runs after a successful insert,
+	// before COMMIT.
+	afterInsert func()
 }
 
 // Open builds a connection pool from cfg and pings the server. Its errors wrap
@@ -94,12 +113,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
-	// ParseConfig already put the URL's other parameters (search_path...)
-	// here; add ours beside them.
-	params := pcfg.ConnConfig.RuntimeParams
-	params["statement_timeout"] = milliseconds(cfg.StatementTimeout)
-	params["lock_timeout"] = milliseconds(cfg.LockTimeout)
-	params["idle_in_transaction_session_timeout"] = milliseconds(cfg.IdleInTxTimeout)
+	if cfg.ExecMode != "" {
+		pcfg.ConnConfig.DefaultQueryExecMode = execModes[cfg.ExecMode]
+	}
+	pooled := pooledMode(pcfg.ConnConfig.DefaultQueryExecMode)
+	if !pooled {
+		// ParseConfig already put the URL's other parameters (search_path...)
+		// here; add ours beside them.
+		setSessionTimeouts(pcfg.ConnConfig, cfg)
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -109,7 +131,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, translate("open: ping", err)
 	}
-	return &Store{pool: pool, cfg: cfg, insert: insertPaymentSQL}, nil
+	return &Store{pool: pool, cfg: cfg, pooled: pooled, insert: insertPaymentSQL}, nil
+}
+
+// setSessionTimeouts makes every session of cc carry cfg's server-side
+// timeouts.
+func setSessionTimeouts(cc *pgx.ConnConfig, cfg Config) {
+	params := cc.RuntimeParams
+	params["statement_timeout"] = milliseconds(cfg.StatementTimeout)
+	params["lock_timeout"] = milliseconds(cfg.LockTimeout)
+	params["idle_in_transaction_session_timeout"] = milliseconds(cfg.IdleInTxTimeout)
 }
 
 // milliseconds formats d as a Postgres duration setting, rounding up so that
@@ -141,9 +172,31 @@ var migrationFiles embed.FS
 // bounded by ctx) and then find nothing left to do. Migrations run in
 // sessions with the pool's timeouts; one that needs longer must raise them
 // with SET LOCAL.
+//
+// With Config.MigrateURL set, Migrate runs on a connection of its own to
+// that URL (the pool's timeouts, the URL's parameters) and the pool is not
+// used. In a pooled exec mode MigrateURL is required: the session lock must
+// stay on one server connection, which a pooler in transaction mode does
+// not promise.
 func (s *Store) Migrate(ctx context.Context) error {
+	var db *sql.DB
+	switch {
+	case s.cfg.MigrateURL != "":
+		cc, err := pgx.ParseConfig(s.cfg.MigrateURL)
+		if err != nil {
+			return fmt.Errorf("store: migrate: parse Config.MigrateURL: %w", err)
+		}
+		setSessionTimeouts(cc, s.cfg)
+		db = stdlib.OpenDB(*cc)
+		db.SetMaxOpenConns(2) // the lock's session and goose's
+	case s.pooled:
+		return errors.New("store: migrate: the exec mode is a pooled one (a pooler in transaction mode cannot hold the migration's session lock): set Config.MigrateURL (PAYLOCK_MIGRATE_DATABASE_URL) to a direct connection")
+	default:
+		db = stdlib.OpenDBFromPool(s.pool) // closing it leaves the pool open
+	}
+	defer db.Close()
 	var schema *string
-	if err := s.pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
 		return translate("migrate: current schema", err)
 	}
 	if schema == nil {
@@ -162,8 +215,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	db := stdlib.OpenDBFromPool(s.pool) // closing it leaves the pool open
-	defer db.Close()
 	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
 		goose.WithSessionLocker(locker),
 		goose.WithDisableGlobalRegistry(true),

@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/store"
 )
 
 // config is paylock's whole configuration, filled from the environment and
@@ -40,6 +45,22 @@ type config struct {
 	StatementTimeout time.Duration
 	LogFormat        string
 	LogLevel         slog.Level
+	Payout           payoutSettings // the payout worker's (worker.go)
+
+	// Redis deployments and the database behind a pooler (redis.go).
+	RedisMode             string
+	RedisAddrs            []string
+	RedisSentinelMaster   string
+	RedisSentinelAddrs    []string
+	RedisUsername         string
+	RedisPassword         string // never printed
+	RedisSentinelUsername string
+	RedisSentinelPassword string // never printed
+	RedisTLS              bool
+	RedisTLSCAFile        string
+	RedisTLSServerName    string
+	DBExecMode            store.ExecMode
+	MigrateDatabaseURL    string
 
 	secretsRaw string // parsed once the scheme is known
 }
@@ -60,25 +81,52 @@ func (c config) LogValue() slog.Value {
 		slog.Any("webhook_secrets", c.WebhookSecrets),
 		slog.Duration("signature_tolerance", c.SigTolerance),
 		slog.Bool("allow_unsigned", c.AllowUnsigned),
+		slog.String("redis_mode", c.RedisMode),
+		slog.Any("redis_addrs", c.RedisAddrs),
+		slog.String("redis_sentinel_master", c.RedisSentinelMaster),
+		slog.Any("redis_sentinel_addrs", c.RedisSentinelAddrs),
+		slog.Bool("redis_tls", c.RedisTLS),
+		slog.String("db_exec_mode", string(c.DBExecMode)),
+		slog.String("migrate_database_url", redactURL(c.MigrateDatabaseURL)),
 	)
 }
 
-// redactURL hides the password of a URL (user:pass@host).
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+
+// redactURL hides the password of a database or Redis URL, whether it is in
+// the userinfo (user:pass@host), in a password query parameter, or in a
+// key=value DSN (password=...).
 func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" && u.User == nil {
+		// Not a URL Go can parse: a key=value DSN, or a broken URL whose
+		// userinfo must still be hidden.
+		if scheme, rest, ok := strings.Cut(s, "://"); ok {
+			if at := strings.LastIndex(rest, "@"); at >= 0 {
+				user, _, _ := strings.Cut(rest[:at], ":")
+				s = scheme + "://" + user + ":xxxxx" + rest[at:]
+			}
+		}
+		return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
 	}
-	at := strings.LastIndex(rest, "@")
-	slash := strings.Index(rest, "/")
-	if at < 0 || (slash >= 0 && at > slash) {
-		return s
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return s
+	return u.Redacted()
+}
+
+// shown is how a setting's value may appear in an error: never for secrets,
+// redacted for URLs.
+func shown(env, v string) string {
+	switch {
+	case secretSettings[env]:
+		return ""
+	case strings.HasSuffix(env, "_URL"):
+		return "=" + strconv.Quote(redactURL(v))
+	default:
+		return "=" + strconv.Quote(v)
 	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // setting is one configuration variable: its environment name, its flag,
@@ -89,14 +137,25 @@ type setting struct {
 }
 
 // secretSettings are never echoed in an error or a log.
-var secretSettings = map[string]bool{"PAYLOCK_WEBHOOK_SECRETS": true}
+var secretSettings = map[string]bool{"PAYLOCK_WEBHOOK_SECRETS": true,
+	"PAYLOCK_REDIS_PASSWORD": true, "PAYLOCK_REDIS_SENTINEL_PASSWORD": true, "PAYLOCK_MIGRATE_DATABASE_URL": true}
 
 func settings() []setting {
 	return []setting{
 		{"DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres URL",
-			func(c *config, v string) error { c.DatabaseURL = v; return nonEmpty(v) }},
+			func(c *config, v string) error { c.DatabaseURL = v; return store.CheckURL(v) }},
 		{"REDIS_URL", "redis-url", "redis://127.0.0.1:6379/0", "Redis URL (redis:// or rediss://)",
-			func(c *config, v string) error { c.RedisURL = v; return nonEmpty(v) }},
+			func(c *config, v string) error {
+				c.RedisURL = v
+				if _, err := redis.ParseURL(v); err != nil {
+					var ue *url.Error
+					if errors.As(err, &ue) {
+						err = ue.Err // the url.Error would repeat the URL, password and all
+					}
+					return err
+				}
+				return nil
+			}},
 		{"PAYLOCK_ADDR", "addr", ":8080", "webhook listener address",
 			func(c *config, v string) error {
 				c.Addr = v
@@ -122,15 +181,12 @@ func settings() []setting {
 		{"PAYLOCK_MAX_BODY", "max-body", "1MiB", "largest accepted body (bytes, or with KiB/MiB)",
 			func(c *config, v string) (err error) { c.MaxBody, err = parseBytes(v); return err }},
 		{"PAYLOCK_DEFAULT_CURRENCY", "default-currency", "", "currency for bodies without one (empty: refuse them)",
-			func(c *config, v string) error {
-				c.DefaultCurrency = v
-				if v != "" && (len(v) != 3 || strings.ToUpper(v) != v) {
-					return errors.New("want a three-letter upper-case ISO 4217 code")
-				}
-				return nil
-			}},
+			func(c *config, v string) error { c.DefaultCurrency = v; return nil }},
 		{"PAYLOCK_CURRENCIES", "currencies", "", "comma-separated non-tender ISO 4217 codes to accept as well (e.g. XTS)",
-			func(c *config, v string) error { c.Currencies = splitList(v); return nil }},
+			func(c *config, v string) error {
+				c.Currencies = splitList(v)
+				return handler.CheckCurrencies("", c.Currencies)
+			}},
 		{"PAYLOCK_REDIS_UNAVAILABLE", "redis-unavailable", "backstop", "when Redis is down: backstop (record on the database constraint alone) or reject (503)",
 			func(c *config, v string) error {
 				c.RedisUnavailable = handler.RedisPolicy(v)
@@ -150,6 +206,28 @@ func settings() []setting {
 			}},
 		{"PAYLOCK_REDIS_TIMEOUT", "redis-timeout", "500ms", "Redis dial/read/write timeout (well below the lock TTL)",
 			durationAtLeast(func(c *config) *time.Duration { return &c.RedisTimeout }, time.Millisecond)},
+		{"PAYLOCK_REDIS_MODE", "redis-mode", "standalone", "Redis deployment: standalone (REDIS_URL), cluster (PAYLOCK_REDIS_ADDRS) or sentinel (PAYLOCK_REDIS_SENTINEL_*)",
+			func(c *config, v string) error { c.RedisMode = v; return parseRedisMode(v) }},
+		{"PAYLOCK_REDIS_ADDRS", "redis-addrs", "", "cluster mode: comma-separated host:port of seed nodes",
+			func(c *config, v string) (err error) { c.RedisAddrs, err = parseAddrs(v); return err }},
+		{"PAYLOCK_REDIS_SENTINEL_MASTER", "redis-sentinel-master", "", "sentinel mode: the master's name as the sentinels know it",
+			func(c *config, v string) error { c.RedisSentinelMaster = v; return nil }},
+		{"PAYLOCK_REDIS_SENTINEL_ADDRS", "redis-sentinel-addrs", "", "sentinel mode: comma-separated host:port of the sentinels",
+			func(c *config, v string) (err error) { c.RedisSentinelAddrs, err = parseAddrs(v); return err }},
+		{"PAYLOCK_REDIS_USERNAME", "redis-username", "", "Redis ACL user (cluster and sentinel modes; overrides REDIS_URL's in standalone)",
+			func(c *config, v string) error { c.RedisUsername = v; return nil }},
+		{"PAYLOCK_REDIS_PASSWORD", "redis-password", "", "Redis password (cluster nodes, the sentinels' master and replicas; overrides REDIS_URL's in standalone)",
+			func(c *config, v string) error { c.RedisPassword = v; return nil }},
+		{"PAYLOCK_REDIS_SENTINEL_USERNAME", "redis-sentinel-username", "", "sentinel mode: ACL user of the sentinels themselves",
+			func(c *config, v string) error { c.RedisSentinelUsername = v; return nil }},
+		{"PAYLOCK_REDIS_SENTINEL_PASSWORD", "redis-sentinel-password", "", "sentinel mode: password of the sentinels themselves",
+			func(c *config, v string) error { c.RedisSentinelPassword = v; return nil }},
+		{"PAYLOCK_REDIS_TLS", "redis-tls", "false", "TLS to Redis in cluster and sentinel modes (standalone: use rediss://)",
+			func(c *config, v string) (err error) { c.RedisTLS, err = strconv.ParseBool(v); return err }},
+		{"PAYLOCK_REDIS_TLS_CA_FILE", "redis-tls-ca-file", "", "PEM file of the CAs to trust for Redis TLS (empty: the system's)",
+			func(c *config, v string) error { c.RedisTLSCAFile = v; return nil }},
+		{"PAYLOCK_REDIS_TLS_SERVER_NAME", "redis-tls-server-name", "", "name the Redis certificates must carry (empty: the first address's host)",
+			func(c *config, v string) error { c.RedisTLSServerName = v; return nil }},
 		{"PAYLOCK_ALLOW_UNSIGNED", "allow-unsigned", "false", "accept unsigned webhooks (local development only)",
 			func(c *config, v string) (err error) { c.AllowUnsigned, err = strconv.ParseBool(v); return err }},
 		{"PAYLOCK_SIGNATURE_SCHEME", "signature-scheme", "standard", "webhook signature scheme: standard (Standard Webhooks) or stripe",
@@ -173,6 +251,10 @@ func settings() []setting {
 			}},
 		{"PAYLOCK_DB_STATEMENT_TIMEOUT", "db-statement-timeout", "5s", "server-side statement_timeout for paylock's sessions",
 			durationAtLeast(func(c *config) *time.Duration { return &c.StatementTimeout }, time.Millisecond)},
+		{"PAYLOCK_DB_EXEC_MODE", "db-exec-mode", "", "pgx query mode: cache_statement (pgx's default), cache_describe, describe_exec, exec or simple_protocol; exec behind PgBouncer in transaction mode",
+			func(c *config, v string) (err error) { c.DBExecMode, err = store.ParseExecMode(v); return err }},
+		{"PAYLOCK_MIGRATE_DATABASE_URL", "migrate-database-url", "", "direct Postgres URL for migrations when DATABASE_URL goes through a pooler (empty: DATABASE_URL)",
+			func(c *config, v string) error { c.MigrateDatabaseURL = v; return nil }},
 		{"PAYLOCK_LOG_FORMAT", "log-format", "json", "log format: json or text",
 			func(c *config, v string) error {
 				c.LogFormat = v
@@ -183,6 +265,20 @@ func settings() []setting {
 			}},
 		{"PAYLOCK_LOG_LEVEL", "log-level", "info", "log level: debug, info, warn or error",
 			func(c *config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+		{"PAYLOCK_WORKER", "worker", "false", "run the payout worker inside serve too",
+			func(c *config, v string) (err error) { c.Payout.InServe, err = strconv.ParseBool(v); return err }},
+		{"PAYLOCK_PAYOUT_URL", "payout-url", "", "payout provider base URL (required by the worker)",
+			func(c *config, v string) error { c.Payout.URL = v; return checkPayoutURL(v) }},
+		{"PAYLOCK_PAYOUT_TIMEOUT", "payout-timeout", "10s", "timeout of one call to the payout provider",
+			durationAtLeast(func(c *config) *time.Duration { return &c.Payout.Timeout }, 100*time.Millisecond)},
+		{"PAYLOCK_PAYOUT_BACKOFF_CAP", "payout-backoff-cap", "10m", "longest wait between payout retries",
+			durationAtLeast(func(c *config) *time.Duration { return &c.Payout.BackoffCap }, time.Second)},
+		{"PAYLOCK_PROVIDER_KEY_RETENTION", "provider-key-retention", "24h", "how long the provider keeps idempotency keys; after that the worker only looks payouts up",
+			durationAtLeast(func(c *config) *time.Duration { return &c.Payout.KeyRetention }, time.Minute)},
+		{"PAYLOCK_WORKER_CONCURRENCY", "worker-concurrency", "4", "disbursements a worker processes at once",
+			func(c *config, v string) (err error) { c.Payout.Concurrency, err = positiveInt(v); return err }},
+		{"PAYLOCK_WORKER_POLL", "worker-poll", "5s", "how often the worker looks for due disbursements without a notification",
+			durationAtLeast(func(c *config) *time.Duration { return &c.Payout.Poll }, 10*time.Millisecond)},
 	}
 }
 
@@ -230,8 +326,15 @@ func parseBytes(v string) (int64, error) {
 	if err != nil || n <= 0 {
 		return 0, errors.New("want a positive size such as 1048576, 512KiB or 1MiB")
 	}
+	if n > maxBodyLimit/mult {
+		return 0, fmt.Errorf("at most %dMiB: bodies are read whole before the signature is checked", maxBodyLimit>>20)
+	}
 	return n * mult, nil
 }
+
+// maxBodyLimit caps PAYLOCK_MAX_BODY: an unauthenticated caller can make a
+// replica buffer this much.
+const maxBodyLimit = 64 << 20
 
 // loadConfig fills a config from getenv, then from flags in args. A bad
 // value is an error naming the variable or flag. It returns the arguments
@@ -249,7 +352,7 @@ func loadConfig(name string, args []string, getenv func(string) string) (config,
 			if secretSettings[s.env] {
 				return c, nil, fmt.Errorf("invalid %s: %v", s.env, err)
 			}
-			return c, nil, fmt.Errorf("invalid %s=%q: %v", s.env, v, err)
+			return c, nil, fmt.Errorf("invalid %s%s: %v", s.env, shown(s.env, v), err)
 		}
 		fs.Func(s.flag, s.usage+" (env "+s.env+")", func(v string) error { return s.parse(&c, v) })
 	}
@@ -263,8 +366,16 @@ func loadConfig(name string, args []string, getenv func(string) string) (config,
 		}
 		c.WebhookSecrets, c.secretsRaw = secrets, ""
 	}
+	if c.DefaultCurrency != "" {
+		if err := handler.CheckCurrencies(c.DefaultCurrency, c.Currencies); err != nil {
+			return c, nil, fmt.Errorf("invalid PAYLOCK_DEFAULT_CURRENCY=%q: %v", c.DefaultCurrency, err)
+		}
+	}
 	if c.RedisTimeout*2 > c.LockTTL {
 		return c, nil, fmt.Errorf("invalid PAYLOCK_REDIS_TIMEOUT=%s: must be at most half of PAYLOCK_LOCK_TTL (%s)", c.RedisTimeout, c.LockTTL)
+	}
+	if err := checkRedisConfig(c); err != nil {
+		return c, nil, err
 	}
 	return c, fs.Args(), nil
 }

@@ -10,9 +10,8 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/lock"
@@ -38,6 +37,9 @@ const usage = `paylock: exactly-once payment webhooks behind an efficiency lock.
 Usage:
   paylock serve [flags]     run the webhook server (migrates first unless PAYLOCK_MIGRATE=false)
   paylock migrate [flags]   apply the database migrations and exit
+  paylock worker [flags]    run the payout worker (PAYLOCK_WORKER=true runs it inside serve instead)
+  paylock disbursements stuck [--older-than 1h]
+                            list disbursements pending or sent too long, or flagged for review
   paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
   paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
   paylock version           print the version
@@ -65,7 +67,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runSign(args, getenv, stdin, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args, getenv, stdout, stderr)
-	case "serve", "migrate":
+	case "disbursements":
+		return runDisbursements(ctx, args, getenv, stdout, stderr)
+	case "serve", "migrate", "worker":
 	default:
 		fmt.Fprintf(stderr, "paylock: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -85,6 +89,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = migrate(ctx, cfg)
 	case "serve":
 		err = serve(ctx, cfg, logger, nil, nil)
+	case "worker":
+		err = runWorker(ctx, cfg, logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "paylock %s: %v\n", cmd, err)
@@ -117,32 +123,25 @@ func storeConfig(cfg config) store.Config {
 		URL:              cfg.DatabaseURL,
 		MaxConns:         cfg.DBMaxConns,
 		StatementTimeout: cfg.StatementTimeout,
+		ExecMode:         cfg.DBExecMode,
+		MigrateURL:       cfg.MigrateDatabaseURL,
 	}
 }
 
+// migrate applies the migrations, over PAYLOCK_MIGRATE_DATABASE_URL alone
+// when it is set (DATABASE_URL may be a pooler that cannot hold the
+// migration's session lock).
 func migrate(ctx context.Context, cfg config) error {
-	st, err := store.Open(ctx, storeConfig(cfg))
+	sc := storeConfig(cfg)
+	if cfg.MigrateDatabaseURL != "" {
+		sc.URL, sc.ExecMode, sc.MaxConns = cfg.MigrateDatabaseURL, "", 2
+	}
+	st, err := store.Open(ctx, sc)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return st.Migrate(ctx)
-}
-
-// newRedis builds the lock's Redis client. ContextTimeoutEnabled makes the
-// request's context bound every command, and the read/write timeouts sit
-// well below the lock TTL, so a slow Redis cannot hold a request past its
-// deadline.
-func newRedis(cfg config) (*redis.Client, error) {
-	opt, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("invalid REDIS_URL: %w", err)
-	}
-	opt.ContextTimeoutEnabled = true
-	opt.DialTimeout = cfg.RedisTimeout
-	opt.ReadTimeout = cfg.RedisTimeout
-	opt.WriteTimeout = cfg.RedisTimeout
-	return redis.NewClient(opt), nil
 }
 
 // errNoSecrets stops serve when deliveries could not be verified.
@@ -190,6 +189,15 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		return err
 	}
 	defer rdb.Close()
+	logRedisTo(logger)
+	cctx, cancel := context.WithTimeout(ctx, 4*cfg.RedisTimeout)
+	err = checkRedisMode(cctx, rdb, cfg.RedisMode)
+	cancel()
+	if errors.Is(err, errRedisMode) {
+		return err
+	} else if err != nil {
+		logger.Warn("could not check the Redis deployment's mode", slog.Any("error", err))
+	}
 
 	reg := newRegistry(st, rdb)
 	metrics := handler.NewMetrics(reg, cfg.LockTTL)
@@ -212,15 +220,28 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		Checks:           checks,
 		Version:          buildVersion(),
 		Logger:           logger,
+		Disbursements:    st,
 	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
+	if cfg.Payout.InServe {
+		stopWorker, err := startWorker(ctx, cfg, st, logger)
+		if err != nil {
+			return err
+		}
+		defer stopWorker()
+	}
 
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 			return err
 		}
 	}
+	var inflight sync.WaitGroup
 	srv := &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inflight.Add(1)
+			defer inflight.Done()
+			h.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -250,14 +271,36 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	logger.Info("shutting down: finishing in-flight requests", slog.Duration("deadline", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	shutdownErr := srv.Shutdown(sctx)
+	if shutdownErr != nil {
+		// Past the deadline: close the connections, which cancels the
+		// requests still running (their transactions roll back, the PSP
+		// retries), and let them release their locks before the Redis and
+		// Postgres clients close.
+		logger.Warn("shutdown deadline passed: cutting off in-flight requests", slog.Any("error", shutdownErr))
+		srv.Close()
 	}
+	waitTimeout(&inflight, 10*time.Second)
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	if shutdownErr != nil {
+		return fmt.Errorf("shutdown: %w", shutdownErr)
+	}
 	logger.Info("stopped")
 	return nil
+}
+
+// waitTimeout waits for wg, at most d.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // lockWait maps PAYLOCK_LOCK_WAIT=0 ("do not wait") to the handler's

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/store"
+)
+
+// payoutSettings configure the payout worker: "paylock worker", or "paylock
+// serve" with PAYLOCK_WORKER=true.
+type payoutSettings struct {
+	InServe      bool          // PAYLOCK_WORKER
+	URL          string        // PAYLOCK_PAYOUT_URL
+	Timeout      time.Duration // PAYLOCK_PAYOUT_TIMEOUT
+	BackoffCap   time.Duration // PAYLOCK_PAYOUT_BACKOFF_CAP
+	KeyRetention time.Duration // PAYLOCK_PROVIDER_KEY_RETENTION
+	Concurrency  int           // PAYLOCK_WORKER_CONCURRENCY
+	Poll         time.Duration // PAYLOCK_WORKER_POLL
+}
+
+// checkPayoutURL accepts "" (no worker) or an http(s) URL with a host.
+func checkPayoutURL(v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http:// or https:// URL")
+	}
+	return nil
+}
+
+func positiveInt(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, errors.New("want a positive integer")
+	}
+	return n, nil
+}
+
+// errNoPayoutURL stops a worker that would not know where to send payouts.
+var errNoPayoutURL = errors.New("invalid PAYLOCK_PAYOUT_URL: the payout worker needs the provider's base URL")
+
+// newWorker builds the payout worker from cfg.
+func newWorker(cfg config, st *store.Store, logger *slog.Logger) (*payout.Worker, error) {
+	if cfg.Payout.URL == "" {
+		return nil, errNoPayoutURL
+	}
+	return payout.New(payout.Config{
+		ProviderURL:  cfg.Payout.URL,
+		Timeout:      cfg.Payout.Timeout,
+		Concurrency:  cfg.Payout.Concurrency,
+		PollInterval: cfg.Payout.Poll,
+		BackoffCap:   cfg.Payout.BackoffCap,
+		KeyRetention: cfg.Payout.KeyRetention,
+		Logger:       logger,
+		// Observe: the metrics hook (paylock_payout_attempts_total{outcome}).
+	}, st)
+}
+
+// runWorker implements "paylock worker": the payout worker as a process of
+// its own, until ctx is cancelled (SIGTERM), after which the rows in hand
+// finish and it returns nil.
+func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
+	if cfg.Payout.URL == "" {
+		return errNoPayoutURL
+	}
+	st, err := store.Open(ctx, storeConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cfg.Migrate {
+		if err := st.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	w, err := newWorker(cfg, st, logger)
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+// startWorker runs the payout worker in the background of serve
+// (PAYLOCK_WORKER=true). stop cancels it and waits until the rows in hand
+// are done; call it before closing st.
+func startWorker(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) (stop func(), err error) {
+	w, err := newWorker(cfg, st, logger)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Run(ctx) // Run returns nil once ctx is done
+	}()
+	return func() {
+		cancel()
+		<-done
+	}, nil
+}
+
+const disbursementsUsage = `Usage: paylock disbursements stuck [--older-than 1h] [flags]
+
+Lists the disbursements still pending or sent for longer than --older-than
+(a Go duration, or whole days such as 2d; default 1h), and the pending ones
+flagged for review, oldest first. The other flags are those of
+"paylock serve -h" (DATABASE_URL...).
+`
+
+// runDisbursements implements "paylock disbursements stuck".
+func runDisbursements(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, disbursementsUsage)
+		return 0
+	}
+	if len(args) == 0 || args[0] != "stuck" {
+		fmt.Fprint(stderr, disbursementsUsage)
+		return 2
+	}
+	olderThan, rest, err := cutOlderThan(args[1:])
+	if err != nil {
+		fmt.Fprintf(stderr, "paylock disbursements stuck: %v\n", err)
+		return 2
+	}
+	cfg, _, err := loadConfig("paylock disbursements stuck", rest, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, disbursementsUsage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "paylock disbursements stuck: %v\n", err)
+		return 2
+	}
+	st, err := store.Open(ctx, storeConfig(cfg))
+	if err != nil {
+		fmt.Fprintf(stderr, "paylock disbursements stuck: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	rows, err := st.StuckDisbursements(ctx, olderThan)
+	if err != nil {
+		fmt.Fprintf(stderr, "paylock disbursements stuck: %v\n", err)
+		return 1
+	}
+	printStuck(stdout, rows, olderThan, time.Now())
+	return 0
+}
+
+// cutOlderThan takes --older-than (or -older-than, with a space or "=")
+// out of args and returns its value, 1h when absent.
+func cutOlderThan(args []string) (time.Duration, []string, error) {
+	d := time.Hour
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") || name != "older-than" {
+			rest = append(rest, args[i])
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return 0, nil, errors.New("--older-than needs a value such as 1h or 2d")
+			}
+			i++
+			value = args[i]
+		}
+		v, err := parseAge(value)
+		if err != nil {
+			return 0, nil, fmt.Errorf("invalid --older-than %q: %v", value, err)
+		}
+		d = v
+	}
+	return d, rest, nil
+}
+
+// parseAge reads a Go duration ("90m", "1h") or whole days ("2d").
+func parseAge(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, errors.New("want a duration such as 1h or 2d")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errors.New("want a duration such as 1h or 2d")
+	}
+	return d, nil
+}
+
+func printStuck(w io.Writer, rows []store.Disbursement, olderThan time.Duration, now time.Time) {
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "no disbursement pending or sent for more than %s, none flagged for review\n", olderThan)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOAN_ID\tTRANCHE\tAMOUNT\tSTATUS\tFOR\tATTEMPTS\tPROVIDER_REF\tNOTE")
+	for _, d := range rows {
+		note := d.LastError
+		if d.ReviewReason != "" {
+			note = "REVIEW: " + d.ReviewReason
+		}
+		ref := d.ProviderRef
+		if ref == "" {
+			ref = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d %s\t%s\t%s\t%d\t%s\t%s\n", d.LoanID, d.Tranche, d.Amount, d.Currency,
+			d.Status, now.Sub(d.StatusSince).Round(time.Second), d.Attempts, ref, note)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/internal/fakeprovider"
+	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/store"
+)
+
+// lendingEnv returns the environment of a paylock talking to a fresh
+// schema, the test Redis and an in-process fake provider.
+func lendingEnv(t *testing.T) (map[string]string, *fakeprovider.Provider) {
+	t.Helper()
+	fake := fakeprovider.New(fakeprovider.Config{})
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	t.Cleanup(fake.Close)
+	return map[string]string{
+		"DATABASE_URL":           testenv.Schema(t),
+		"REDIS_URL":              testenv.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"PAYLOCK_ALLOW_UNSIGNED": "true",
+		"PAYLOCK_METRICS_ADDR":   "off",
+		"PAYLOCK_PAYOUT_URL":     srv.URL,
+		"PAYLOCK_WORKER_POLL":    "50ms",
+		"PAYLOCK_LOG_LEVEL":      "error",
+	}, fake
+}
+
+func migratedStore(t *testing.T, dsn string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Config{URL: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func waitForStatus(t *testing.T, st *store.Store, loanID string, want store.DisbursementStatus) store.Disbursement {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		d, err := st.Disbursement(context.Background(), loanID, 1)
+		if err == nil && d.Status == want {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became %s: %+v %v", loanID, want, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestWorkerCommandPaysOutAndStopsOnSIGTERM(t *testing.T) {
+	env, fake := lendingEnv(t)
+	st := migratedStore(t, env["DATABASE_URL"])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exit := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() { exit <- Run(ctx, []string{"worker"}, envMap(env), nil, io.Discard, &stderr) }()
+
+	if _, err := st.AcceptDisbursement(context.Background(), store.Disbursement{
+		LoanID: "L-cmd", Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_cmd",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := waitForStatus(t, st, "L-cmd", store.StatusSent)
+	if fake.Created("L-cmd-1") != 1 || d.ProviderRef == "" {
+		t.Fatalf("row %+v, provider created %d", d, fake.Created("L-cmd-1"))
+	}
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("paylock worker did not stop")
+	}
+}
+
+func TestServeWithWorkerTakesALoanFromWebhookToPayout(t *testing.T) {
+	env, fake := lendingEnv(t)
+	env["PAYLOCK_WORKER"] = "true"
+	cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
+	base := "http://" + ln.Addr().String()
+
+	body := `{"event_id":"evt_serve","loan_id":"L-serve","tranche":1,"amount":500000,"currency":"JPY"}`
+	var res *http.Response
+	for i := 0; ; i++ {
+		res, err = http.Post(base+"/webhooks/loans", "application/json", strings.NewReader(body))
+		if err == nil || i > 100 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("loan webhook: %d", res.StatusCode)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		res, err := http.Get(base + "/disbursements/L-serve/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row map[string]any
+		json.NewDecoder(res.Body).Decode(&row)
+		res.Body.Close()
+		if row["status"] == "sent" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never sent: %v", row)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := fake.Created("L-serve-1"); n != 1 {
+		t.Fatalf("%d payouts", n)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestWorkerWithoutAPayoutURLRefusesToStart(t *testing.T) {
+	var stderr bytes.Buffer
+	code := Run(context.Background(), []string{"worker"}, envMap(nil), nil, io.Discard, &stderr)
+	msg := strings.TrimSpace(stderr.String())
+	if code == 0 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "PAYLOCK_PAYOUT_URL") {
+		t.Fatalf("exit %d, message %q: want a one-line refusal naming PAYLOCK_PAYOUT_URL", code, msg)
+	}
+}
+
+func TestBadPayoutSettingsStopStartWithOneLineNamingTheVariable(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"PAYLOCK_PAYOUT_URL": "ftp://provider"}, "PAYLOCK_PAYOUT_URL"},
+		{map[string]string{"PAYLOCK_PAYOUT_TIMEOUT": "soon"}, "PAYLOCK_PAYOUT_TIMEOUT"},
+		{map[string]string{"PAYLOCK_PAYOUT_BACKOFF_CAP": "1ms"}, "PAYLOCK_PAYOUT_BACKOFF_CAP"},
+		{map[string]string{"PAYLOCK_PROVIDER_KEY_RETENTION": "10s"}, "PAYLOCK_PROVIDER_KEY_RETENTION"},
+		{map[string]string{"PAYLOCK_WORKER_CONCURRENCY": "0"}, "PAYLOCK_WORKER_CONCURRENCY"},
+		{map[string]string{"PAYLOCK_WORKER": "sometimes"}, "PAYLOCK_WORKER"},
+	} {
+		var stderr bytes.Buffer
+		code := Run(context.Background(), []string{"worker"}, envMap(c.env), nil, io.Discard, &stderr)
+		msg := strings.TrimSpace(stderr.String())
+		if code != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) {
+			t.Errorf("%v: exit %d, message %q; want 2 and one line naming %s", c.env, code, msg, c.want)
+		}
+	}
+}
+
+func TestDisbursementsStuckListsOldAndFlaggedRows(t *testing.T) {
+	env, _ := lendingEnv(t)
+	st := migratedStore(t, env["DATABASE_URL"])
+	ctx := context.Background()
+	for _, loan := range []string{"L-fresh", "L-old", "L-flagged"} {
+		if _, err := st.AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sql := range []string{
+		`UPDATE disbursements SET status_since = now() - interval '2 hours' WHERE loan_id = 'L-old'`,
+		`UPDATE disbursements SET review_reason = 'lookup found nothing' WHERE loan_id = 'L-flagged'`,
+	} {
+		if _, err := st.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck := func(args ...string) string {
+		t.Helper()
+		var out, stderr bytes.Buffer
+		if code := Run(ctx, append([]string{"disbursements", "stuck"}, args...), envMap(env), nil, &out, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		return out.String()
+	}
+	out := stuck("--older-than", "1h")
+	if !strings.Contains(out, "L-old") || !strings.Contains(out, "L-flagged") || strings.Contains(out, "L-fresh") ||
+		!strings.Contains(out, "REVIEW: lookup found nothing") {
+		t.Fatalf("--older-than 1h:\n%s", out)
+	}
+	if out := stuck("--older-than=1d"); strings.Contains(out, "L-old") || !strings.Contains(out, "L-flagged") {
+		t.Fatalf("--older-than=1d:\n%s", out)
+	}
+	if out := stuck(); !strings.Contains(out, "L-old") {
+		t.Fatalf("default 1h:\n%s", out)
+	}
+}
+
+func TestOlderThanAcceptsDurationsAndDays(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+		rest int
+		bad  bool
+	}{
+		{nil, time.Hour, 0, false},
+		{[]string{"--older-than", "90m"}, 90 * time.Minute, 0, false},
+		{[]string{"-older-than=2d", "--log-level", "debug"}, 48 * time.Hour, 2, false},
+		{[]string{"--older-than"}, 0, 0, true},
+		{[]string{"--older-than", "soon"}, 0, 0, true},
+		{[]string{"--older-than", "-1h"}, 0, 0, true},
+	} {
+		d, rest, err := cutOlderThan(c.args)
+		if (err != nil) != c.bad || (!c.bad && (d != c.want || len(rest) != c.rest)) {
+			t.Errorf("%v: %v %v %v", c.args, d, rest, err)
+		}
+	}
+	var stderr bytes.Buffer
+	if code := Run(context.Background(), []string{"disbursements", "pending"}, envMap(nil), nil, io.Discard, &stderr); code != 2 {
+		t.Errorf("unknown disbursements subcommand: exit %d", code)
+	}
+}
