@@ -17,7 +17,19 @@ import (
 type field struct {
 	name     string
 	required bool
-	decode   func(raw json.RawMessage) error
+	// lenient fields are optional extras read only under their exact name:
+	// a wrong type, null, another spelling or a repeat is ignored, never
+	// refused.
+	lenient bool
+	decode  func(raw json.RawMessage) error
+}
+
+// present wraps decode to record that the key appeared.
+func present(seen *bool, decode func(json.RawMessage) error) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		*seen = true
+		return decode(raw)
+	}
 }
 
 // decodeObject reads body as exactly one JSON object, strictly: a repeated
@@ -35,6 +47,9 @@ func decodeObject(body []byte, fields []field) error {
 	}
 	if msg := jsonbUnsafe(body); msg != "" {
 		return unprocessable("", msg)
+	}
+	if hugeExponent(body) {
+		return unprocessable("", fmt.Sprintf("numbers with an exponent beyond ±%d are not accepted", maxExponent))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
@@ -56,6 +71,12 @@ func decodeObject(body []byte, fields []field) error {
 			return malformed(err)
 		}
 		for _, f := range fields {
+			if f.lenient {
+				if key == f.name {
+					_ = f.decode(raw)
+				}
+				continue
+			}
 			if !strings.EqualFold(key, f.name) {
 				continue
 			}
@@ -137,6 +158,47 @@ func jsonbUnsafe(body []byte) string {
 		i += 5
 	}
 	return ""
+}
+
+// maxExponent bounds the exponent of any number in a body. jsonb stores
+// 1e131071 in a few bytes but prints it as 131072 digits; past ±16383 it
+// refuses it outright.
+const maxExponent = 1000
+
+// hugeExponent reports whether a number anywhere in body (outside strings)
+// has an exponent beyond ±maxExponent.
+func hugeExponent(body []byte) bool {
+	inString := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && (c == 'e' || c == 'E') && i > 0 && body[i-1] >= '0' && body[i-1] <= '9':
+			j := i + 1
+			if j < len(body) && (body[j] == '+' || body[j] == '-') {
+				j++
+			}
+			digits := 0
+			for ; j < len(body) && body[j] >= '0' && body[j] <= '9'; j++ {
+				if digits > 0 || body[j] != '0' {
+					digits++
+				}
+			}
+			if digits > 4 || (digits > 0 && mustAtoi(body[j-digits:j]) > maxExponent) {
+				return true
+			}
+			i = j - 1
+		}
+	}
+	return false
+}
+
+func mustAtoi(b []byte) int {
+	n, _ := strconv.Atoi(string(b))
+	return n
 }
 
 func hex4(b []byte, at int) (rune, bool) {

@@ -24,6 +24,8 @@ func FuzzDecodePayment(f *testing.F) {
 		`{"transaction_id":"tx-1","amount":1,"currency":"JPY","n":"\u0000"}`,
 		`{"transaction_id":"tx-1","amount":1,"currency":"JPY","n":"\ud800\u0041"}`,
 		`{"transaction_id":"tx-1","amount":18446744073709551616,"currency":"JPY"}`,
+		`{"transaction_id":"tx-1","amount":1,"currency":"JPY","n":1e131071}`,
+		`{"transaction_id":"tx-1","amount":1,"currency":"JPY","s":"1e99999","n":2E+5}`,
 		`[`, `{`, ``, `null`, `{"a":`, "{\"transaction_id\":\"\xff\"}",
 	} {
 		f.Add([]byte(s))
@@ -52,6 +54,9 @@ func FuzzDecodePayment(f *testing.F) {
 		}
 		if msg := jsonbUnsafe(body); msg != "" {
 			t.Fatalf("accepted a body jsonb refuses: %s", msg)
+		}
+		if hugeExponent(body) {
+			t.Fatalf("accepted a number with a huge exponent")
 		}
 	})
 }

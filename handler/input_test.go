@@ -57,6 +57,9 @@ func TestBadInputGetsAClear4xxAndWritesNothing(t *testing.T) {
 		{"NUL escape in an unknown field", `{` + ok + `,"note":"a\u0000b"}`, "", 422, ""},
 		{"unpaired surrogate", `{` + ok + `,"note":"\ud800"}`, "", 422, ""},
 		{"invalid UTF-8", "{" + ok + ",\"note\":\"\xff\"}", "", 400, ""},
+		{"huge exponent", `{` + ok + `,"n":1e131071}`, "", 422, ""},
+		{"huge negative exponent", `{` + ok + `,"n":[1.5E-20000]}`, "", 422, ""},
+		{"exponent with leading zeros", `{` + ok + `,"n":1e0000000000020000}`, "", 422, ""},
 		{"text/plain", `{` + ok + `}`, "text/plain", 415, ""},
 		{"no content type", `{` + ok + `}`, "-", 415, ""},
 		{"form content type", `{` + ok + `}`, "application/x-www-form-urlencoded", 415, ""},
@@ -119,6 +122,7 @@ func TestAcceptedInputVariants(t *testing.T) {
 		{"largest amount", `{"transaction_id":"tx-f","amount":9223372036854775807,"currency":"JPY"}`, "", "tx-f", "JPY"},
 		{"escaped backslash before u0000 is text", `{"transaction_id":"tx-g","amount":1,"currency":"JPY","note":"\\u0000"}`, "", "tx-g", "JPY"},
 		{"surrogate pair", `{"transaction_id":"tx-h","amount":1,"currency":"JPY","note":"\ud83d\ude00"}`, "", "tx-h", "JPY"},
+		{"modest exponents and e in strings", `{"transaction_id":"tx-i","amount":1,"currency":"JPY","n":[1e300,-2.5E-10,1e0001],"s":"1e99999","b":true}`, "", "tx-i", "JPY"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -176,5 +180,39 @@ func TestIndexNamesTheService(t *testing.T) {
 	a := do(t, req)
 	if a.status != 200 || a.str("name") != "paylock" || a.str("version") != "v1.2.3" {
 		t.Fatalf("GET / = %d %s", a.status, a.raw)
+	}
+}
+
+func TestEmptyCurrencyIsNeverDefaulted(t *testing.T) {
+	t.Parallel()
+	r := startReplica(t, options{cfg: handler.Config{DefaultCurrency: "EUR"}})
+	a := post(t, r.url, "/webhooks/payments", "application/json", []byte(`{"transaction_id":"tx-empty-cur","amount":1,"currency":""}`))
+	wantProblem(t, a, http.StatusUnprocessableEntity)
+	if a.str("field") != "currency" {
+		t.Fatalf("field %q", a.str("field"))
+	}
+}
+
+func TestBodyIDIsKeptForAuditButNeverRefused(t *testing.T) {
+	t.Parallel()
+	r := startReplica(t, options{})
+	for tx, extra := range map[string]string{
+		"tx-id-string": `"id":"evt_1"`,
+		"tx-id-number": `"id":42`,
+		"tx-id-null":   `"id":null`,
+		"tx-id-case":   `"ID":"evt_2"`,
+		"tx-id-twice":  `"id":"evt_a","id":"evt_b"`,
+	} {
+		a := post(t, r.url, "/webhooks/payments", "application/json",
+			[]byte(`{"transaction_id":"`+tx+`","amount":1,"currency":"JPY",`+extra+`}`))
+		if a.status != 200 {
+			t.Errorf("%s: %d %s", extra, a.status, a.raw)
+		}
+	}
+	for tx, want := range map[string]string{"tx-id-string": "evt_1", "tx-id-number": "", "tx-id-case": "", "tx-id-twice": "evt_b"} {
+		p, err := r.store.Payment(context.Background(), tx)
+		if err != nil || p.EventID != want {
+			t.Errorf("%s: event_id %q (%v), want %q", tx, p.EventID, err, want)
+		}
 	}
 }

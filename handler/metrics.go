@@ -1,6 +1,8 @@
 package handler
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -77,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 		}),
 		lockRelease: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_lock_release_total",
-			Help: "Lock releases by outcome; expired means the TTL ran out (or the key was lost) before release: the TTL is too short.",
+			Help: "Lock releases by outcome: released; expired (the TTL ran out before release: the TTL is too short); lost (the key vanished while the lease still ran: a Redis failover, flush or eviction); error.",
 		}, []string{"outcome"}),
 		leaseLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "paylock_lock_lease_lost_total",
@@ -119,7 +121,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	for _, o := range []string{"acquired", "busy", "error"} {
 		m.lockObtain.WithLabelValues(o)
 	}
-	for _, o := range []string{"released", "expired", "error"} {
+	for _, o := range []string{"released", "expired", "lost", "error"} {
 		m.lockRelease.WithLabelValues(o)
 	}
 	return m
@@ -187,6 +189,8 @@ func (o outcome) metricResult() string {
 		return "unauthenticated"
 	case o.status == http.StatusConflict:
 		return "busy"
+	case errors.Is(o.err, context.Canceled):
+		return "canceled" // the client went away; not a paylock failure
 	case o.status == http.StatusServiceUnavailable:
 		return "unavailable"
 	case o.status >= 500:

@@ -71,17 +71,21 @@ func TestExpiredLockShowsAsExpiredReleaseAndBackstopDuplicate(t *testing.T) {
 	mr := miniredis.RunT(t)
 	stall := &stallFirst{entered: make(chan struct{}), resume: make(chan struct{})}
 	// A long TTL in real time, so the watchdog does not tick during the
-	// test; miniredis's clock is moved past it instead.
+	// test; miniredis's clock and the lock's are moved past it instead, as
+	// if the replica had been paused.
 	const ttl = 30 * time.Second
+	clk := &fakeClock{now: time.Now()}
 	r, reg := instrumented(t, options{
 		redisURL: "redis://" + mr.Addr() + "/0",
 		cfg:      handler.Config{LockTTL: ttl, LockWait: -1},
 		wrap:     func(s handler.Store) handler.Store { stall.Store = s; return stall },
+		lockOpts: []lock.Option{lock.WithClock(clk.Now)},
 	})
 	first := make(chan answer, 1)
 	go func() { first <- pay(t, r.url, "tx-m-exp", 100, "JPY") }()
 	<-stall.entered
 	mr.FastForward(ttl + time.Second)
+	clk.Add(ttl + time.Second)
 	if a := pay(t, r.url, "tx-m-exp", 100, "JPY"); a.str("result") != "processed" {
 		t.Fatalf("second: %d %s", a.status, a.raw)
 	}
@@ -326,4 +330,22 @@ func TestRequestLogsCarryTheTransactionAndNeverASecret(t *testing.T) {
 	if !strings.Contains(out, `"signature_failure":"missing_header"`) {
 		t.Fatalf("refused delivery logged without its reason:\n%s", out)
 	}
+}
+
+// fakeClock is a settable clock for lock.WithClock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }

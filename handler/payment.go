@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -13,6 +14,7 @@ type paymentInput struct {
 	TransactionID string `json:"transaction_id" validate:"required,max=255,txid"`
 	Amount        int64  `json:"amount" validate:"gt=0"`
 	Currency      string `json:"currency" validate:"required,len=3,uppercase,iso4217,tender"`
+	EventID       string `json:"-"` // the body's top-level "id", if a string
 }
 
 // nonTender are ISO 4217 codes that validator's iso4217 admits but that are
@@ -68,17 +70,24 @@ func must(err error) {
 // values).
 func (r *inputRules) decodePayment(body []byte) (paymentInput, error) {
 	var in paymentInput
-	var amountSet bool
+	var amountSet, currencySet bool
 	err := decodeObject(body, []field{
 		{name: "transaction_id", required: true, decode: decodeString("transaction_id", &in.TransactionID)},
 		{name: "amount", required: true, decode: decodeAmount("amount", &in.Amount, &amountSet)},
-		{name: "currency", decode: decodeString("currency", &in.Currency)},
+		{name: "currency", decode: present(&currencySet, decodeString("currency", &in.Currency))},
+		// A Stripe-style event id, kept for audit; never a reason to refuse.
+		{name: "id", lenient: true, decode: decodeString("id", &in.EventID)},
 	})
 	if err != nil {
 		return in, err
 	}
 	in.TransactionID = strings.TrimSpace(in.TransactionID)
-	if in.Currency == "" {
+	if len(in.EventID) > 255 {
+		in.EventID = ""
+	}
+	if !currencySet {
+		// Only an absent currency takes the default: "" is invalid, never
+		// silently defaulted.
 		if r.defaultCurrency == "" {
 			return in, unprocessable("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
 		}
@@ -121,4 +130,24 @@ func validationProblem(err error) error {
 type result struct {
 	Result        string `json:"result"`
 	TransactionID string `json:"transaction_id,omitempty"`
+}
+
+// CheckCurrencies reports whether a configuration would be accepted:
+// extra must be upper-case ISO 4217 codes (typically non-tender ones such as
+// XTS), and defaultCurrency, when set, a code the handler accepts with them.
+// The same rules decide what a webhook body may carry.
+func CheckCurrencies(defaultCurrency string, extra []string) error {
+	r := newInputRules("", extra)
+	for _, c := range extra {
+		if err := r.v.Var(c, "len=3,uppercase,iso4217"); err != nil {
+			return fmt.Errorf("%q is not an upper-case ISO 4217 code", c)
+		}
+	}
+	if defaultCurrency == "" {
+		return nil
+	}
+	if err := r.v.Var(defaultCurrency, "len=3,uppercase,iso4217,tender"); err != nil {
+		return fmt.Errorf("%q is not an upper-case ISO 4217 code accepted here (non-tender codes need PAYLOCK_CURRENCIES)", defaultCurrency)
+	}
+	return nil
 }

@@ -275,18 +275,22 @@ func (lk *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // cancelled (with context.Canceled) when the watchdog next wakes.
 func (lk *Lock) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
+	done, armed := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		lk.watch(ctx, cancel)
+		lk.watch(ctx, cancel, armed)
 	}()
+	// The deadline timer runs before KeepAlive returns: a process paused
+	// right after it still finds its lease cancelled when it resumes past
+	// the deadline.
+	<-armed
 	return ctx, func() {
 		cancel(nil)
 		<-done
 	}
 }
 
-func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc, armed chan<- struct{}) {
 	var (
 		once    sync.Once
 		mu      sync.Mutex
@@ -326,6 +330,7 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 
 	ttl, deadline := lk.lease()
 	expiry.Reset(deadline.Sub(lk.locker.now()))
+	close(armed)
 	tick := time.NewTimer(ttl / 3)
 	defer tick.Stop()
 	for {

@@ -25,6 +25,12 @@ var (
 	// or currency is stored. The stored row never changes.
 	ErrMismatch = errors.New("store: payload mismatch")
 
+	// ErrInvalidPayload means the database refused the values themselves
+	// (SQLSTATE class 22, data exception, or a check constraint): a number
+	// outside jsonb's range, text the server encoding cannot hold. Retrying
+	// the same delivery cannot succeed; the caller answers 422.
+	ErrInvalidPayload = errors.New("store: invalid payload")
+
 	// ErrNotFound means no payment has the transaction id.
 	ErrNotFound = errors.New("store: not found")
 
@@ -67,6 +73,8 @@ const (
 	codeCannotConnectNow           = "57P03"
 	codeIdleSessionTimeout         = "57P05"
 	classConnectionException       = "08"
+	classDataException             = "22"
+	codeCheckViolation             = "23514"
 	classInsufficientResources     = "53"
 )
 
@@ -89,6 +97,8 @@ func translate(op string, err error) error {
 		return nil
 	case transient(err):
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	case invalidData(err):
+		return fmt.Errorf("%w: %s: %w", ErrInvalidPayload, op, err)
 	default:
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -116,6 +126,13 @@ func transient(err error) bool {
 		return true
 	}
 	return false
+}
+
+// invalidData reports whether the server refused the values themselves.
+func invalidData(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) &&
+		(strings.HasPrefix(pgErr.Code, classDataException) || pgErr.Code == codeCheckViolation)
 }
 
 func transientCode(code string) bool {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,6 +33,13 @@ VALUES ($1, $2, $3, $4, NULLIF($5, ''))
 ON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING
 RETURNING received_at`
 
+// selectSummarySQL reads what decides duplicate or mismatch, never the
+// payload: a small jsonb can expand to a large text form.
+const selectSummarySQL = `
+SELECT transaction_id, amount, currency::text, coalesce(event_id, ''), received_at
+FROM payments
+WHERE transaction_id = $1`
+
 const selectPaymentSQL = `
 SELECT transaction_id, amount, currency::text, payload, coalesce(event_id, ''), received_at
 FROM payments
@@ -41,8 +49,9 @@ WHERE transaction_id = $1`
 //
 // It returns nil, with p as recorded, only when the payment is newly recorded
 // and COMMIT is confirmed. It returns an error wrapping ErrDuplicate or
-// ErrMismatch, with the stored row, when payments_transaction_id_key already
-// holds p's transaction id, read afresh after the transaction ended. Any other
+// ErrMismatch, with the stored row (without its payload; see Confirm), when
+// payments_transaction_id_key already holds p's transaction id, read afresh
+// after the transaction ended. Any other
 // outcome is an error: ErrCommitUnknown when COMMIT was sent but its outcome
 // is unknown; ErrUnavailable for transient failures (also when the conflict
 // could not be confirmed by reading the stored row); a plain wrapped error for
@@ -62,6 +71,16 @@ func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
 		}
 		return Payment{}, err
 	}
+	if s.afterInsert != nil {
+		s.afterInsert()
+	}
+	// The caller's context may have ended while the insert ran: the lock's
+	// lease was lost, or the client went away. A replica that lost its lock
+	// must not COMMIT; the retry settles the payment.
+	if cause := context.Cause(ctx); cause != nil {
+		s.rollback(ctx, tx)
+		return Payment{}, fmt.Errorf("%w: record payment: not committed: %w", ErrUnavailable, cause)
+	}
 	if err := s.commit(ctx, tx); err != nil {
 		if errors.Is(err, errConflict) {
 			return s.confirmConflict(ctx, p)
@@ -76,8 +95,11 @@ func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
 // insert said so by returning no row or by raising a unique violation.
 // Side effects that must commit with the payment belong beside it here.
 func (s *Store) recordPaymentTx(ctx context.Context, tx pgx.Tx, p Payment) (Payment, error) {
+	// json.RawMessage, not []byte: in the exec and simple_protocol modes
+	// (behind PgBouncer) pgx types a parameter by its Go type, and would
+	// send a []byte as bytea, which is no JSON.
 	err := tx.QueryRow(ctx, s.insert,
-		p.TransactionID, p.Amount, p.Currency, p.Payload, p.EventID,
+		p.TransactionID, p.Amount, p.Currency, json.RawMessage(p.Payload), p.EventID,
 	).Scan(&p.ReceivedAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -120,17 +142,32 @@ func (s *Store) rollback(ctx context.Context, tx pgx.Tx) {
 	_ = tx.Rollback(ctx)
 }
 
-// confirmConflict reads the row that holds p's transaction id and compares
-// it with p. A conflict whose row cannot be found (the conflicting
-// transaction rolled back, say) is ErrUnavailable: the sender must retry.
+// confirmConflict confirms that p's transaction id conflicted with a stored
+// row. A conflict whose row cannot be found (the conflicting transaction
+// rolled back, say) is ErrUnavailable: the sender must retry.
 func (s *Store) confirmConflict(ctx context.Context, p Payment) (Payment, error) {
-	stored, err := s.Payment(ctx, p.TransactionID)
-	switch {
-	case errors.Is(err, ErrNotFound):
+	stored, err := s.Confirm(ctx, p)
+	if errors.Is(err, ErrNotFound) {
 		return Payment{}, fmt.Errorf("%w: transaction %q conflicted on %s but no stored row was found",
 			ErrUnavailable, p.TransactionID, txIDConstraint)
+	}
+	return stored, err
+}
+
+// Confirm reads the stored payment with p's transaction id and compares it
+// with p: an error wrapping ErrDuplicate when amount and currency match,
+// ErrMismatch when they differ, ErrNotFound when nothing is stored, and
+// ErrUnavailable for transient failures. The returned Payment (set with
+// ErrDuplicate and ErrMismatch) has no Payload.
+func (s *Store) Confirm(ctx context.Context, p Payment) (Payment, error) {
+	var stored Payment
+	err := s.pool.QueryRow(ctx, selectSummarySQL, p.TransactionID).Scan(
+		&stored.TransactionID, &stored.Amount, &stored.Currency, &stored.EventID, &stored.ReceivedAt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Payment{}, fmt.Errorf("%w: transaction %q", ErrNotFound, p.TransactionID)
 	case err != nil:
-		return Payment{}, err
+		return Payment{}, translate("confirm payment", err)
 	}
 	// char(3) compares ignoring trailing blanks; so does this.
 	if stored.Amount != p.Amount || stored.Currency != strings.TrimRight(p.Currency, " ") {

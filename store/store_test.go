@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,8 +152,8 @@ func TestRecordPaymentRecordsOnceAndConfirmsDuplicates(t *testing.T) {
 				if !errors.Is(err, ErrDuplicate) || errors.Is(err, ErrMismatch) || errors.Is(err, ErrUnavailable) {
 					t.Fatalf("got %v, want ErrDuplicate only", err)
 				}
-				if !got.ReceivedAt.Equal(rec.ReceivedAt) || got.Amount != p.Amount || !jsonEqual(t, got.Payload, p.Payload) {
-					t.Errorf("returned %+v, want the stored row %+v", got, stored)
+				if !got.ReceivedAt.Equal(rec.ReceivedAt) || got.Amount != p.Amount || got.EventID != p.EventID || got.Payload != nil {
+					t.Errorf("returned %+v, want the stored row's summary (no payload) of %+v", got, stored)
 				}
 			})
 
@@ -879,5 +880,58 @@ func TestMigrateWithoutSchemaFails(t *testing.T) {
 	defer s.Close()
 	if err := s.Migrate(context.Background()); err == nil || errors.Is(err, ErrUnavailable) {
 		t.Errorf("got %v, want a plain error", err)
+	}
+}
+
+func TestValuesTheDatabaseRefusesAreInvalidPayloadNotUnavailable(t *testing.T) {
+	t.Parallel()
+	st := setup(t).store
+	for name, payload := range map[string]string{
+		"number beyond numeric's range": `{"n":1e200000}`,
+		"number below numeric's scale":  `{"n":1e-20000}`,
+	} {
+		_, err := st.RecordPayment(context.Background(), Payment{
+			TransactionID: "tx-" + strings.ReplaceAll(name, " ", "-"), Amount: 1, Currency: "JPY", Payload: []byte(payload)})
+		if !errors.Is(err, ErrInvalidPayload) || errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s: %v, want ErrInvalidPayload", name, err)
+		}
+	}
+}
+
+func TestConfirmComparesWithoutReadingThePayload(t *testing.T) {
+	t.Parallel()
+	st := setup(t).store
+	ctx := context.Background()
+	p := Payment{TransactionID: "tx-confirm", Amount: 10, Currency: "EUR", Payload: []byte(`{"big":"` + strings.Repeat("x", 1000) + `"}`)}
+	if _, err := st.Confirm(ctx, p); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("before recording: %v, want ErrNotFound", err)
+	}
+	if _, err := st.RecordPayment(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.Confirm(ctx, p)
+	if !errors.Is(err, ErrDuplicate) || stored.Amount != 10 || stored.Payload != nil {
+		t.Fatalf("same payment: %+v, %v; want ErrDuplicate without payload", stored, err)
+	}
+	p.Amount = 11
+	if _, err := st.Confirm(ctx, p); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("other amount: %v, want ErrMismatch", err)
+	}
+}
+
+func TestCancelledContextAfterTheInsertDoesNotCommit(t *testing.T) {
+	t.Parallel()
+	st := setup(t).store
+	ctx, cancel := context.WithCancelCause(context.Background())
+	lost := errors.New("lease lost")
+	// Cancel from inside the transaction, after the INSERT: the lease was
+	// lost while the statement ran.
+	st.afterInsert = func() { cancel(lost) }
+	_, err := st.RecordPayment(ctx, Payment{TransactionID: "tx-lost", Amount: 1, Currency: "JPY", Payload: []byte(`{}`)})
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, lost) {
+		t.Fatalf("err = %v, want ErrUnavailable wrapping the cause", err)
+	}
+	if _, err := st.Payment(context.Background(), "tx-lost"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("committed anyway: %v", err)
 	}
 }

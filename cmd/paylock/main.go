@@ -11,6 +11,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// After the first signal starts a graceful shutdown, a second one kills
+	// the process the default way.
+	context.AfterFunc(ctx, stop)
 	code := Run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

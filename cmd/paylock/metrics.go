@@ -14,7 +14,7 @@ import (
 
 // newRegistry returns a registry with the Go runtime and process collectors
 // and the connection-pool statistics of st and rdb.
-func newRegistry(st *store.Store, rdb *redis.Client) *prometheus.Registry {
+func newRegistry(st *store.Store, rdb redisPoolStats) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -39,10 +39,14 @@ var (
 		"Redis pool lookups by result (hit, miss, timeout).", []string{"result"}, nil)
 )
 
+// redisPoolStats is any go-redis client: *redis.Client (standalone, sentinel)
+// and *redis.ClusterClient (whose statistics sum its nodes' pools).
+type redisPoolStats interface{ PoolStats() *redis.PoolStats }
+
 // poolCollector reads pool statistics at scrape time.
 type poolCollector struct {
 	st  *store.Store
-	rdb *redis.Client
+	rdb redisPoolStats
 }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -69,12 +73,13 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(redisPool, prometheus.CounterValue, float64(r.Timeouts), "timeout")
 }
 
-// metricsMux serves /metrics and, on this listener only, pprof.
+// metricsMux serves /metrics and, on this listener only, pprof. The pprof
+// cmdline handler is left out: it would print flags such as
+// --webhook-secrets or --database-url.
 func metricsMux(reg *prometheus.Registry) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -46,6 +46,15 @@ func TestBadConfigurationStopsStartWithOneLineNamingTheVariable(t *testing.T) {
 		{map[string]string{"PAYLOCK_LOG_LEVEL": "loud"}, nil, "PAYLOCK_LOG_LEVEL"},
 		{map[string]string{"PAYLOCK_LOCK_TTL": "1s", "PAYLOCK_REDIS_TIMEOUT": "900ms"}, nil, "PAYLOCK_REDIS_TIMEOUT"},
 		{nil, []string{"--lock-ttl", "forever"}, "lock-ttl"},
+		{map[string]string{"PAYLOCK_MAX_BODY": "9999999999GiB"}, nil, "PAYLOCK_MAX_BODY"},
+		{map[string]string{"PAYLOCK_MAX_BODY": "65MiB"}, nil, "PAYLOCK_MAX_BODY"},
+		{map[string]string{"PAYLOCK_DEFAULT_CURRENCY": "ABC"}, nil, "PAYLOCK_DEFAULT_CURRENCY"},
+		{map[string]string{"PAYLOCK_DEFAULT_CURRENCY": "XTS"}, nil, "PAYLOCK_DEFAULT_CURRENCY"},
+		{map[string]string{"PAYLOCK_CURRENCIES": "xts"}, nil, "PAYLOCK_CURRENCIES"},
+		{map[string]string{"PAYLOCK_CURRENCIES": "FOO"}, nil, "PAYLOCK_CURRENCIES"},
+		{map[string]string{"REDIS_URL": "redis://:s3%cret@cache:6379/0"}, nil, "REDIS_URL"},
+		{map[string]string{"REDIS_URL": "memcached://cache"}, nil, "REDIS_URL"},
+		{map[string]string{"DATABASE_URL": "postgres://app:s3cret@db:notaport/pay"}, nil, "DATABASE_URL"},
 	}
 	for _, c := range cases {
 		var stderr bytes.Buffer
@@ -57,6 +66,9 @@ func TestBadConfigurationStopsStartWithOneLineNamingTheVariable(t *testing.T) {
 		if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) {
 			t.Errorf("%v %v: message %q, want one line naming %s", c.env, c.args, msg, c.want)
 		}
+		if strings.Contains(msg, "s3cret") || strings.Contains(msg, "s3%cret") {
+			t.Errorf("%v: the password leaked: %q", c.env, msg)
+		}
 	}
 }
 
@@ -67,6 +79,21 @@ func TestFlagsOverrideTheEnvironment(t *testing.T) {
 	}
 	if cfg.LockTTL != 9*time.Second || cfg.LockWait != time.Second {
 		t.Fatalf("ttl %v wait %v", cfg.LockTTL, cfg.LockWait)
+	}
+}
+
+func TestRedactURLHidesEveryKindOfPassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://app:s3cret@db:5432/pay":                     "postgres://app:xxxxx@db:5432/pay",
+		"postgres://app@db/pay?password=s3cret&sslmode=disable": "postgres://app@db/pay?password=xxxxx&sslmode=disable",
+		"host=db user=app password=s3cret dbname=pay":           "host=db user=app password=xxxxx dbname=pay",
+		"host=db password='s3 cret' dbname=pay":                 "host=db password=xxxxx dbname=pay",
+		"redis://:s3cret@cache:6379/0":                          "redis://:xxxxx@cache:6379/0",
+		"redis://cache:6379/0":                                  "redis://cache:6379/0",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
