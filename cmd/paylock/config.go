@@ -46,6 +46,7 @@ type config struct {
 	LogFormat        string
 	LogLevel         slog.Level
 	Payout           payoutSettings // the payout worker's (worker.go)
+	EventRetention   time.Duration  // PAYLOCK_EVENT_RETENTION; 0: serve does not purge (purge.go)
 
 	// Redis deployments and the database behind a pooler (redis.go).
 	RedisMode             string
@@ -279,6 +280,8 @@ func settings() []setting {
 			func(c *config, v string) (err error) { c.Payout.Concurrency, err = positiveInt(v); return err }},
 		{"PAYLOCK_WORKER_POLL", "worker-poll", "5s", "how often the worker looks for due disbursements without a notification",
 			durationAtLeast(func(c *config) *time.Duration { return &c.Payout.Poll }, 10*time.Millisecond)},
+		{"PAYLOCK_EVENT_RETENTION", "event-retention", "", "serve purges webhook_events older than this, hourly (e.g. 90d; at least 7d; empty: never)",
+			func(c *config, v string) (err error) { c.EventRetention, err = parseRetention(v); return err }},
 	}
 }
 

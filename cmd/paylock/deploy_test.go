@@ -46,11 +46,16 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testenv.DatabaseURL(t)})
+	// A migrated schema of its own: the disbursement gauges are read from
+	// the database at scrape time.
+	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
 	rdb, err := newRedis(config{RedisURL: testenv.RedisURL(t), RedisTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +70,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		names[f.GetName()] = true
 	}
 	handler.NewMetrics(describer{names}, 5*time.Second)
+	newPayoutMetrics(describer{names})
 	return names
 }
 

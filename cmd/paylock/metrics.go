@@ -13,13 +13,15 @@ import (
 )
 
 // newRegistry returns a registry with the Go runtime and process collectors
-// and the connection-pool statistics of st and rdb.
+// and the connection-pool statistics of st and rdb, and the disbursement
+// gauges read from st at scrape time (disbursement_metrics.go).
 func newRegistry(st *store.Store, rdb redisPoolStats) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		poolCollector{st: st, rdb: rdb},
+		disbursementCollector{st: st, timeout: disbursementStatsTimeout},
 	)
 	return reg
 }
@@ -64,6 +66,9 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(dbAcquires, prometheus.CounterValue, float64(s.AcquireCount()))
 	ch <- prometheus.MustNewConstMetric(dbAcquireWait, prometheus.CounterValue, s.AcquireDuration().Seconds())
 	ch <- prometheus.MustNewConstMetric(dbEmptyAcquires, prometheus.CounterValue, float64(s.EmptyAcquireCount()))
+	if c.rdb == nil { // paylock worker: no Redis
+		return
+	}
 	r := c.rdb.PoolStats()
 	ch <- prometheus.MustNewConstMetric(redisConns, prometheus.GaugeValue, float64(r.TotalConns), "total")
 	ch <- prometheus.MustNewConstMetric(redisConns, prometheus.GaugeValue, float64(r.IdleConns), "idle")

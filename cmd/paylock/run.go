@@ -40,6 +40,11 @@ Usage:
   paylock worker [flags]    run the payout worker (PAYLOCK_WORKER=true runs it inside serve instead)
   paylock disbursements stuck [--older-than 1h]
                             list disbursements pending or sent too long, or flagged for review
+  paylock purge --older-than 90d
+                            delete webhook_events past the retention window (at least 7d)
+  paylock reconcile [--grace 1h]
+                            compare pending and sent disbursements with the payout provider
+                            (exit 1 when they differ)
   paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
   paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
   paylock version           print the version
@@ -69,6 +74,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runHealthcheck(ctx, args, getenv, stdout, stderr)
 	case "disbursements":
 		return runDisbursements(ctx, args, getenv, stdout, stderr)
+	case "purge":
+		return runPurge(ctx, args, getenv, stdout, stderr)
+	case "reconcile":
+		return runReconcile(ctx, args, getenv, stdout, stderr)
 	case "serve", "migrate", "worker":
 	default:
 		fmt.Fprintf(stderr, "paylock: unknown command %q\n\n%s", cmd, usage)
@@ -90,7 +99,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "serve":
 		err = serve(ctx, cfg, logger, nil, nil)
 	case "worker":
-		err = runWorker(ctx, cfg, logger)
+		err = runWorker(ctx, cfg, logger, nil)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "paylock %s: %v\n", cmd, err)
@@ -201,6 +210,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 
 	reg := newRegistry(st, rdb)
 	metrics := handler.NewMetrics(reg, cfg.LockTTL)
+	payoutAttempts := newPayoutMetrics(reg)
 	checks := []handler.Check{
 		{Name: "postgres", Critical: true, Ping: st.Ping},
 		{Name: "redis", Critical: cfg.RedisUnavailable == handler.Reject,
@@ -223,11 +233,14 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		Disbursements:    st,
 	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
 	if cfg.Payout.InServe {
-		stopWorker, err := startWorker(ctx, cfg, st, logger)
+		stopWorker, err := startWorker(ctx, cfg, st, logger, payoutAttempts.observe)
 		if err != nil {
 			return err
 		}
 		defer stopWorker()
+	}
+	if cfg.EventRetention > 0 {
+		defer startPurger(ctx, st, cfg.EventRetention, purgeInterval, logger)()
 	}
 
 	if ln == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -52,8 +53,9 @@ func positiveInt(v string) (int, error) {
 // errNoPayoutURL stops a worker that would not know where to send payouts.
 var errNoPayoutURL = errors.New("invalid PAYLOCK_PAYOUT_URL: the payout worker needs the provider's base URL")
 
-// newWorker builds the payout worker from cfg.
-func newWorker(cfg config, st *store.Store, logger *slog.Logger) (*payout.Worker, error) {
+// newWorker builds the payout worker from cfg; observe, when not nil, sees
+// every processed row (paylock_payout_attempts_total{outcome}).
+func newWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(payout.Event)) (*payout.Worker, error) {
 	if cfg.Payout.URL == "" {
 		return nil, errNoPayoutURL
 	}
@@ -65,14 +67,15 @@ func newWorker(cfg config, st *store.Store, logger *slog.Logger) (*payout.Worker
 		BackoffCap:   cfg.Payout.BackoffCap,
 		KeyRetention: cfg.Payout.KeyRetention,
 		Logger:       logger,
-		// Observe: the metrics hook (paylock_payout_attempts_total{outcome}).
+		Observe:      observe,
 	}, st)
 }
 
 // runWorker implements "paylock worker": the payout worker as a process of
 // its own, until ctx is cancelled (SIGTERM), after which the rows in hand
-// finish and it returns nil.
-func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
+// finish and it returns nil. It serves its metrics on mln, or when mln is
+// nil on PAYLOCK_METRICS_ADDR (unless that is off).
+func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Listener) error {
 	if cfg.Payout.URL == "" {
 		return errNoPayoutURL
 	}
@@ -86,18 +89,24 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger) error {
 			return fmt.Errorf("migrate: %w", err)
 		}
 	}
-	w, err := newWorker(cfg, st, logger)
+	reg := newWorkerRegistry(st)
+	w, err := newWorker(cfg, st, logger, newPayoutMetrics(reg).observe)
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := serveMetrics(reg, cfg.MetricsAddr, mln, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	return w.Run(ctx)
 }
 
 // startWorker runs the payout worker in the background of serve
 // (PAYLOCK_WORKER=true). stop cancels it and waits until the rows in hand
-// are done; call it before closing st.
-func startWorker(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger) (stop func(), err error) {
-	w, err := newWorker(cfg, st, logger)
+// are done; call it before closing st. observe is as for newWorker.
+func startWorker(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger, observe func(payout.Event)) (stop func(), err error) {
+	w, err := newWorker(cfg, st, logger, observe)
 	if err != nil {
 		return nil, err
 	}
