@@ -45,8 +45,10 @@ func TestLockExpiryMidRequestRecordsOnce(t *testing.T) {
 	const ttl = 2 * time.Second
 	r := startReplica(t, options{
 		redisURL: "redis://" + mr.Addr() + "/0",
-		cfg:      handler.Config{LockTTL: ttl, LockWait: -1},
-		wrap:     func(s handler.Store) handler.Store { stall.Store = s; return stall },
+		// Plain releases: the test has a third party take the key after
+		// the second request (a finished marker would keep it from that).
+		cfg:  handler.Config{LockTTL: ttl, LockWait: -1, FinishedTTL: -1},
+		wrap: func(s handler.Store) handler.Store { stall.Store = s; return stall },
 	})
 	tx := "tx-expiry"
 	key := lockKey(r, tx)
@@ -62,6 +64,8 @@ func TestLockExpiryMidRequestRecordsOnce(t *testing.T) {
 	// Someone else owns the key when the stalled request wakes up.
 	current, err := lock.New(r.rdb).Obtain(context.Background(), key, time.Minute)
 	if err != nil {
+		close(stall.resume) // let the stalled request end before failing
+		<-first
 		t.Fatal(err)
 	}
 	close(stall.resume)
@@ -78,5 +82,50 @@ func TestLockExpiryMidRequestRecordsOnce(t *testing.T) {
 	}
 	if n := rows(t, r.store, tx); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
+	}
+}
+
+// TestLateDuplicatesSettleWithAReadNotAWrite: once a transaction is
+// recorded, its lock key keeps a finished marker for a while; deliveries
+// meeting it answer duplicate from a database read, with no write attempt.
+func TestLateDuplicatesSettleWithAReadNotAWrite(t *testing.T) {
+	t.Parallel()
+	r, reg := instrumented(t, options{})
+	if a := pay(t, r.url, "tx-late", 100, "JPY"); a.str("result") != "processed" {
+		t.Fatalf("first: %d %s", a.status, a.raw)
+	}
+	for i := 0; i < 5; i++ {
+		if a := pay(t, r.url, "tx-late", 100, "JPY"); a.str("result") != "duplicate" {
+			t.Fatalf("late duplicate: %d %s", a.status, a.raw)
+		}
+	}
+	a := pay(t, r.url, "tx-late", 999, "JPY")
+	wantProblem(t, a, http.StatusUnprocessableEntity) // still a mismatch, from the database
+	if got := metricValue(t, reg, "paylock_db_write_attempts_total", map[string]string{"endpoint": "payments"}); got != 1 {
+		t.Fatalf("write attempts = %v, want 1", got)
+	}
+	if got := metricValue(t, reg, "paylock_lock_obtain_total", map[string]string{"outcome": "finished"}); got != 6 {
+		t.Fatalf("finished obtains = %v, want 6", got)
+	}
+	if n := rows(t, r.store, "tx-late"); n != 1 {
+		t.Fatalf("rows = %d", n)
+	}
+}
+
+// TestFinishedMarkerWithoutARowLetsTheDatabaseDecide: a marker the database
+// does not back (restored from an older backup, say) never yields a 2xx by
+// itself: the delivery is recorded on the constraint.
+func TestFinishedMarkerWithoutARowLetsTheDatabaseDecide(t *testing.T) {
+	t.Parallel()
+	r := startReplica(t, options{})
+	key := lockKey(r, "tx-marker-only")
+	if err := r.rdb.Set(context.Background(), key, "finished:someone", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if a := pay(t, r.url, "tx-marker-only", 100, "JPY"); a.str("result") != "processed" {
+		t.Fatalf("%d %s, want processed", a.status, a.raw)
+	}
+	if n := rows(t, r.store, "tx-marker-only"); n != 1 {
+		t.Fatalf("rows = %d", n)
 	}
 }

@@ -58,6 +58,11 @@ type Config struct {
 	DefaultCurrency  string        // used when a body has no currency; "" refuses such bodies
 	Currencies       []string      // non-tender ISO 4217 codes to admit (XAU, XTS, ...)
 	RedisUnavailable RedisPolicy   // default Backstop
+	// FinishedTTL is how long a transaction's lock key keeps a "finished"
+	// marker once its outcome is confirmed (default 10s; negative: release
+	// plainly). Deliveries meeting the marker settle with a database read
+	// instead of a write; the database still decides.
+	FinishedTTL time.Duration
 	// NoLock records on the database constraint alone, without Redis
 	// (PAYLOCK_LOCK=off). It exists to measure what the lock buys; the
 	// answers are the same either way.
@@ -87,6 +92,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = 1 << 20
+	}
+	if c.FinishedTTL == 0 {
+		c.FinishedTTL = 10 * time.Second
 	}
 	if c.ReleaseTimeout <= 0 {
 		c.ReleaseTimeout = time.Second
@@ -293,6 +301,15 @@ func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (r
 		}
 		lk, err = h.obtainOnce(ctx, key, o)
 	}
+	if errors.Is(err, errFinished) {
+		// Another delivery settled this transaction moments ago: a read
+		// confirms it. Should the database not have it (a restore, say),
+		// the database decides, without the lock.
+		if res, err := h.confirm(ctx, p); !errors.Is(err, store.ErrNotFound) {
+			return res, err
+		}
+		lk, err = nil, nil
+	}
 	if err != nil {
 		return result{}, err
 	}
@@ -300,7 +317,7 @@ func (h *Handler) payment(w http.ResponseWriter, r *http.Request, o *outcome) (r
 		// The lock was busy and is ours now: its holder most likely recorded
 		// the payment. A read settles that without a write attempt.
 		if res, err := h.confirm(ctx, p); !errors.Is(err, store.ErrNotFound) {
-			h.release(ctx, lk, o)
+			h.release(ctx, lk, o, err == nil)
 			return res, err
 		}
 	}
@@ -351,7 +368,8 @@ func (h *Handler) record(ctx context.Context, lk *lock.Lock, p store.Payment, o 
 		err = fmt.Errorf("%w: %w", leaseErr, err)
 	}
 
-	if h.release(ctx, lk, o) {
+	settled := err == nil || errors.Is(err, store.ErrDuplicate)
+	if h.release(ctx, lk, o, settled) {
 		lost = true
 	}
 	if lost && errors.Is(err, store.ErrDuplicate) {
@@ -366,10 +384,15 @@ func (h *Handler) record(ctx context.Context, lk *lock.Lock, p store.Payment, o 
 // not leave the lock held for a whole TTL. Whatever Redis says now, the
 // answer stays the outcome the database decided. It reports whether the lock
 // had already expired, vanished or changed owner (ErrNotHeld): the lock was
-// not exclusive for the whole request.
-func (h *Handler) release(ctx context.Context, lk *lock.Lock, o *outcome) (expired bool) {
+// not exclusive for the whole request. With settled (the database
+// confirmed the outcome) the key keeps a finished marker for FinishedTTL.
+func (h *Handler) release(ctx context.Context, lk *lock.Lock, o *outcome, settled bool) (expired bool) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ReleaseTimeout)
-	o.releaseErr = lk.Release(rctx)
+	if settled && h.cfg.FinishedTTL > 0 {
+		o.releaseErr = lk.Finish(rctx, h.cfg.FinishedTTL)
+	} else {
+		o.releaseErr = lk.Release(rctx)
+	}
 	cancel()
 	o.lockHeld = time.Since(o.obtainedAt)
 	switch {
@@ -451,6 +474,8 @@ func (h *Handler) tryObtain(ctx context.Context, key string, o *outcome) (lk *lo
 		return lk, false, nil
 	case errors.Is(err, lock.ErrNotObtained):
 		return nil, true, err
+	case errors.Is(err, lock.ErrFinished):
+		return nil, false, errFinished
 	case ctx.Err() != nil:
 		return nil, false, ctx.Err()
 	case h.cfg.RedisUnavailable == Reject:

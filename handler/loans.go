@@ -255,7 +255,7 @@ func (h *Handler) leased(ctx context.Context, lk *lock.Lock, o *outcome, fn func
 	if err != nil && lost && !errors.Is(err, store.ErrDuplicate) && !errors.Is(err, store.ErrMismatch) {
 		err = fmt.Errorf("%w: %w", leaseErr, err)
 	}
-	if h.release(ctx, lk, o) {
+	if h.release(ctx, lk, o, false) {
 		lost = true
 	}
 	if lost && errors.Is(err, store.ErrDuplicate) {

@@ -61,7 +61,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 		}, []string{"endpoint"}),
 		lockObtain: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_lock_obtain_total",
-			Help: "Lock obtain attempts by outcome (acquired, busy, error); every poll of a busy lock counts.",
+			Help: "Lock obtain attempts by outcome (acquired, busy, finished: the transaction settled moments ago, error); every poll of a busy lock counts.",
 		}, []string{"outcome"}),
 		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "paylock_lock_wait_seconds",
@@ -118,7 +118,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
 		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
 		m.redisUnavailable, m.dbWrites)
-	for _, o := range []string{"acquired", "busy", "error"} {
+	for _, o := range []string{"acquired", "busy", "finished", "error"} {
 		m.lockObtain.WithLabelValues(o)
 	}
 	for _, o := range []string{"released", "expired", "lost", "error"} {

@@ -48,6 +48,7 @@ var (
 	errBusy             = errors.New("handler: transaction in progress elsewhere")
 	errRedisUnavailable = errors.New("handler: redis unavailable and PAYLOCK_REDIS_UNAVAILABLE=reject")
 	errUnauthenticated  = errors.New("handler: signature not accepted")
+	errFinished         = errors.New("handler: transaction settled moments ago")
 )
 
 // busyError carries how long the PSP should wait before retrying.

@@ -23,16 +23,25 @@ var (
 	refreshLua string
 	//go:embed pttl.lua
 	pttlLua string
+	//go:embed finish.lua
+	finishLua string
 
 	obtainScript  = redis.NewScript(obtainLua)
 	releaseScript = redis.NewScript(releaseLua)
 	refreshScript = redis.NewScript(refreshLua)
 	pttlScript    = redis.NewScript(pttlLua)
+	finishScript  = redis.NewScript(finishLua)
 )
 
 var (
 	// ErrNotObtained is returned by Obtain when another owner holds the key.
 	ErrNotObtained = errors.New("lock: not obtained")
+
+	// ErrFinished is returned by Obtain when the key holds the marker that
+	// Finish leaves: the work the lock guarded was done moments ago. The
+	// caller learns that cheaply; whether it really was done is for the
+	// caller's own records to confirm (for paylock, the database).
+	ErrFinished = errors.New("lock: finished")
 
 	// ErrNotHeld is returned by Release and Refresh when the key expired,
 	// vanished, or now has another owner.
@@ -98,13 +107,16 @@ func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration) (*Lo
 	}
 	token := id.String()
 	start, sent := time.Now(), l.now()
-	ok, err := l.obtain(ctx, key, token, ttl)
+	state, err := l.obtain(ctx, key, token, ttl)
 	took := time.Since(start)
 	switch {
 	case err != nil:
 		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "error", Duration: took, Err: err})
 		return nil, fmt.Errorf("lock: obtain %q: %w", key, err)
-	case !ok:
+	case state == stateFinished:
+		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "finished", Duration: took})
+		return nil, ErrFinished
+	case state != stateAcquired:
 		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "busy", Duration: took})
 		return nil, ErrNotObtained
 	}
@@ -116,16 +128,26 @@ func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration) (*Lo
 // reports whether the key holds token now. Our own token is found when
 // go-redis retried a command whose first copy was applied and whose reply
 // was lost; the key is then ours.
-func (l *Locker) obtain(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+// What obtain.lua found.
+const (
+	stateBusy     = 0
+	stateAcquired = 1
+	stateFinished = 2
+)
+
+func (l *Locker) obtain(ctx context.Context, key, token string, ttl time.Duration) (int, error) {
 	// The common case, a free key, costs one plain SET NX.
 	set, err := l.client.SetNX(ctx, key, token, ttl).Result()
-	if err != nil || set {
-		return set, err
+	if err != nil {
+		return stateBusy, err
 	}
-	// The key exists: another owner's, or ours if this was a retry. The
-	// script sets the key if it is absent (expired meanwhile) or ours.
-	n, err := obtainScript.Run(ctx, l.client, []string{key}, token, ttl.Milliseconds()).Int()
-	return n == 1, err
+	if set {
+		return stateAcquired, nil
+	}
+	// The key exists: another owner's, ours if this was a retry, or a
+	// finished marker. The script sets the key if it is absent (expired
+	// meanwhile) or ours.
+	return obtainScript.Run(ctx, l.client, []string{key}, token, ttl.Milliseconds()).Int()
 }
 
 // KeyTTL returns the remaining TTL of key, whoever holds it, and 0, nil when
@@ -188,17 +210,35 @@ func (lk *Lock) lease() (time.Duration, time.Time) {
 // then expires with its TTL). Release also stops any KeepAlive watchdog of
 // the lock, which then reports no lost lease.
 func (lk *Lock) Release(ctx context.Context) error {
+	return lk.end(ctx, "release", releaseScript, lk.token)
+}
+
+// Finish ends the lock like Release, but leaves a marker on the key for hold
+// instead of deleting it: until the marker expires, Obtain on the key
+// returns ErrFinished, so latecomers learn the work is done without taking
+// the lock and doing it again. It returns ErrNotHeld, touching nothing, when
+// the key is gone or has another owner.
+func (lk *Lock) Finish(ctx context.Context, hold time.Duration) error {
+	hold, err := checkTTL(hold)
+	if err != nil {
+		return err
+	}
+	return lk.end(ctx, "finish", finishScript, lk.token, hold.Milliseconds())
+}
+
+// end runs Release's or Finish's script and reports it as an EventRelease.
+func (lk *Lock) end(ctx context.Context, op string, script *redis.Script, args ...any) error {
 	lk.released.Store(true)
 	l := lk.locker
 	start := time.Now()
-	n, err := releaseScript.Run(ctx, l.client, []string{lk.key}, lk.token).Int()
+	n, err := script.Run(ctx, l.client, []string{lk.key}, args...).Int()
 	took := time.Since(start)
 	e := Event{Kind: EventRelease, Key: lk.key, Duration: took, Held: l.now().Sub(lk.obtained)}
 	switch {
 	case err != nil:
 		e.Outcome, e.Err = "error", err
 		l.emit(e)
-		return fmt.Errorf("lock: release %q: %w", lk.key, err)
+		return fmt.Errorf("lock: %s %q: %w", op, lk.key, err)
 	case n != 1:
 		// Past the lease deadline the TTL ran out; before it, Redis lost the
 		// key (a failover, a flush, an eviction) or go-redis retried this
@@ -409,7 +449,8 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind EventKind
 	Key  string
-	// Outcome is, for EventObtain, "acquired", "busy" or "error"; for
+	// Outcome is, for EventObtain, "acquired", "busy", "finished" (a
+	// Finish marker) or "error"; for
 	// EventRelease, "released", "expired" (ErrNotHeld after the lease
 	// deadline: the TTL ran out), "lost" (ErrNotHeld before it: Redis lost
 	// the key, or a retried release had deleted it) or "error"; for

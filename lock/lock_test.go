@@ -173,6 +173,33 @@ func TestBehaviour(t *testing.T) {
 				t.Fatalf("won %d, busy %d; want 1 and 63", won.Load(), busy.Load())
 			}
 		}},
+		{name: "FinishLeavesAMarkerThatObtainReportsUntilItExpires", run: func(t *testing.T, e *env) {
+			l := lock.New(e.client)
+			lk := mustObtain(t, l, e.key, time.Minute)
+			if err := lk.Finish(ctxT(t), e.short); err != nil {
+				t.Fatalf("Finish: %v", err)
+			}
+			if _, err := l.Obtain(ctxT(t), e.key, time.Minute); !errors.Is(err, lock.ErrFinished) || errors.Is(err, lock.ErrNotObtained) {
+				t.Fatalf("Obtain after Finish: err = %v, want ErrFinished only", err)
+			}
+			if err := lk.Release(ctxT(t)); !errors.Is(err, lock.ErrNotHeld) {
+				t.Fatalf("Release after Finish: err = %v, want ErrNotHeld (the marker is not a token)", err)
+			}
+			e.advance(2 * e.short)
+			mustObtain(t, l, e.key, time.Minute)
+		}},
+		{name: "StaleOwnerCannotFinishNewOwnersLock", run: func(t *testing.T, e *env) {
+			l := lock.New(e.client)
+			stale := mustObtain(t, l, e.key, e.short)
+			e.advance(2 * e.short)
+			owner := mustObtain(t, l, e.key, time.Minute)
+			if err := stale.Finish(ctxT(t), time.Minute); !errors.Is(err, lock.ErrNotHeld) {
+				t.Fatalf("stale Finish: err = %v, want ErrNotHeld", err)
+			}
+			if got := get(t, e.client, e.key); got != owner.Token() {
+				t.Fatalf("key = %q, want the owner's token", got)
+			}
+		}},
 		{name: "ExpiredLockCanBeObtainedByANewOwner", run: func(t *testing.T, e *env) {
 			l := lock.New(e.client)
 			mustObtain(t, l, e.key, e.short)

@@ -28,6 +28,7 @@ type config struct {
 	MetricsAddr      string
 	LockTTL          time.Duration
 	LockWait         time.Duration
+	LockFinishedTTL  time.Duration
 	LockPrefix       string
 	MaxBody          int64
 	DefaultCurrency  string
@@ -177,6 +178,8 @@ func settings() []setting {
 			durationAtLeast(func(c *config) *time.Duration { return &c.LockTTL }, 100*time.Millisecond)},
 		{"PAYLOCK_LOCK_WAIT", "lock-wait", "2s", "how long a delivery waits for a busy lock before answering 409",
 			durationAtLeast(func(c *config) *time.Duration { return &c.LockWait }, 0)},
+		{"PAYLOCK_LOCK_FINISHED_TTL", "lock-finished-ttl", "10s", "how long a settled transaction's lock key keeps a finished marker, so late duplicates settle with a read (0: release plainly)",
+			durationAtLeast(func(c *config) *time.Duration { return &c.LockFinishedTTL }, 0)},
 		{"PAYLOCK_LOCK_PREFIX", "lock-prefix", "paylock:", "prefix of the Redis lock keys",
 			func(c *config, v string) error { c.LockPrefix = v; return nonEmpty(v) }},
 		{"PAYLOCK_MAX_BODY", "max-body", "1MiB", "largest accepted body (bytes, or with KiB/MiB)",
@@ -241,7 +244,7 @@ func settings() []setting {
 			func(c *config, v string) (err error) { c.Migrate, err = strconv.ParseBool(v); return err }},
 		{"PAYLOCK_SHUTDOWN_TIMEOUT", "shutdown-timeout", "20s", "how long in-flight requests may run after SIGTERM",
 			durationAtLeast(func(c *config) *time.Duration { return &c.ShutdownTimeout }, 0)},
-		{"PAYLOCK_DB_MAX_CONNS", "db-max-conns", "0", "Postgres pool size (0: pgxpool's default)",
+		{"PAYLOCK_DB_MAX_CONNS", "db-max-conns", "16", "Postgres pool size per process (0: pgxpool's default, max(4, CPUs))",
 			func(c *config, v string) error {
 				n, err := strconv.ParseInt(v, 10, 32)
 				if err == nil && n < 0 {

@@ -219,6 +219,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	h := handler.New(handler.Config{
 		LockTTL:          cfg.LockTTL,
 		LockWait:         lockWait(cfg.LockWait),
+		FinishedTTL:      lockWait(cfg.LockFinishedTTL),
 		LockPrefix:       cfg.LockPrefix,
 		MaxBody:          cfg.MaxBody,
 		DefaultCurrency:  cfg.DefaultCurrency,
@@ -316,8 +317,9 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// lockWait maps PAYLOCK_LOCK_WAIT=0 ("do not wait") to the handler's
-// negative value; the handler reads zero as "use the default".
+// lockWait maps a zero setting (PAYLOCK_LOCK_WAIT=0: do not wait;
+// PAYLOCK_LOCK_FINISHED_TTL=0: no marker) to the handler's negative value;
+// the handler reads zero as "use the default".
 func lockWait(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
