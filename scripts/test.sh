@@ -27,4 +27,6 @@ if [[ $# -eq 0 ]]; then
   (cd signature/compat && GOFLAGS=-mod=mod go test -race -count=1 ./...)
   echo "== deploy/validate (alerting rules and dashboard through Prometheus's parsers)"
   (cd deploy/validate && GOFLAGS=-mod=mod go test -count=1 ./...)
+  echo "== bench (the load generator's own tests; the benchmarks run with make bench)"
+  (cd bench && GOFLAGS=-mod=mod go vet ./... && GOFLAGS=-mod=mod go test -count=1 ./...)
 fi

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Usage: scripts/bench.sh [paybench run flags...]
+#
+# Measures paylock against its floors and writes BENCHMARKS.md (make bench):
+# makes sure Redis and Postgres are reachable (reusing REDIS_URL /
+# DATABASE_URL, else starting throwaway local servers that are stopped on
+# exit), builds paylock, the lock benchmarks and bench/paybench, and runs
+# `paybench run`, which creates a database of its own on the server, runs
+# the lock benchmarks, pgbench and paylock replicas under load, drops the
+# database and renders the report. Takes about six minutes.
+#
+# Extra arguments go to paybench run, e.g. -reps 1 -measure 5s for a quick
+# look, or -profile-dir /tmp/prof to keep CPU and allocation profiles.
+# Needs pgbench (apt-get install postgresql-client).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+if ! command -v pgbench >/dev/null 2>&1; then
+  echo "pgbench is not installed: install it (apt-get install postgresql-client)" >&2
+  exit 1
+fi
+
+# shellcheck source=scripts/services.sh
+source scripts/services.sh
+work=$(mktemp -d /tmp/paylock-bench.XXXXXX)
+cleanup() { services_stop; rm -rf "$work"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+services_start
+
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [[ $commit != unknown && -n $(git status --porcelain 2>/dev/null) ]]; then
+  commit="$commit with uncommitted changes"
+fi
+
+echo "== build" >&2
+go build -o "$work/paylock" ./cmd/paylock
+go test -c -o "$work/lock.test" ./lock
+(
+  cd bench
+  GOFLAGS=-mod=mod go build -o "$work/paybench" ./paybench
+  GOFLAGS=-mod=mod go test -c -o "$work/locks.test" ./locks
+)
+
+echo "== run (paybench run)" >&2
+"$work/paybench" run \
+  -paylock "$work/paylock" \
+  -lock-test "$work/lock.test" -lock-dir "$root/lock" \
+  -locks-test "$work/locks.test" -locks-dir "$root/bench/locks" \
+  -database-url "$DATABASE_URL" -redis-url "$REDIS_URL" \
+  -out "$root/BENCHMARKS.md" \
+  -commit "$commit" \
+  -command "make bench${*:+ (scripts/bench.sh $*)}" \
+  "$@"
