@@ -200,3 +200,20 @@ func TestRedisLostMidStormStillRecordsOnce(t *testing.T) {
 		t.Fatalf("processed answers = %d, want %d", processed, txs)
 	}
 }
+
+// TestStalledDatabaseAnswers503BeforeThePSPGivesUp: PAYLOCK_REQUEST_TIMEOUT
+// bounds a delivery, so a database that stops answering yields a 503 with
+// Retry-After that the PSP still receives, and the lock is let go.
+func TestStalledDatabaseAnswers503BeforeThePSPGivesUp(t *testing.T) {
+	t.Parallel()
+	r := startReplica(t, options{
+		cfg:  handler.Config{RequestTimeout: 300 * time.Millisecond},
+		wrap: func(s handler.Store) handler.Store { return untilDone{s} },
+	})
+	a := pay(t, r.url, "tx-stalled-db", 100, "JPY")
+	wantProblem(t, a, http.StatusServiceUnavailable)
+	wantRetryAfter(t, a)
+	if n, err := r.rdb.Exists(context.Background(), lockKey(r, "tx-stalled-db")).Result(); err != nil || n != 0 {
+		t.Fatalf("lock left behind (exists=%d, %v)", n, err)
+	}
+}

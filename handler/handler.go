@@ -58,6 +58,10 @@ type Config struct {
 	DefaultCurrency  string        // used when a body has no currency; "" refuses such bodies
 	Currencies       []string      // non-tender ISO 4217 codes to admit (XAU, XTS, ...)
 	RedisUnavailable RedisPolicy   // default Backstop
+	// RequestTimeout bounds one webhook delivery (default 8s), so that a
+	// stalled database answers 503 with Retry-After before the PSP's own
+	// timeout rather than to nobody.
+	RequestTimeout time.Duration
 	// FinishedTTL is how long a transaction's lock key keeps a "finished"
 	// marker once its outcome is confirmed (default 10s; negative: release
 	// plainly). Deliveries meeting the marker settle with a database read
@@ -92,6 +96,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = 1 << 20
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 8 * time.Second
 	}
 	if c.FinishedTTL == 0 {
 		c.FinishedTTL = 10 * time.Second
@@ -143,7 +150,11 @@ func New(cfg Config, locker Locker, st Store) *Handler {
 	return h
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
+	defer cancel()
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
+}
 
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"name": "paylock", "version": h.cfg.Version})

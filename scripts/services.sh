@@ -5,6 +5,12 @@
 # a temp dir on a free port (and stopped by services_stop); when neither is
 # possible it fails with one line saying what to install.
 #
+# SERVICES_THROWAWAY=1 never reuses a server: both are started throwaway,
+# whatever answers at REDIS_URL / DATABASE_URL. Only servers started here can
+# be killed, restarted or flushed (services_redis_kill, services_redis_restart,
+# services_redis_flushall, services_pg_restart, services_pg_stop,
+# services_pg_start_again), so a fault script cannot touch a shared server.
+#
 # Exports REDIS_URL and DATABASE_URL for what runs next.
 
 : "${REDIS_URL:=redis://127.0.0.1:6379/0}"
@@ -13,8 +19,13 @@ export REDIS_URL DATABASE_URL
 
 _svc_tmp=""
 _svc_redis_pid=""
+_svc_redis_port=""
 _svc_pg_data=""
 _svc_pg_ctl=""
+_svc_pg_port=""
+_svc_pg_opts=""
+
+_svc_throwaway() { [[ ${SERVICES_THROWAWAY:-} == 1 ]]; }
 
 _svc_log() { echo "services: $*" >&2; }
 
@@ -69,20 +80,26 @@ _svc_pg_up() {
 }
 
 services_start_redis() {
-  if _svc_redis_up; then _svc_log "reusing redis at $REDIS_URL"; return 0; fi
+  if ! _svc_throwaway && _svc_redis_up; then _svc_log "reusing redis at $REDIS_URL"; return 0; fi
   if ! command -v redis-server >/dev/null 2>&1; then
     echo "redis is not reachable at $REDIS_URL and redis-server is not installed: install it (apt-get install redis-server) or set REDIS_URL" >&2
     return 1
   fi
   _svc_tmpdir
-  local port; port=$(_svc_free_port)
+  _svc_redis_port=$(_svc_free_port)
   mkdir -p "$_svc_tmp/redis"
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+  REDIS_URL="redis://127.0.0.1:$_svc_redis_port/0"
+  export REDIS_URL
+  _svc_redis_run && _svc_log "started throwaway redis at $REDIS_URL"
+}
+
+# Runs the throwaway redis-server on $_svc_redis_port (empty: no persistence)
+# and waits until it answers.
+_svc_redis_run() {
+  redis-server --port "$_svc_redis_port" --bind 127.0.0.1 --save "" --appendonly no \
     --dir "$_svc_tmp/redis" --logfile "$_svc_tmp/redis/redis.log" --daemonize no &
   _svc_redis_pid=$!
-  REDIS_URL="redis://127.0.0.1:$port/0"
-  export REDIS_URL
-  for _ in $(seq 1 100); do _svc_redis_up && { _svc_log "started throwaway redis at $REDIS_URL"; return 0; }; sleep 0.1; done
+  for _ in $(seq 1 100); do _svc_redis_up && return 0; sleep 0.1; done
   echo "throwaway redis did not become ready; see $_svc_tmp/redis/redis.log" >&2
   return 1
 }
@@ -95,7 +112,7 @@ _svc_find_pg_bin() {
 }
 
 services_start_postgres() {
-  if _svc_pg_up; then _svc_log "reusing postgres at ${DATABASE_URL%%\?*}"; return 0; fi
+  if ! _svc_throwaway && _svc_pg_up; then _svc_log "reusing postgres at ${DATABASE_URL%%\?*}"; return 0; fi
   local initdb pgctl
   if ! initdb=$(_svc_find_pg_bin initdb) || ! pgctl=$(_svc_find_pg_bin pg_ctl); then
     echo "postgres is not reachable at $DATABASE_URL and initdb/pg_ctl are not installed: install it (apt-get install postgresql) or set DATABASE_URL" >&2
@@ -103,7 +120,9 @@ services_start_postgres() {
   fi
   _svc_tmpdir
   local port; port=$(_svc_free_port)
+  _svc_pg_port=$port
   _svc_pg_data="$_svc_tmp/pg"
+  _svc_pg_opts="-p $port -k $_svc_pg_data -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
   _svc_pg_ctl=$pgctl
   local run=()
   if [[ $(id -u) -eq 0 ]]; then
@@ -115,7 +134,7 @@ services_start_postgres() {
   "${run[@]}" "$initdb" -D "$_svc_pg_data" -U postgres -A trust --no-sync >"$_svc_tmp/initdb.log" 2>&1 || {
     echo "initdb failed; see $_svc_tmp/initdb.log" >&2; return 1; }
   "${run[@]}" "$pgctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -w -t 30 \
-    -o "-p $port -k $_svc_pg_data -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null || {
+    -o "$_svc_pg_opts" start >/dev/null || {
     echo "throwaway postgres did not start; see $_svc_pg_data/server.log" >&2; return 1; }
   DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
   export DATABASE_URL
@@ -123,16 +142,78 @@ services_start_postgres() {
 }
 
 services_stop() {
-  if [[ -n $_svc_redis_pid ]]; then kill "$_svc_redis_pid" 2>/dev/null; wait "$_svc_redis_pid" 2>/dev/null; fi
+  # Each step tolerates a server that is already gone (killed by a fault
+  # script, say): services_stop usually runs in an EXIT trap under set -e.
+  if [[ -n $_svc_redis_pid ]]; then kill "$_svc_redis_pid" 2>/dev/null || true; wait "$_svc_redis_pid" 2>/dev/null || true; fi
   if [[ -n $_svc_pg_data && -d $_svc_pg_data ]]; then
     local run=()
     [[ $(id -u) -eq 0 ]] && run=(runuser -u postgres --)
     "${run[@]}" "$_svc_pg_ctl" -D "$_svc_pg_data" -m fast -w stop >/dev/null 2>&1 || true
   fi
   [[ -n $_svc_tmp ]] && rm -rf "$_svc_tmp"
-  _svc_tmp=""; _svc_redis_pid=""; _svc_pg_data=""
+  _svc_tmp=""; _svc_redis_pid=""; _svc_redis_port=""; _svc_pg_data=""; _svc_pg_port=""; _svc_pg_opts=""
 }
 
 services_start() {
   services_start_redis && services_start_postgres
+}
+
+# --- Faults on the throwaway servers (each refuses to act on a reused one) ---
+
+_svc_own_redis() {
+  [[ -n $_svc_redis_port ]] || { echo "services: refusing: redis at $REDIS_URL was not started by services.sh" >&2; return 1; }
+}
+
+_svc_own_pg() {
+  [[ -n $_svc_pg_data ]] || { echo "services: refusing: postgres at ${DATABASE_URL%%\?*} was not started by services.sh" >&2; return 1; }
+}
+
+_svc_as_pg() {
+  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# services_redis_kill [SIGNAL]: sends SIGNAL (default KILL) to the throwaway
+# redis-server and, unless it is STOP, waits for it to exit.
+services_redis_kill() {
+  _svc_own_redis || return 1
+  local sig=${1:-KILL}
+  [[ -n $_svc_redis_pid ]] || return 0
+  kill -s "$sig" "$_svc_redis_pid" 2>/dev/null || true
+  if [[ $sig != STOP && $sig != CONT ]]; then
+    wait "$_svc_redis_pid" 2>/dev/null || true
+    _svc_redis_pid=""
+  fi
+}
+
+# services_redis_restart: stops the throwaway redis if it runs and starts it
+# again, empty, on the same port (REDIS_URL stays valid).
+services_redis_restart() {
+  _svc_own_redis || return 1
+  [[ -z $_svc_redis_pid ]] || services_redis_kill TERM
+  _svc_redis_run
+}
+
+# services_redis_flushall: FLUSHALL on the throwaway redis (every lock lost).
+services_redis_flushall() {
+  _svc_own_redis || return 1
+  redis-cli -h 127.0.0.1 -p "$_svc_redis_port" FLUSHALL >/dev/null
+}
+
+# services_pg_restart [MODE]: pg_ctl restart -m MODE (default fast) of the
+# throwaway postgres, on the same port; waits until it accepts connections.
+services_pg_restart() {
+  _svc_own_pg || return 1
+  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -m "${1:-fast}" -w -t 60 -o "$_svc_pg_opts" restart >/dev/null
+}
+
+# services_pg_stop [MODE]: pg_ctl stop -m MODE (default fast) of the
+# throwaway postgres; services_pg_start_again starts it again.
+services_pg_stop() {
+  _svc_own_pg || return 1
+  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -m "${1:-fast}" -w -t 60 stop >/dev/null
+}
+
+services_pg_start_again() {
+  _svc_own_pg || return 1
+  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -w -t 60 -o "$_svc_pg_opts" start >/dev/null
 }

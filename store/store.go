@@ -23,6 +23,11 @@ const (
 	DefaultLockTimeout      = 2 * time.Second
 	DefaultIdleInTxTimeout  = 10 * time.Second
 	DefaultCommitTimeout    = 5 * time.Second
+
+	// DefaultConnectTimeout and DefaultPingTimeout apply when the URL sets
+	// no connect_timeout or pool_ping_timeout.
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultPingTimeout    = time.Second
 )
 
 // Config says how to reach Postgres and how long the store may wait on it.
@@ -112,6 +117,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
+	}
+	// Without these, a connection attempt or a health ping whose replies
+	// are lost never ends and keeps its pool slot: a few of them stall the
+	// replica for a minute or for good. The URL may set its own
+	// (connect_timeout, pool_ping_timeout).
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		pcfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	if pcfg.PingTimeout == 0 {
+		pcfg.PingTimeout = DefaultPingTimeout
 	}
 	if cfg.ExecMode != "" {
 		pcfg.ConnConfig.DefaultQueryExecMode = execModes[cfg.ExecMode]

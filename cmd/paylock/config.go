@@ -29,6 +29,7 @@ type config struct {
 	LockTTL          time.Duration
 	LockWait         time.Duration
 	LockFinishedTTL  time.Duration
+	RequestTimeout   time.Duration
 	LockPrefix       string
 	MaxBody          int64
 	DefaultCurrency  string
@@ -180,6 +181,8 @@ func settings() []setting {
 			durationAtLeast(func(c *config) *time.Duration { return &c.LockWait }, 0)},
 		{"PAYLOCK_LOCK_FINISHED_TTL", "lock-finished-ttl", "10s", "how long a settled transaction's lock key keeps a finished marker, so late duplicates settle with a read (0: release plainly)",
 			durationAtLeast(func(c *config) *time.Duration { return &c.LockFinishedTTL }, 0)},
+		{"PAYLOCK_REQUEST_TIMEOUT", "request-timeout", "8s", "how long one webhook delivery may take before it answers 503 (below the PSP's own timeout, often 10s)",
+			durationAtLeast(func(c *config) *time.Duration { return &c.RequestTimeout }, 100*time.Millisecond)},
 		{"PAYLOCK_LOCK_PREFIX", "lock-prefix", "paylock:", "prefix of the Redis lock keys",
 			func(c *config, v string) error { c.LockPrefix = v; return nonEmpty(v) }},
 		{"PAYLOCK_MAX_BODY", "max-body", "1MiB", "largest accepted body (bytes, or with KiB/MiB)",
@@ -258,7 +261,13 @@ func settings() []setting {
 		{"PAYLOCK_DB_EXEC_MODE", "db-exec-mode", "", "pgx query mode: cache_statement (pgx's default), cache_describe, describe_exec, exec or simple_protocol; exec behind PgBouncer in transaction mode",
 			func(c *config, v string) (err error) { c.DBExecMode, err = store.ParseExecMode(v); return err }},
 		{"PAYLOCK_MIGRATE_DATABASE_URL", "migrate-database-url", "", "direct Postgres URL for migrations when DATABASE_URL goes through a pooler (empty: DATABASE_URL)",
-			func(c *config, v string) error { c.MigrateDatabaseURL = v; return nil }},
+			func(c *config, v string) error {
+				c.MigrateDatabaseURL = v
+				if v == "" {
+					return nil
+				}
+				return store.CheckURL(v)
+			}},
 		{"PAYLOCK_LOG_FORMAT", "log-format", "json", "log format: json or text",
 			func(c *config, v string) error {
 				c.LogFormat = v
@@ -376,6 +385,9 @@ func loadConfig(name string, args []string, getenv func(string) string) (config,
 		if err := handler.CheckCurrencies(c.DefaultCurrency, c.Currencies); err != nil {
 			return c, nil, fmt.Errorf("invalid PAYLOCK_DEFAULT_CURRENCY=%q: %v", c.DefaultCurrency, err)
 		}
+	}
+	if c.LockWait >= c.RequestTimeout {
+		return c, nil, fmt.Errorf("invalid PAYLOCK_LOCK_WAIT=%s: must be below PAYLOCK_REQUEST_TIMEOUT (%s)", c.LockWait, c.RequestTimeout)
 	}
 	if c.RedisTimeout*2 > c.LockTTL {
 		return c, nil, fmt.Errorf("invalid PAYLOCK_REDIS_TIMEOUT=%s: must be at most half of PAYLOCK_LOCK_TTL (%s)", c.RedisTimeout, c.LockTTL)

@@ -220,6 +220,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		LockTTL:          cfg.LockTTL,
 		LockWait:         lockWait(cfg.LockWait),
 		FinishedTTL:      lockWait(cfg.LockFinishedTTL),
+		RequestTimeout:   cfg.RequestTimeout,
 		LockPrefix:       cfg.LockPrefix,
 		MaxBody:          cfg.MaxBody,
 		DefaultCurrency:  cfg.DefaultCurrency,
