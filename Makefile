@@ -11,3 +11,18 @@ vet:
 
 run: ## run paylock locally (starts throwaway Postgres/Redis when none answer)
 	scripts/run.sh
+
+.PHONY: bench
+bench: ## measure paylock against its floors and write BENCHMARKS.md (about 6 minutes)
+	scripts/bench.sh
+
+.PHONY: chaos
+chaos: ## kill, stop and cut paylock's replicas, Redis and Postgres under a PSP storm; write docs/reliability.md (about 3 minutes)
+	scripts/chaos.sh
+
+.PHONY: scale scale-short
+scale: ## Redis Cluster, Sentinel and PgBouncer storms with failovers, from local binaries (full form, about 1.5 minutes once compiled)
+	scripts/scale-test.sh
+
+scale-short: ## the same, one failover per storm: the CI form (about 1 minute once compiled)
+	scripts/scale-test.sh -short
