@@ -140,6 +140,22 @@ func storeConfig(cfg config) store.Config {
 // migrate applies the migrations, over PAYLOCK_MIGRATE_DATABASE_URL alone
 // when it is set (DATABASE_URL may be a pooler that cannot hold the
 // migration's session lock).
+// openStore opens the store and, unless PAYLOCK_MIGRATE=false, migrates it:
+// what serve and worker do first.
+func openStore(ctx context.Context, cfg config) (*store.Store, error) {
+	st, err := store.Open(ctx, storeConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Migrate {
+		if err := st.Migrate(ctx); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+	}
+	return st, nil
+}
+
 func migrate(ctx context.Context, cfg config) error {
 	sc := storeConfig(cfg)
 	if cfg.MigrateDatabaseURL != "" {
@@ -183,16 +199,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, storeConfig(cfg))
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if cfg.Migrate {
-		if err := st.Migrate(ctx); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-	}
 	rdb, err := newRedis(cfg)
 	if err != nil {
 		return err

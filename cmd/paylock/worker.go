@@ -79,16 +79,11 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 	if cfg.Payout.URL == "" {
 		return errNoPayoutURL
 	}
-	st, err := store.Open(ctx, storeConfig(cfg))
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if cfg.Migrate {
-		if err := st.Migrate(ctx); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-	}
 	reg := newWorkerRegistry(st)
 	w, err := newWorker(cfg, st, logger, newPayoutMetrics(reg).observe)
 	if err != nil {
