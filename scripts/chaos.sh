@@ -21,7 +21,9 @@
 #
 # The replicas reach Redis and Postgres through chaosproxy (cmd/chaosproxy),
 # which is transparent until a scenario sets a fault on it.
-#   6   disbursements (not yet: needs the disbursements work, see scenario_6)
+#   6   disbursements: the payout provider (cmd/fakeprovider) drops answers
+#       after creating payouts while two `paylock worker`s race; one payout per
+#       tranche at the provider
 #
 # Prints the results table and writes it, with the date, the commit and this
 # command, to docs/reliability.md (the full form) or to --out FILE.
@@ -103,6 +105,7 @@ cleanup() {
   trap - EXIT INT TERM
   [[ -n $storm_pid ]] && { kill "$storm_pid" 2>/dev/null; wait "$storm_pid" 2>/dev/null; }
   for i in "${!rep_pid[@]}"; do stop_replica "$i"; done
+  declare -F stop_disbursement_side >/dev/null && stop_disbursement_side
   [[ -n $proxy_pid ]] && { kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; }
   services_stop
   if $keep || [[ $rc -ne 0 || $failed -ne 0 ]]; then
@@ -458,18 +461,146 @@ scenario_5d() { # replies dropped at light traffic: idle pool connections get pi
   sleep 4; PROXY=postgres chaosproxy restore; fault "postgres replies flow"
 }
 
-# Scenario 6 (disbursements): the provider (cmd/fakeprovider) drops its
-# answers after creating payouts, and two payout workers race; the verdict is
-# one payout per tranche at the provider. It needs the disbursements work
-# (approval endpoint, payout worker, fakeprovider with a drop-after-create
-# fault and a count of payouts per idempotency key). To add it: start
-# fakeprovider and the workers beside the replicas, write scenario_6 to drive
-# approvals and faults, and replace the skip row below with
-# `run 6 "..." scenario_6` reading a verdict from a sender of its own.
-scenario_6_pending() {
-  [[ -z $only || ",$only," == *",6,"* ]] || return 0
-  printf '6\x1f%s\x1fskip\x1f\x1fnot run: needs the disbursements work (payout worker, cmd/fakeprovider)\n' \
-    "disbursements: provider drops answers after creating payouts; two workers race" >>"$work/results"
+# Scenario 6 (disbursements): cmd/fakeprovider creates payouts and then drops
+# the answer (and answers 503 to some requests), while two `paylock worker`
+# processes race for the rows. A sender of its own approves each loan tranche
+# three times at once over the replicas (twice the same event id, once a
+# re-approval under a new one), retrying any non-2xx. The verdict: every
+# tranche has one disbursement, accepted once, `sent` in time, and exactly one
+# payout at the provider for its reference (GET /debug/stats).
+if $short; then LOANS=24; else LOANS=90; fi # a third of the loans also have tranche 2
+DISB_DROP=0.3 DISB_FAIL=0.1 DISB_WAIT=60 DISB_INFLIGHT=48
+fp_pid="" fp_port="" worker_pid=()
+
+# loan_deliver N REF BODY EVENT_ID: signs BODY and POSTs it to replica N%3 (the
+# next one on each retry, at most 10 attempts); appends "REF CODES RESULT MS"
+# to $work/6.deliveries (CODES: every answer's status, 000 for none).
+loan_deliver() {
+  local r=$1 ref=$2 body=$3 id=$4 t=$(date +%s%N) hdr=() line codes="" res="" out code a
+  while IFS= read -r line; do hdr+=(-H "$line"); done < <(printf '%s' "$body" | "$bin/paylock" sign --id "$id")
+  for a in 1 2 3 4 5 6 7 8 9 10; do
+    out=$(curl -s --max-time 3 -w '\n%{http_code}' -H 'Content-Type: application/json' "${hdr[@]}" \
+      --data-binary "$body" "http://127.0.0.1:${rep_port[$(((r + a - 1) % 3))]}/webhooks/loans" 2>/dev/null) || true
+    code=${out##*$'\n'} codes+="${code:-000},"
+    if [[ $code == 2* ]]; then
+      res=$(sed -n 's/.*"result":"\([a-z]*\)".*/\1/p' <<<"${out%$'\n'*}"); break
+    fi
+    [[ $code == 4* && $code != 409 ]] && break
+    sleep "0.$((a < 5 ? a * 2 : 9))"
+  done
+  echo "$ref ${codes%,} ${res:-none} $((($(date +%s%N) - t) / 1000000))" >>"$work/6.deliveries"
+}
+
+start_disbursement_side() {
+  local i wport
+  pick_port fp_port
+  "$bin/fakeprovider" --addr "127.0.0.1:$fp_port" --drop-rate "$DISB_DROP" --fail-rate "$DISB_FAIL" \
+    --log-format json >"$logs/fakeprovider.log" 2>&1 &
+  fp_pid=$!
+  for _ in $(seq 1 100); do [[ $(http_status GET "127.0.0.1:$fp_port" /debug/stats) == 200 ]] && break; sleep 0.1; done
+  for i in 0 1; do
+    pick_port wport
+    DATABASE_URL=$(with_db_params "$DATABASE_URL") PAYLOCK_PAYOUT_URL=http://127.0.0.1:$fp_port \
+      PAYLOCK_METRICS_ADDR=127.0.0.1:$wport PAYLOCK_WORKER_POLL=200ms PAYLOCK_PAYOUT_BACKOFF_CAP=1s \
+      PAYLOCK_PAYOUT_TIMEOUT=2s "$bin/paylock" worker >>"$logs/worker$((i + 1)).log" 2>&1 &
+    worker_pid[i]=$!
+  done
+}
+
+stop_disbursement_side() {
+  local p
+  for p in "${worker_pid[@]}" $fp_pid; do
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  for p in "${worker_pid[@]}" $fp_pid; do
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  worker_pid=() fp_pid=""
+}
+
+# run_disbursements ID TITLE: scenario 6, reported like the pspsim scenarios
+# (its sender writes $work/ID.json in pspsim's shape).
+run_disbursements() {
+  local id=$1 title=$2 notes="" prefix="L6-$$-" k t loan tranche ref body n=0 refs=() pending=-1 deadline psql senders=()
+  if [[ -n $only && ",$only," != *",$id,"* ]]; then return 0; fi
+  scenario=$id timeline=""
+  say "scenario $id: $title"
+  mark_logs
+  storm_t0=$(date +%s%N)
+  start_disbursement_side
+  fault "fakeprovider: answers dropped after the payout is created (rate $DISB_DROP), 503 (rate $DISB_FAIL); two workers"
+  : >"$work/$id.deliveries"
+  for ((k = 1; k <= LOANS; k++)); do
+    for tranche in 1 2; do
+      ((tranche == 1 || k % 3 == 0)) || continue
+      loan=$prefix$k ref=$loan-$tranche refs+=("$ref")
+      body="{\"event_id\":\"evt-$ref\",\"loan_id\":\"$loan\",\"tranche\":$tranche,\"amount\":$((1000 * k + tranche)),\"currency\":\"JPY\"}"
+      for t in 0 1 2; do
+        while (($(jobs -rp | wc -l) >= DISB_INFLIGHT + 6)); do sleep 0.02; done # + replicas, proxy, provider, workers
+        # the third delivery is a re-approval under a new event id
+        if ((t < 2)); then loan_deliver $((n + t)) "$ref" "$body" "evt-$ref" &
+        else loan_deliver $((n + t)) "$ref" "${body/\"evt-$ref\"/\"evt-$ref-re\"}" "evt-$ref-re" & fi
+        senders+=($!)
+      done
+      n=$((n + 1))
+    done
+  done
+  wait "${senders[@]}"
+  fault "$((n * 3)) approvals delivered for $n tranches"
+  psql=$(_svc_find_pg_bin psql)
+  deadline=$(($(date +%s) + DISB_WAIT))
+  while (($(date +%s) < deadline)); do
+    pending=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM disbursements WHERE loan_id LIKE '$prefix%' AND status NOT IN ('sent','paid')" 2>/dev/null || echo -1)
+    [[ $pending == 0 ]] && break
+    sleep 0.2
+  done
+  fault "rows sent or paid: $([[ $pending == 0 ]] && echo all || echo "not all ($pending left)")"
+  curl -s --max-time 5 "http://127.0.0.1:$fp_port/debug/stats" >"$work/$id.stats.json" || true
+  "$psql" "$DATABASE_URL" -Atc "SELECT loan_id || '-' || tranche, status FROM disbursements WHERE loan_id LIKE '$prefix%'" \
+    >"$work/$id.rows" 2>/dev/null || true
+  for k in 0 1; do
+    kill -0 "${worker_pid[k]}" 2>/dev/null || notes+="worker $((k + 1)) exited unexpectedly; "
+  done
+  kill -0 "$fp_pid" 2>/dev/null || notes+="fakeprovider exited unexpectedly; "
+  stop_disbursement_side
+  printf '%s\n' "${refs[@]}" >"$work/$id.refs"
+  grep -oE "\"$prefix[^\"]*\": *[0-9]+" "$work/$id.stats.json" | tr -d '" ' | tr ':' ' ' >"$work/$id.created" || true
+  # One awk over the tranches, the rows, the provider's counts and the deliveries.
+  awk -v pending="$pending" '
+    FILENAME ~ /refs$/ { want[$1] = 1; next }
+    FILENAME ~ /rows$/ { split($0, f, "|"); rows[f[1]]++; nrows++; if (f[2] != "sent" && f[2] != "paid") unsent++; next }
+    FILENAME ~ /created$/ { created[$1] = $2; next }
+    {
+      d++; n = split($2, c, ","); r += n - 1
+      for (i = 1; i <= n; i++) if (c[i] !~ /^2/) ans[c[i] == "000" ? "err:timeout" : c[i]]++; else ans[c[i]]++
+      if (c[n] !~ /^2/) unacked++
+      for (i = 1; i <= n; i++) if (c[i] ~ /^4/ && c[i] != "409") bad4xx++
+      if ($3 == "accepted") accepted[$1]++
+      ms[d] = $4
+    }
+    END {
+      for (k in want) {
+        if (created[k] > 1 || rows[k] > 1 || accepted[k] > 1) dup++
+        if (created[k] < 1 || rows[k] < 1) lost++
+      }
+      for (k in created) if (!(k in want)) dup++
+      dup += 0; lost += 0; unacked += 0; bad4xx += 0; unsent += 0
+      # ack latency: p99 and max of the deliveries (sorted by insertion)
+      for (i = 1; i <= d; i++) for (j = i + 1; j <= d; j++) if (ms[j] < ms[i]) { x = ms[i]; ms[i] = ms[j]; ms[j] = x }
+      p = int(d * 0.99 + 0.999); if (p < 1) p = 1
+      ok = d > 0 && dup == 0 && lost == 0 && unacked == 0 && bad4xx == 0 && unsent == 0 && pending == 0
+      printf "{\n  \"deliveries\": %d,\n  \"retries\": %d,\n  \"rows\": %d,\n  \"duplicates\": %d,\n  \"lost\": %d,\n", d, r, nrows, dup, lost
+      printf "  \"verdict\": \"%s\",\n  \"unsent\": %d,\n  \"unacknowledged\": %d,\n  \"refused_4xx\": %d,\n  \"answers\": {\n", ok ? "pass" : "fail", unsent, unacked, bad4xx
+      s = ""; for (k in ans) { printf "%s    \"%s\": %d", s, k, ans[k]; s = ",\n" }
+      printf "\n  },\n  \"ack_latency_ms\": {\n    \"p99\": %d,\n    \"max\": %d\n  }\n}\n", ms[p], ms[d]
+    }' "$work/$id.refs" "$work/$id.rows" "$work/$id.created" "$work/$id.deliveries" >"$work/$id.json"
+  logs_since_mark >"$work/$id.server.log"
+  local v; v=$(json_field "$work/$id.json" verdict)
+  [[ $v == pass && -z $notes ]] || failed=1
+  printf '%s\x1f%s\x1f%s\x1f%s\x1f%s\n' "$id" "$title" "$([[ $v == pass ]] && echo 0 || echo 1)" "$timeline" "${notes%; }" >>"$work/results"
+  say "scenario $id: ${v:-error}${notes:+ (${notes%; })} ($(json_field "$work/$id.json" unsent) not sent, $(json_field "$work/$id.json" unacknowledged) unacknowledged, $(json_field "$work/$id.json" refused_4xx) refused)"
 }
 
 # --- Report -------------------------------------------------------------------
@@ -479,7 +610,7 @@ server_side() { # server_side ID: what the replicas logged during the scenario
   [[ -s $f ]] || { echo "| $1 | - | - | - | - | - | - |"; return; }
   jq -Rrs --arg id "$1" --argjson ttl "$(ttl_ns)" '
     [split("\n")[] | fromjson? | select(type == "object")] as $all
-    | [$all[] | select(.msg == "payment webhook")] as $r
+    | [$all[] | select(.msg == "payment webhook" or .msg == "loan webhook")] as $r
     | ($r | group_by(.status) | map("\(.[0].status): \(length)") | join(", ")) as $answers
     | ([$r[] | select((.lock_hold // 0) > $ttl)] | length) as $long
     | ([$r[] | select(.status >= 500 and ((.error // "") | contains("lease lost")))] | length) as $lease
@@ -513,6 +644,9 @@ report() {
   echo "- paylock: 3 replicas (\`paylock serve\`) reaching Redis and Postgres through \`chaosproxy\` (transparent unless a fault is set), PAYLOCK_LOCK_TTL=$PAYLOCK_LOCK_TTL, PAYLOCK_LOCK_WAIT=$PAYLOCK_LOCK_WAIT, other settings default (PAYLOCK_REDIS_UNAVAILABLE=backstop, PAYLOCK_REDIS_TIMEOUT=500ms), DATABASE_URL $(if [[ -n $DB_PARAMS ]]; then echo "with \`$DB_PARAMS\`"; else echo "without extra parameters"; fi); throwaway Redis and Postgres (fsync off)"
   [[ -z $DB_PARAMS ]] || echo "- why the DATABASE_URL parameters: without a connect timeout and a pool ping timeout, connection attempts and acquire-time pings whose replies are lost never end and hold pool slots; scenario 5d then loses transactions (\`CHAOS_DB_PARAMS= scripts/chaos.sh --short --only 5d\` shows it)"
   echo "- storm per scenario: \`pspsim\` with $TXS transactions × $DELIVERIES deliveries at $RATE deliveries/s over the 3 replicas (round-robin, each retry to the next), $CONCURRENCY requests in flight at most, Standard Webhooks signatures, \`${PSPSIM_FLAGS[*]}\`"
+  if grep -q '^6'$'\x1f' "$work/results"; then
+    echo "- scenario 6: its own sender approves $LOANS loans (a third with tranche 2) over the 3 replicas' \`POST /webhooks/loans\`, each tranche 3 times at once (twice one event id, once a re-approval under another), $DISB_INFLIGHT in flight at most, non-2xx retried on the next replica (10 attempts at most); two \`paylock worker\`s (PAYLOCK_WORKER_POLL=200ms, PAYLOCK_PAYOUT_BACKOFF_CAP=1s, PAYLOCK_PAYOUT_TIMEOUT=2s) pay through \`fakeprovider --drop-rate $DISB_DROP --fail-rate $DISB_FAIL\`; within ${DISB_WAIT}s every row must be \`sent\`/\`paid\`. Its **duplicates** are tranches with more than one payout at the provider (\`GET /debug/stats\`), row or \`accepted\` answer; its **lost**, tranches without a row or a payout; its verdict also needs every approval acknowledged and no 4xx but 409"
+  fi
   echo
   echo "| scenario | deliveries | retries | rows | duplicates | lost | verdict | non-2xx answers | ack p99 / max |"
   echo "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |"
@@ -574,8 +708,8 @@ EOF
 
 # --- Main ---------------------------------------------------------------------
 
-say "building paylock, pspsim and chaosproxy into $bin"
-go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy
+say "building paylock, pspsim, chaosproxy and fakeprovider into $bin"
+go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy ./cmd/fakeprovider
 
 SERVICES_THROWAWAY=1 services_start
 : >"$work/results"
@@ -612,7 +746,7 @@ run 5a "latency beyond the TTL (Redis 3s/packet, then Postgres 0.4s/packet)" sce
 run 5b "connections reset repeatedly, then cut for 1s" scenario_5b
 run 5c "replies dropped after the request was forwarded (Postgres, then Redis)" scenario_5c
 TXS=30 RATE=9 run 5d "Postgres replies dropped at light traffic (30 transactions at 9 deliveries/s)" scenario_5d
-scenario_6_pending
+run_disbursements 6 "disbursements: provider drops answers after creating payouts ($DISB_DROP) and answers 503 ($DISB_FAIL); two workers race"
 
 report >"$work/report.md"
 echo
