@@ -24,6 +24,18 @@ type field struct {
 	decode  func(raw json.RawMessage) error
 }
 
+// deliveryEventID is a delivery's event id: the body's event_id, trimmed,
+// or failing that the id from its signature headers (webhook-id).
+func deliveryEventID(fromBody, fromHeader string) (string, error) {
+	if id := strings.TrimSpace(fromBody); id != "" {
+		return id, nil
+	}
+	if fromHeader != "" {
+		return fromHeader, nil
+	}
+	return "", unprocessable("event_id", "event_id is required (or a webhook-id header)")
+}
+
 // present wraps decode to record that the key appeared.
 func present(seen *bool, decode func(json.RawMessage) error) func(json.RawMessage) error {
 	return func(raw json.RawMessage) error {

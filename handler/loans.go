@@ -65,24 +65,20 @@ type loanResult struct {
 // signature headers (headerID, e.g. webhook-id).
 func (r *inputRules) decodeLoan(body []byte, headerID string) (loanInput, error) {
 	var in loanInput
-	var amountSet bool
+	var amountSet, currencySet bool
 	tranche := int64(1)
 	err := decodeObject(body, []field{
 		{name: "event_id", decode: decodeString("event_id", &in.EventID)},
 		{name: "loan_id", required: true, decode: decodeString("loan_id", &in.LoanID)},
 		{name: "tranche", decode: decodeCount("tranche", &tranche)},
 		{name: "amount", required: true, decode: decodeAmount("amount", &in.Amount, &amountSet)},
-		{name: "currency", decode: decodeString("currency", &in.Currency)},
+		{name: "currency", decode: present(&currencySet, decodeString("currency", &in.Currency))},
 	})
 	if err != nil {
 		return in, err
 	}
-	in.EventID = strings.TrimSpace(in.EventID)
-	if in.EventID == "" {
-		in.EventID = headerID
-	}
-	if in.EventID == "" {
-		return in, unprocessable("event_id", "event_id is required (or a webhook-id header)")
+	if in.EventID, err = deliveryEventID(in.EventID, headerID); err != nil {
+		return in, err
 	}
 	in.LoanID = strings.TrimSpace(in.LoanID)
 	if len(in.LoanID) > maxLoanID {
@@ -92,7 +88,7 @@ func (r *inputRules) decodeLoan(body []byte, headerID string) (loanInput, error)
 		return in, unprocessable("tranche", "tranche must be an integer from 1 to 2147483647")
 	}
 	in.Tranche = int(tranche)
-	if in.Currency == "" {
+	if !currencySet { // only an absent currency takes the default, never ""
 		if r.defaultCurrency == "" {
 			return in, unprocessable("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
 		}

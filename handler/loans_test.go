@@ -395,3 +395,14 @@ func TestLoanWebhooksWithoutTheLockStillMakeOneDisbursement(t *testing.T) {
 		t.Fatalf("accepted %d, rows %d; want 1 and 1", accepted, l.disbursements(t, "L-nolock"))
 	}
 }
+
+func TestLoanEmptyCurrencyIsNeverDefaulted(t *testing.T) {
+	t.Parallel()
+	l := startLending(t, lendingOptions{cfg: handler.Config{DefaultCurrency: "EUR"}})
+	a := post(t, l.reps[0].url, "/webhooks/loans", "application/json", []byte(`{"event_id":"e-1","loan_id":"L-cur","amount":1,"currency":""}`))
+	wantProblem(t, a, http.StatusUnprocessableEntity)
+	if a.str("field") != "currency" {
+		t.Fatalf("field %q: %s", a.str("field"), a.raw)
+	}
+	wantResult(t, post(t, l.reps[0].url, "/webhooks/loans", "application/json", []byte(`{"event_id":"e-2","loan_id":"L-cur","amount":1}`)), "accepted")
+}

@@ -39,12 +39,8 @@ func (r *inputRules) decodePayoutStatus(body []byte, headerID string) (payoutInp
 	if err != nil {
 		return in, err
 	}
-	in.EventID = strings.TrimSpace(in.EventID)
-	if in.EventID == "" {
-		in.EventID = headerID
-	}
-	if in.EventID == "" {
-		return in, unprocessable("event_id", "event_id is required (or a webhook-id header)")
+	if in.EventID, err = deliveryEventID(in.EventID, headerID); err != nil {
+		return in, err
 	}
 	in.PayoutID = strings.TrimSpace(in.PayoutID)
 	if in.Status != "paid" && in.Status != "failed" {
