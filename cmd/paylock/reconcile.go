@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,18 +136,11 @@ func runReconcile(ctx context.Context, args []string, getenv func(string) string
 			return 2
 		}
 	}
-	cfg, extra, err := loadConfig(name, rest, getenv)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, reconcileUsage)
-		return 0
-	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	case len(extra) > 0:
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", name, extra[0])
-		return 2
-	case cfg.Payout.URL == "":
+	cfg, code, ok := subcommandConfig(name, reconcileUsage, "", rest, getenv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if cfg.Payout.URL == "" {
 		fmt.Fprintf(stderr, "%s: PAYLOCK_PAYOUT_URL is required: the provider's base URL, where disbursements are looked up\n", name)
 		return 2
 	}
