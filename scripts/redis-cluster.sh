@@ -119,17 +119,7 @@ case ${1:-} in
   run)
     [[ ${2:-} == -- && $# -ge 3 ]] || usage
     shift 2
-    dir=$(mktemp -d /tmp/paylock-cluster.XXXXXX)
-    trap 'stop; rm -rf "$dir"' EXIT
-    trap 'exit 130' INT TERM
-    start >/dev/null
-    # shellcheck disable=SC1091
-    source "$dir/env"
-    set +e
-    "$@"
-    rc=$?
-    set -e
-    exit $rc
+    scale_run cluster "$@"
     ;;
   *) usage ;;
 esac

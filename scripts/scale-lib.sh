@@ -65,3 +65,23 @@ scale_stop_pidfiles() {
 }
 
 scale_random_secret() { head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+# scale_run NAME COMMAND...: the scripts' "run" form. Starts the deployment
+# (the calling script's start, into a fresh /tmp/paylock-NAME.* dir), sources
+# its env file, runs COMMAND, then stops and removes everything; exits with
+# COMMAND's status.
+scale_run() {
+  local name=$1
+  shift
+  dir=$(mktemp -d "/tmp/paylock-$name.XXXXXX")
+  trap 'stop; rm -rf "$dir"' EXIT
+  trap 'exit 130' INT TERM
+  start >/dev/null
+  # shellcheck disable=SC1091
+  source "$dir/env"
+  set +e
+  "$@"
+  local rc=$?
+  set -e
+  exit $rc
+}
