@@ -13,6 +13,9 @@ import (
 
 // Payment is one recorded payment webhook.
 type Payment struct {
+	// Source is the webhook source that delivered the payment ("payments"
+	// for paylock's own flat body). A transaction id is unique per source.
+	Source        string
 	TransactionID string
 	Amount        int64 // in the currency's minor unit; must be > 0
 	Currency      string
