@@ -101,7 +101,7 @@ func TestLateDuplicatesSettleWithAReadNotAWrite(t *testing.T) {
 	}
 	a := pay(t, r.url, "tx-late", 999, "JPY")
 	wantProblem(t, a, http.StatusUnprocessableEntity) // still a mismatch, from the database
-	if got := metricValue(t, reg, "paylock_db_write_attempts_total", map[string]string{"endpoint": "payments"}); got != 1 {
+	if got := metricValue(t, reg, "paylock_db_write_attempts_total", map[string]string{"source": "payments"}); got != 1 {
 		t.Fatalf("write attempts = %v, want 1", got)
 	}
 	if got := metricValue(t, reg, "paylock_lock_obtain_total", map[string]string{"outcome": "finished"}); got != 6 {

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/store"
 )
 
@@ -34,15 +31,6 @@ var (
 
 // maxLoanID leaves room in the idempotency key ("disburse-<loan_id>-<tranche>").
 const maxLoanID = 200
-
-func (h *Handler) routeDisbursements() {
-	h.mux.HandleFunc("POST /webhooks/loans", h.loans)
-	h.mux.HandleFunc("POST /webhooks/payouts", h.payouts)
-	h.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", h.disbursement)
-	h.mux.HandleFunc("/webhooks/loans", methodNotAllowed(http.MethodPost))
-	h.mux.HandleFunc("/webhooks/payouts", methodNotAllowed(http.MethodPost))
-	h.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", methodNotAllowed(http.MethodGet))
-}
 
 // loanInput is a decoded and validated loan approval.
 type loanInput struct {
@@ -116,146 +104,57 @@ func decodeCount(name string, dst *int64) func(json.RawMessage) error {
 	}
 }
 
-func (h *Handler) loans(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	o := outcome{requestID: requestID(r)}
-	w.Header().Set("X-Request-Id", o.requestID)
-	res, in, err := h.loan(w, r, &o)
-	h.answer(w, &o, res, err)
-	took := time.Since(start)
-	h.cfg.Metrics.observe("loans", o, took)
-	h.logDelivery(r.Context(), "loan webhook", o, took,
-		slog.String("event_id", in.EventID), slog.String("loan_id", in.LoanID), slog.Int("tranche", in.Tranche))
-}
-
-// answer writes res, or err as problem+json, and notes the outcome.
-func (h *Handler) answer(w http.ResponseWriter, o *outcome, res any, err error) {
-	if err != nil {
-		o.err = err
-		p := writeError(w, err)
-		o.status, o.result = p.Status, "error"
-		if errors.Is(err, errDisbursementMismatch) {
-			o.result = "mismatch"
-		}
-		return
-	}
-	o.status = http.StatusOK
-	writeJSON(w, http.StatusOK, res)
-}
-
-// logDelivery writes one line per delivery: info for 2xx, warn for 4xx
-// refusals, error for a mismatch or a 5xx.
-func (h *Handler) logDelivery(ctx context.Context, msg string, o outcome, took time.Duration, attrs ...slog.Attr) {
-	level := logLevelFor(o.status)
-	if o.result == "mismatch" {
-		level = slog.LevelError
-	}
-	attrs = append(attrs,
-		slog.String("request_id", o.requestID),
-		slog.String("outcome", o.result),
-		slog.Int("status", o.status),
-		slog.Duration("duration", took),
-	)
-	if o.lockMode != "" {
-		attrs = append(attrs, slog.String("lock_mode", o.lockMode),
-			slog.Duration("lock_wait", o.lockWait), slog.Duration("lock_hold", o.lockHeld))
-	}
-	if o.sigFailure != "" {
-		attrs = append(attrs, slog.String("signature_failure", o.sigFailure))
-	}
-	if o.err != nil && (o.status >= 500 || o.result == "mismatch") {
-		attrs = append(attrs, slog.String("error", o.err.Error()))
-	}
-	h.log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// loan runs one loan webhook: read, verify, decode, validate, lock the
-// tranche, record the event and the disbursement in one transaction under
-// the lock's lease, release, answer.
-func (h *Handler) loan(w http.ResponseWriter, r *http.Request, o *outcome) (loanResult, loanInput, error) {
-	ctx := r.Context()
-	body, headerID, err := h.readVerified(w, r, o)
-	if err != nil {
-		return loanResult{}, loanInput{}, err
-	}
+// parseLoan reads a loan approval: one unit, the tranche's disbursement.
+func (h *Handler) parseLoan(body []byte, headerID string) ([]unit, error) {
 	in, err := h.rules.decodeLoan(body, headerID)
 	if err != nil {
-		return loanResult{}, in, err
+		return nil, err
 	}
-	o.txID = store.IdempotencyKey(in.LoanID, in.Tranche)
-	d := store.Disbursement{LoanID: in.LoanID, Tranche: in.Tranche, Amount: in.Amount, Currency: in.Currency, EventID: in.EventID}
-	key := fmt.Sprintf("%sloan:%s:%d", h.cfg.LockPrefix, in.LoanID, in.Tranche)
-	res := loanResult{LoanID: in.LoanID, Tranche: in.Tranche}
-
-	var lk *lock.Lock
-	if h.cfg.NoLock {
-		o.lockMode = "off"
-	} else {
-		lk, err = h.obtain(ctx, key, o)
-	}
-	var busy busyError
-	if errors.As(err, &busy) {
-		// The holder did not finish within LockWait. If the tranche has its
-		// disbursement already, this delivery is answered from it.
-		stored, ferr := h.cfg.Disbursements.Disbursement(ctx, in.LoanID, in.Tranche)
-		switch {
-		case ferr == nil:
-			if stored.Amount != d.Amount || stored.Currency != d.Currency {
-				return loanResult{}, in, fmt.Errorf("%w: loan %q tranche %d: %w", errDisbursementMismatch, in.LoanID, in.Tranche, store.ErrMismatch)
-			}
-			res.Result, o.result = "duplicate", "duplicate"
-			return res, in, nil
-		case !errors.Is(ferr, store.ErrNotFound):
-			return loanResult{}, in, ferr
-		}
-		lk, err = h.obtainOnce(ctx, key, o)
-	}
-	if err != nil {
-		return loanResult{}, in, err
-	}
-	err = h.leased(ctx, lk, o, func(ctx context.Context) error {
-		_, err := h.cfg.Disbursements.AcceptDisbursement(ctx, d)
-		return err
-	})
-	switch {
-	case err == nil:
-		res.Result = "accepted"
-	case errors.Is(err, store.ErrDuplicate):
-		res.Result = "duplicate"
-	case errors.Is(err, store.ErrMismatch):
-		return loanResult{}, in, fmt.Errorf("%w: %w", errDisbursementMismatch, err)
-	default:
-		return loanResult{}, in, err
-	}
-	o.result = res.Result
-	return res, in, nil
+	return []unit{&loanUnit{h: h, d: store.Disbursement{
+		LoanID: in.LoanID, Tranche: in.Tranche, Amount: in.Amount, Currency: in.Currency, EventID: in.EventID,
+	}}}, nil
 }
 
-// leased runs the database work fn under lk's lease (or, with lk nil, on the
-// database constraints alone) and releases lk once the outcome is decided,
-// as payments do.
-func (h *Handler) leased(ctx context.Context, lk *lock.Lock, o *outcome, fn func(context.Context) error) error {
-	o.dbWrites++
-	if lk == nil { // Redis down (backstop), or PAYLOCK_LOCK=off
-		err := fn(ctx)
-		if errors.Is(err, store.ErrDuplicate) && !h.cfg.NoLock {
-			o.backstopDup = true
-		}
-		return err
+// loanUnit is a loan tranche to disburse: the event and the disbursement
+// are recorded in one transaction under the tranche's lock.
+type loanUnit struct {
+	h *Handler
+	d store.Disbursement
+}
+
+func (u *loanUnit) lockKey() string {
+	return fmt.Sprintf("%sloan:%s:%d", u.h.cfg.LockPrefix, u.d.LoanID, u.d.Tranche)
+}
+
+func (u *loanUnit) ref() string { return store.IdempotencyKey(u.d.LoanID, u.d.Tranche) }
+
+func (u *loanUnit) logAttrs() []slog.Attr {
+	return []slog.Attr{slog.String("event_id", u.d.EventID), slog.String("loan_id", u.d.LoanID), slog.Int("tranche", u.d.Tranche)}
+}
+
+func (u *loanUnit) record(ctx context.Context) (string, error) {
+	_, err := u.h.cfg.Disbursements.AcceptDisbursement(ctx, u.d)
+	switch {
+	case err == nil:
+		return "accepted", nil
+	case errors.Is(err, store.ErrMismatch):
+		return "", fmt.Errorf("%w: %w", errDisbursementMismatch, err)
 	}
-	leaseCtx, stopLease := lk.KeepAlive(ctx)
-	err := fn(leaseCtx)
-	leaseErr := context.Cause(leaseCtx)
-	stopLease()
-	lost := errors.Is(leaseErr, lock.ErrLeaseLost)
-	if err != nil && lost && !errors.Is(err, store.ErrDuplicate) && !errors.Is(err, store.ErrMismatch) {
-		err = fmt.Errorf("%w: %w", leaseErr, err)
+	return "", err
+}
+
+// confirm answers from the tranche's disbursement, if it has one.
+func (u *loanUnit) confirm(ctx context.Context) (string, error) {
+	stored, err := u.h.cfg.Disbursements.Disbursement(ctx, u.d.LoanID, u.d.Tranche)
+	switch {
+	case err != nil:
+		return "", err
+	case stored.Amount != u.d.Amount || stored.Currency != u.d.Currency:
+		return "", fmt.Errorf("%w: loan %q tranche %d: %w", errDisbursementMismatch, u.d.LoanID, u.d.Tranche, store.ErrMismatch)
 	}
-	if h.release(ctx, lk, o, false) {
-		lost = true
-	}
-	if lost && errors.Is(err, store.ErrDuplicate) {
-		o.backstopDup = true
-	}
-	return err
+	return "duplicate", nil
+}
+
+func (u *loanUnit) answer(res string) any {
+	return loanResult{Result: res, LoanID: u.d.LoanID, Tranche: u.d.Tranche}
 }

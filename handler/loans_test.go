@@ -30,6 +30,9 @@ type lending struct {
 	fake  *fakeprovider.Provider
 	fakeU string
 	admin *store.Store
+	// adminURL is the admin listener of the first replica (GET
+	// /disbursements/...), without a token.
+	adminURL string
 }
 
 type lendingOptions struct {
@@ -65,9 +68,17 @@ func startLending(t *testing.T, o lendingOptions) *lending {
 		rdb := newRedisClient(t, redisURL, nil)
 		rc := cfg
 		rc.Disbursements = st
-		srv := httptest.NewServer(handler.New(rc, lock.New(rdb), st))
+		if rc.Sources == nil {
+			rc.Sources = lendingSources(nil)
+		}
+		srv := httptest.NewServer(mustNew(t, rc, lock.New(rdb), st))
 		t.Cleanup(srv.Close)
 		l.reps = append(l.reps, &replica{url: srv.URL, store: st, rdb: rdb, cfg: rc})
+		if l.adminURL == "" {
+			asrv := httptest.NewServer(handler.NewAdmin(handler.AdminConfig{Disbursements: st, Logger: cfg.Logger}))
+			t.Cleanup(asrv.Close)
+			l.adminURL = asrv.URL
+		}
 		if o.workers {
 			l.startWorker(t, st)
 		}
@@ -92,6 +103,16 @@ func (l *lending) startWorker(t *testing.T, st *store.Store) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// lendingSources are the payments, loans and payouts sources, all verified
+// by v (nil: unsigned).
+func lendingSources(v handler.Verifier) []handler.Source {
+	return []handler.Source{
+		handler.PaymentsSource(v),
+		{Name: "loans", Adapter: handler.AdapterLoans, Verifier: v},
+		{Name: "payouts", Adapter: handler.AdapterPayouts, Verifier: v},
+	}
 }
 
 func loanJSON(eventID, loanID string, tranche int, amount int64, currency string) []byte {
@@ -123,7 +144,7 @@ func (l *lending) waitStatus(t *testing.T, loanID string, tranche int, status st
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		a := get(t, l.reps[0].url, fmt.Sprintf("/disbursements/%s/%d", loanID, tranche))
+		a := get(t, l.adminURL, fmt.Sprintf("/disbursements/%s/%d", loanID, tranche))
 		if a.status == http.StatusOK && a.str("status") == status {
 			return a
 		}
@@ -161,7 +182,7 @@ func TestTheSameLoanEventDeliveredTwiceIsOneDisbursement(t *testing.T) {
 	if n := l.count(t, "SELECT count(*) FROM webhook_events WHERE source = 'loans'"); n != 1 {
 		t.Fatalf("%d events recorded, want 1", n)
 	}
-	a := get(t, l.reps[0].url, "/disbursements/L-1/1")
+	a := get(t, l.adminURL, "/disbursements/L-1/1")
 	if a.status != 200 || a.str("status") != "pending" || a.str("idempotency_key") != "disburse-L-1-1" || a.str("event_id") != "evt_1" {
 		t.Fatalf("GET: %d %s", a.status, a.raw)
 	}
@@ -333,7 +354,7 @@ func TestLoanWebhookInputRules(t *testing.T) {
 func TestSignedLoanWebhookUsesTheWebhookIdAsEventId(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
-	l := startLending(t, lendingOptions{cfg: handler.Config{Verifier: v}})
+	l := startLending(t, lendingOptions{cfg: handler.Config{Sources: lendingSources(v)}})
 	body := []byte(`{"loan_id":"L-5","tranche":1,"amount":100,"currency":"JPY"}`)
 	send := func(id string) answer {
 		req, _ := http.NewRequest(http.MethodPost, l.reps[0].url+"/webhooks/loans", bytes.NewReader(body))
@@ -356,13 +377,13 @@ func TestReadingADisbursement(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
 	wantResult(t, approve(t, l.reps[0].url, "evt_r", "L/with/slashes", 7, 123), "accepted")
-	a := get(t, l.reps[0].url, "/disbursements/L%2Fwith%2Fslashes/7")
+	a := get(t, l.adminURL, "/disbursements/L%2Fwith%2Fslashes/7")
 	if a.status != 200 || a.str("loan_id") != "L/with/slashes" || a.str("currency") != "JPY" || a.str("status") != "pending" {
 		t.Fatalf("GET an escaped loan id: %d %s", a.status, a.raw)
 	}
-	wantProblem(t, get(t, l.reps[0].url, "/disbursements/L-none/1"), http.StatusNotFound)
-	wantProblem(t, get(t, l.reps[0].url, "/disbursements/L-1/first"), http.StatusBadRequest)
-	wantProblem(t, get(t, l.reps[0].url, "/disbursements/L-1/0"), http.StatusBadRequest)
+	wantProblem(t, get(t, l.adminURL, "/disbursements/L-none/1"), http.StatusNotFound)
+	wantProblem(t, get(t, l.adminURL, "/disbursements/L-1/first"), http.StatusBadRequest)
+	wantProblem(t, get(t, l.adminURL, "/disbursements/L-1/0"), http.StatusBadRequest)
 }
 
 func TestWithoutDisbursementsTheEndpointsAreNotServed(t *testing.T) {

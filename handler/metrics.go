@@ -32,6 +32,7 @@ type Metrics struct {
 	sigVerified      *prometheus.CounterVec
 	redisUnavailable *prometheus.CounterVec
 	dbWrites         *prometheus.CounterVec
+	shedTotal        prometheus.Counter
 }
 
 // ttlBuckets spreads histogram buckets around the lock TTL, so that the
@@ -52,13 +53,13 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_webhook_requests_total",
-			Help: "Webhook deliveries answered, by endpoint, result and HTTP status code.",
-		}, []string{"endpoint", "result", "code"}),
+			Help: "Webhook deliveries answered, by source, result and HTTP status code.",
+		}, []string{"source", "result", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "paylock_webhook_request_duration_seconds",
 			Help:    "Time to answer a webhook delivery.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"endpoint"}),
+		}, []string{"source"}),
 		lockObtain: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_lock_obtain_total",
 			Help: "Lock obtain attempts by outcome (acquired, busy, finished: the transaction settled moments ago, error); every poll of a busy lock counts.",
@@ -99,25 +100,29 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 		}),
 		sigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_signature_failures_total",
-			Help: "Deliveries refused for their signature, by reason.",
-		}, []string{"reason"}),
+			Help: "Deliveries refused for their signature, by source and reason.",
+		}, []string{"source", "reason"}),
 		sigVerified: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_signature_verified_total",
-			Help: "Deliveries whose signature verified, by the index of the configured secret that matched (watch the old one fall to zero during a rotation).",
-		}, []string{"secret_index"}),
+			Help: "Deliveries whose signature verified, by source and the index of the source's configured secret that matched (watch the old one fall to zero during a rotation).",
+		}, []string{"source", "secret_index"}),
 		redisUnavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_redis_unavailable_total",
 			Help: "Deliveries that could not reach Redis for their lock, by policy (backstop, reject).",
 		}, []string{"policy"}),
 		dbWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paylock_db_write_attempts_total",
-			Help: "Database write transactions attempted, by endpoint.",
-		}, []string{"endpoint"}),
+			Help: "Database write transactions attempted, by source.",
+		}, []string{"source"}),
+		shedTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paylock_webhook_shed_total",
+			Help: "Webhook deliveries answered 503 unread because PAYLOCK_MAX_INFLIGHT deliveries were in flight.",
+		}),
 	}
 	m.lockTTL.Set(lockTTL.Seconds())
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
 		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
-		m.redisUnavailable, m.dbWrites)
+		m.redisUnavailable, m.dbWrites, m.shedTotal)
 	for _, o := range []string{"acquired", "busy", "finished", "error"} {
 		m.lockObtain.WithLabelValues(o)
 	}
@@ -148,13 +153,32 @@ func (m *Metrics) LockObserver() func(lock.Event) {
 	}
 }
 
-// observe records one answered delivery.
-func (m *Metrics) observe(endpoint string, o outcome, took time.Duration) {
+// sources makes the per-source series exist from the start, at zero, for
+// every configured source (the label's only values).
+func (m *Metrics) sources(names []string) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(endpoint, o.metricResult(), strconv.Itoa(o.status)).Inc()
-	m.duration.WithLabelValues(endpoint).Observe(took.Seconds())
+	for _, n := range names {
+		m.duration.WithLabelValues(n)
+		m.dbWrites.WithLabelValues(n)
+	}
+}
+
+// shed counts a delivery refused unread for the in-flight cap.
+func (m *Metrics) shed() {
+	if m != nil {
+		m.shedTotal.Inc()
+	}
+}
+
+// observe records one answered delivery.
+func (m *Metrics) observe(o outcome, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(o.source, o.metricResult(), strconv.Itoa(o.status)).Inc()
+	m.duration.WithLabelValues(o.source).Observe(took.Seconds())
 	if o.waited {
 		m.lockWait.Observe(o.lockWait.Seconds())
 	}
@@ -165,16 +189,16 @@ func (m *Metrics) observe(endpoint string, o outcome, took time.Duration) {
 		m.mismatches.Inc()
 	}
 	if o.sigFailure != "" {
-		m.sigFailures.WithLabelValues(o.sigFailure).Inc()
+		m.sigFailures.WithLabelValues(o.source, o.sigFailure).Inc()
 	}
 	if o.secretIndex >= 0 {
-		m.sigVerified.WithLabelValues(strconv.Itoa(o.secretIndex)).Inc()
+		m.sigVerified.WithLabelValues(o.source, strconv.Itoa(o.secretIndex)).Inc()
 	}
 	if o.redisDown != "" {
 		m.redisUnavailable.WithLabelValues(o.redisDown).Inc()
 	}
 	if o.dbWrites > 0 {
-		m.dbWrites.WithLabelValues(endpoint).Add(float64(o.dbWrites))
+		m.dbWrites.WithLabelValues(o.source).Add(float64(o.dbWrites))
 	}
 }
 

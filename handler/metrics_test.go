@@ -103,9 +103,9 @@ func TestExpiredLockShowsAsExpiredReleaseAndBackstopDuplicate(t *testing.T) {
 		{"paylock_backstop_duplicates_total", nil, 1},
 		{"paylock_lock_hold_seconds", nil, 2},
 		{"paylock_lock_ttl_seconds", nil, 30},
-		{"paylock_webhook_requests_total", map[string]string{"result": "duplicate", "code": "200", "endpoint": "payments"}, 1},
-		{"paylock_webhook_requests_total", map[string]string{"result": "processed", "code": "200", "endpoint": "payments"}, 1},
-		{"paylock_db_write_attempts_total", map[string]string{"endpoint": "payments"}, 2},
+		{"paylock_webhook_requests_total", map[string]string{"result": "duplicate", "code": "200", "source": "payments"}, 1},
+		{"paylock_webhook_requests_total", map[string]string{"result": "processed", "code": "200", "source": "payments"}, 1},
+		{"paylock_db_write_attempts_total", map[string]string{"source": "payments"}, 2},
 	} {
 		if got := metricValue(t, reg, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -159,7 +159,7 @@ func TestFaultMetrics(t *testing.T) {
 	t.Run("signature failures by reason", func(t *testing.T) {
 		t.Parallel()
 		v, _ := verifier(t, signature.SchemeStandard, testSecret)
-		r, reg := instrumented(t, options{cfg: handler.Config{Verifier: v}})
+		r, reg := instrumented(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 		pay(t, r.url, "tx-m-sig", 100, "JPY")
 		if got := metricValue(t, reg, "paylock_signature_failures_total", map[string]string{"reason": "missing_header"}); got != 1 {
 			t.Fatalf("signature failures = %v, want 1", got)
@@ -171,7 +171,7 @@ func TestFaultMetrics(t *testing.T) {
 	t.Run("verified deliveries by secret", func(t *testing.T) {
 		t.Parallel()
 		v, secrets := verifier(t, signature.SchemeStandard, "whsec_c2VjcmV0LXRoYXQtaXMtbm90LW91cnMtMzJieXRlcw==,"+testSecret)
-		r, reg := instrumented(t, options{cfg: handler.Config{Verifier: v}})
+		r, reg := instrumented(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 		body := payJSON("tx-m-rot", 100, "JPY")
 		signedPost(t, r.url, signature.Sign(signature.SchemeStandard, secrets[1], "msg_rot", time.Now(), body), body)
 		if got := metricValue(t, reg, "paylock_signature_verified_total", map[string]string{"secret_index": "1"}); got != 1 {
@@ -233,7 +233,7 @@ func TestReadinessFlipsWithPostgresAndRedis(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			st := openStore(t, store.Config{URL: withHost(t, dsn, pg.Addr())})
 			rdb := newRedisClient(t, "redis://"+rp.Addr()+"/0", noRetries)
-			h := handler.New(handler.Config{
+			h := mustNew(t, handler.Config{
 				Logger: testLogger(t),
 				Checks: []handler.Check{
 					{Name: "postgres", Critical: true, Ping: st.Ping},
@@ -296,7 +296,7 @@ func TestRequestLogsCarryTheTransactionAndNeverASecret(t *testing.T) {
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
 	var logs syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r := startReplica(t, options{cfg: handler.Config{Verifier: v, Logger: logger}})
+	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}, Logger: logger}})
 	body := []byte(`{"transaction_id":"tx-log-1","amount":100,"currency":"JPY","card":"4242424242424242"}`)
 	a := signedPost(t, r.url, signature.Sign(signature.SchemeStandard, secrets[0], "msg_log", time.Now(), body), body)
 	if a.status != 200 {

@@ -1,12 +1,11 @@
 package handler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/paylock/paylock/store"
 )
@@ -55,52 +54,58 @@ func (r *inputRules) decodePayoutStatus(body []byte, headerID string) (payoutInp
 	return in, nil
 }
 
-func (h *Handler) payouts(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	o := outcome{requestID: requestID(r)}
-	w.Header().Set("X-Request-Id", o.requestID)
-	res, in, err := h.payoutStatus(w, r, &o)
-	h.answer(w, &o, res, err)
-	took := time.Since(start)
-	h.cfg.Metrics.observe("payouts", o, took)
-	h.logDelivery(r.Context(), "payout webhook", o, took,
-		slog.String("event_id", in.EventID), slog.String("payout_id", in.PayoutID), slog.String("payout_status", in.Status))
-}
-
-// payoutStatus runs one provider notification: read, verify, decode,
-// validate, then one transaction that records the event id and moves the
-// disbursement forward if the status ranks higher. No Redis lock: the
-// update is a compare-and-set on the row's current status.
-func (h *Handler) payoutStatus(w http.ResponseWriter, r *http.Request, o *outcome) (payoutResult, payoutInput, error) {
-	ctx := r.Context()
-	body, headerID, err := h.readVerified(w, r, o)
-	if err != nil {
-		return payoutResult{}, payoutInput{}, err
-	}
+// parsePayoutStatus reads a payout status notification: one unit, without
+// a Redis lock (the update is a compare-and-set on the row's status).
+func (h *Handler) parsePayoutStatus(body []byte, headerID string) ([]unit, error) {
 	in, err := h.rules.decodePayoutStatus(body, headerID)
 	if err != nil {
-		return payoutResult{}, in, err
+		return nil, err
 	}
-	o.txID = in.PayoutID
-	o.dbWrites++
-	d, applied, err := h.cfg.Disbursements.ApplyPayoutStatus(ctx, in.EventID, in.PayoutID, store.DisbursementStatus(in.Status), in.FailureReason)
-	res := payoutResult{PayoutID: in.PayoutID, Status: string(d.Status)}
+	return []unit{&payoutUnit{h: h, in: in}}, nil
+}
+
+// payoutUnit is a provider's status for a payout: one transaction records
+// the event id and moves the disbursement forward if the status ranks
+// higher.
+type payoutUnit struct {
+	h      *Handler
+	in     payoutInput
+	status store.DisbursementStatus // the disbursement's status after record
+}
+
+func (u *payoutUnit) lockKey() string { return "" }
+func (u *payoutUnit) ref() string     { return u.in.PayoutID }
+
+func (u *payoutUnit) logAttrs() []slog.Attr {
+	return []slog.Attr{slog.String("event_id", u.in.EventID), slog.String("payout_id", u.in.PayoutID), slog.String("payout_status", u.in.Status)}
+}
+
+func (u *payoutUnit) record(ctx context.Context) (string, error) {
+	d, applied, err := u.h.cfg.Disbursements.ApplyPayoutStatus(ctx, u.in.EventID, u.in.PayoutID, store.DisbursementStatus(u.in.Status), u.in.FailureReason)
+	u.status = d.Status
 	switch {
 	case err == nil && applied:
-		res.Result = "applied"
+		return "applied", nil
 	case err == nil:
-		res.Result = "ignored"
+		return "ignored", nil
 	case errors.Is(err, store.ErrEventSeen):
-		res.Result = "duplicate"
+		return "duplicate", nil
 	case errors.Is(err, store.ErrNotFound):
 		// The worker may not have saved the provider's id yet: 404 makes the
 		// provider retry, and nothing was recorded, so the retry applies.
-		return payoutResult{}, in, fmt.Errorf("%w: %w", errUnknownPayout, err)
+		return "", fmt.Errorf("%w: %w", errUnknownPayout, err)
 	case errors.Is(err, store.ErrMismatch):
-		return payoutResult{}, in, fmt.Errorf("%w: %w", errDisbursementMismatch, err)
-	default:
-		return payoutResult{}, in, err
+		return "", fmt.Errorf("%w: %w", errDisbursementMismatch, err)
 	}
-	o.result = res.Result
-	return res, in, nil
+	return "", err
+}
+
+// confirm is never needed: the unit takes no lock, so no other delivery
+// settles it for this one.
+func (u *payoutUnit) confirm(context.Context) (string, error) {
+	return "", fmt.Errorf("payout %q: %w", u.in.PayoutID, store.ErrNotFound)
+}
+
+func (u *payoutUnit) answer(res string) any {
+	return payoutResult{Result: res, PayoutID: u.in.PayoutID, Status: string(u.status)}
 }

@@ -49,6 +49,8 @@ var (
 	errRedisUnavailable = errors.New("handler: redis unavailable and PAYLOCK_REDIS_UNAVAILABLE=reject")
 	errUnauthenticated  = errors.New("handler: signature not accepted")
 	errFinished         = errors.New("handler: transaction settled moments ago")
+	errOverloaded       = errors.New("handler: too many webhook deliveries in flight")
+	errAdminToken       = errors.New("handler: admin token missing or wrong")
 )
 
 // busyError carries how long the PSP should wait before retrying.
@@ -71,6 +73,13 @@ func toProblem(err error) *problem {
 		p = newProblem(http.StatusConflict, "in-progress", "Transaction in progress",
 			"", "another delivery of this transaction is being processed; retry later")
 		p.RetryAfter = busy.retryAfter
+	case errors.Is(err, errOverloaded):
+		p = newProblem(http.StatusServiceUnavailable, "overloaded", "Overloaded", "",
+			"too many deliveries are being processed; retry later")
+		p.RetryAfter = time.Second
+	case errors.Is(err, errAdminToken):
+		p = newProblem(http.StatusUnauthorized, "admin-token", "Unauthorized", "",
+			"this listener needs Authorization: Bearer <PAYLOCK_ADMIN_TOKEN>")
 	case errors.Is(err, errUnauthenticated):
 		p = newProblem(http.StatusUnauthorized, "signature", "Signature not accepted", "",
 			"the webhook signature could not be verified")
@@ -115,7 +124,10 @@ func writeError(w http.ResponseWriter, err error) *problem {
 		secs := int(math.Ceil(p.RetryAfter.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	}
-	if p.Status == http.StatusUnauthorized {
+	switch {
+	case p.Status == http.StatusUnauthorized && errors.Is(err, errAdminToken):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="paylock admin"`)
+	case p.Status == http.StatusUnauthorized:
 		// RFC 9110 asks a 401 to name a challenge: here, a signed delivery.
 		w.Header().Set("WWW-Authenticate", `Signature realm="paylock webhooks"`)
 	}

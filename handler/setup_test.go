@@ -118,11 +118,21 @@ func startReplicas(t *testing.T, n int, o options) []*replica {
 		if o.wrap != nil {
 			hs = o.wrap(st)
 		}
-		srv := httptest.NewServer(handler.New(o.cfg, lock.New(rdb, o.lockOpts...), hs))
+		srv := httptest.NewServer(mustNew(t, o.cfg, lock.New(rdb, o.lockOpts...), hs))
 		t.Cleanup(srv.Close)
 		out[i] = &replica{url: srv.URL, store: st, rdb: rdb, cfg: o.cfg}
 	}
 	return out
+}
+
+// mustNew builds a handler or fails the test.
+func mustNew(t *testing.T, cfg handler.Config, l handler.Locker, st handler.Store) *handler.Handler {
+	t.Helper()
+	h, err := handler.New(cfg, l, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func startReplica(t *testing.T, o options) *replica { return startReplicas(t, 1, o)[0] }

@@ -44,7 +44,7 @@ func signedPost(t *testing.T, base string, h http.Header, body []byte) answer {
 func TestUnsignedOrBadlySignedDeliveriesAre401AndTouchNothing(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
-	r := startReplica(t, options{cfg: handler.Config{Verifier: v}})
+	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 	body := payJSON("tx-sig", 100, "JPY")
 	good := signature.Sign(signature.SchemeStandard, secrets[0], "msg_1", time.Now(), body)
 	wrongSecrets, _ := signature.ParseSecrets(signature.SchemeStandard, "whsec_c2VjcmV0LXRoYXQtaXMtbm90LW91cnMtMzJieXRlcw==")
@@ -90,7 +90,7 @@ func TestStripeSignedDeliveryStoresTheEventID(t *testing.T) {
 	t.Parallel()
 	const secret = "whsec_stripe_test_secret"
 	v, secrets := verifier(t, signature.SchemeStripe, "whsec_old_secret,"+secret)
-	r := startReplica(t, options{cfg: handler.Config{Verifier: v}})
+	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 	body := []byte(`{"id":"evt_123","transaction_id":"tx-stripe","amount":100,"currency":"USD"}`)
 	a := signedPost(t, r.url, signature.Sign(signature.SchemeStripe, secrets[1], "", time.Now(), body), body)
 	if a.status != 200 || a.str("result") != "processed" {
@@ -108,7 +108,7 @@ func TestStripeSignedDeliveryStoresTheEventID(t *testing.T) {
 func TestSignedStormAcrossReplicasRecordsEachPaymentOnce(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, "whsec_c2VjcmV0LXRoYXQtaXMtbm90LW91cnMtMzJieXRlcw==,"+testSecret)
-	reps := startReplicas(t, 3, options{cfg: handler.Config{Verifier: v}})
+	reps := startReplicas(t, 3, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 	const txs, deliveries = 20, 10
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -227,7 +227,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		{Name: "redis", Critical: cfg.RedisUnavailable == handler.Reject,
 			Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 	}
-	h := handler.New(handler.Config{
+	h, err := handler.New(handler.Config{
 		LockTTL:          cfg.LockTTL,
 		LockWait:         lockWait(cfg.LockWait),
 		FinishedTTL:      lockWait(cfg.LockFinishedTTL),
@@ -238,13 +238,18 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		Currencies:       cfg.Currencies,
 		RedisUnavailable: cfg.RedisUnavailable,
 		NoLock:           cfg.NoLock,
-		Verifier:         verifier,
+		Sources: []handler.Source{handler.PaymentsSource(verifier),
+			{Name: "loans", Adapter: handler.AdapterLoans, Verifier: verifier},
+			{Name: "payouts", Adapter: handler.AdapterPayouts, Verifier: verifier}},
 		Metrics:          metrics,
 		Checks:           checks,
 		Version:          buildVersion(),
 		Logger:           logger,
 		Disbursements:    st,
 	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
+	if err != nil {
+		return err
+	}
 	if cfg.Payout.InServe {
 		stopWorker, err := startWorker(ctx, cfg, st, logger, payoutAttempts.observe)
 		if err != nil {

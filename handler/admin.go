@@ -1,0 +1,126 @@
+package handler
+
+import (
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paylock/paylock/store"
+)
+
+// disbursementView is the JSON of GET /disbursements/{loan_id}/{tranche}.
+type disbursementView struct {
+	LoanID         string     `json:"loan_id"`
+	Tranche        int        `json:"tranche"`
+	Amount         int64      `json:"amount"`
+	Currency       string     `json:"currency"`
+	Status         string     `json:"status"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	ProviderRef    string     `json:"provider_ref,omitempty"`
+	Attempts       int        `json:"attempts"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"` // pending rows only
+	FirstAttemptAt *time.Time `json:"first_attempt_at,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	ReviewReason   string     `json:"review_reason,omitempty"`
+	EventID        string     `json:"event_id"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	StatusSince    time.Time  `json:"status_since"`
+}
+
+func viewOf(d store.Disbursement) disbursementView {
+	v := disbursementView{
+		LoanID: d.LoanID, Tranche: d.Tranche, Amount: d.Amount, Currency: d.Currency, Status: string(d.Status),
+		IdempotencyKey: d.IdempotencyKey, ProviderRef: d.ProviderRef, Attempts: d.Attempts,
+		LastError: d.LastError, ReviewReason: d.ReviewReason, EventID: d.EventID,
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, StatusSince: d.StatusSince,
+	}
+	if d.Status == store.StatusPending {
+		v.NextAttemptAt = &d.NextAttemptAt
+	}
+	if !d.FirstAttemptAt.IsZero() {
+		v.FirstAttemptAt = &d.FirstAttemptAt
+	}
+	return v
+}
+
+// AdminConfig configures the admin listener (PAYLOCK_ADMIN_ADDR): reads
+// and tools for operators, never served on the public webhook listener.
+type AdminConfig struct {
+	// Token is the bearer token every request must carry
+	// (Authorization: Bearer <token>, compared in constant time). Empty
+	// serves without authentication: paylock allows that only on a
+	// loopback address.
+	Token string
+	// Disbursements serves GET /disbursements/{loan_id}/{tranche}; nil
+	// leaves it out.
+	Disbursements Disbursements
+	// Mounts are further handlers, by ServeMux pattern (River UI under
+	// "/admin/river/"), behind the same token.
+	Mounts map[string]http.Handler
+	Logger *slog.Logger // default slog.Default()
+}
+
+// Admin serves the admin listener's routes behind cfg.Token.
+type Admin struct {
+	cfg   AdminConfig
+	token []byte
+	mux   *http.ServeMux
+	log   *slog.Logger
+}
+
+// NewAdmin returns the admin listener's handler.
+func NewAdmin(cfg AdminConfig) *Admin {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	a := &Admin{cfg: cfg, token: []byte(cfg.Token), mux: http.NewServeMux(), log: cfg.Logger}
+	if cfg.Disbursements != nil {
+		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
+		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", methodNotAllowed(http.MethodGet))
+	}
+	for pattern, h := range cfg.Mounts {
+		a.mux.Handle(pattern, h)
+	}
+	a.mux.HandleFunc("/", notFound)
+	return a
+}
+
+// ServeHTTP answers 401 to any request without the token, whatever its
+// path, before routing it.
+func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(a.token) > 0 {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
+			writeError(w, errAdminToken)
+			return
+		}
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// disbursement answers GET /disbursements/{loan_id}/{tranche} with the row,
+// for operators and the lending platform's reconciliation.
+func (a *Admin) disbursement(w http.ResponseWriter, r *http.Request) {
+	loanID := r.PathValue("loan_id")
+	tranche, err := strconv.ParseInt(r.PathValue("tranche"), 10, 64)
+	if err != nil || tranche < 1 || tranche > math.MaxInt32 {
+		writeError(w, newProblem(http.StatusBadRequest, "malformed", "Malformed request", "tranche",
+			"tranche must be an integer from 1 to 2147483647"))
+		return
+	}
+	d, err := a.cfg.Disbursements.Disbursement(r.Context(), loanID, int(tranche))
+	if err != nil {
+		p := writeError(w, err)
+		if p.Status >= 500 || !errors.Is(err, store.ErrNotFound) {
+			a.log.ErrorContext(r.Context(), "reading a disbursement failed", "loan_id", loanID, "tranche", tranche, "error", err)
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(d))
+}

@@ -1,0 +1,151 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/paylock/paylock/store"
+)
+
+// Adapter names: how a source's delivery bodies are read.
+const (
+	AdapterPaylock = "paylock" // paylock's flat body {transaction_id, amount, currency}
+	AdapterStripe  = "stripe"  // a Stripe Event (payment_intent.succeeded, charge.succeeded)
+	AdapterAdyen   = "adyen"   // an Adyen notification batch, answered "[accepted]"
+	AdapterMapped  = "mapped"  // any JSON body, read through RFC 6901 pointers
+	AdapterLoans   = "loans"   // loan approvals: one disbursement per tranche
+	AdapterPayouts = "payouts" // the payout provider's status notifications
+)
+
+// Source is one webhook endpoint, POST /webhooks/<Name>: its own signature
+// check, its own secrets and its own adapter. A secret verifies only its own
+// source's deliveries.
+type Source struct {
+	// Name is the path segment: a URL-safe token such as "stripe".
+	Name string
+	// Adapter is one of the Adapter* names.
+	Adapter string
+	// Verifier checks a delivery's signature on the raw body; nil accepts
+	// unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED, development only).
+	Verifier Verifier
+	// Events are the Stripe event types recorded (AdapterStripe); nil keeps
+	// the default, payment_intent.succeeded.
+	Events []string
+	// Fields are the JSON pointers of AdapterMapped: transaction_id,
+	// amount, currency and, optionally, event_id.
+	Fields map[string]string
+	// LegacyLockKey keeps the lock key of paylock's first releases,
+	// <prefix>payment:<transaction_id>, so that replicas of the old and
+	// the new release exclude each other during a rolling upgrade. Only the
+	// built-in payments source sets it; every other source's key carries
+	// its name.
+	LegacyLockKey bool
+}
+
+// sourceName is what a source name may look like: a path segment that
+// needs no escaping and a bounded metrics label.
+var sourceName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// errNoDisbursements is returned by New for a loans or payouts source
+// without Config.Disbursements.
+var errNoDisbursements = errors.New("handler: the loans and payouts adapters need Config.Disbursements")
+
+// source is a Source ready to serve.
+type source struct {
+	name     string
+	verifier Verifier
+	// parse turns a verified body into the units of work it carries.
+	parse func(body []byte, headerID string) ([]unit, error)
+	// ack, when set, is the provider's own 2xx answer (Adyen's
+	// "[accepted]").
+	ack acknowledger
+	// logMsg is the message of the delivery's log line.
+	logMsg string
+}
+
+// build checks s and returns the source the pipeline serves.
+func (h *Handler) build(s Source) (*source, error) {
+	if !sourceName.MatchString(s.Name) {
+		return nil, fmt.Errorf("handler: source name %q is not a URL-safe token (a-z, 0-9, _ and -, at most 63)", s.Name)
+	}
+	src := &source{name: s.Name, verifier: s.Verifier, logMsg: "payment webhook"}
+	var a adapter
+	var err error
+	switch s.Adapter {
+	case AdapterPaylock:
+		a = paylockAdapter{rules: h.rules}
+	case AdapterStripe:
+		a, err = newStripeAdapter(h.rules, s.Events)
+	case AdapterAdyen:
+		a = newAdyenAdapter(h.rules)
+	case AdapterMapped:
+		a, err = newMappedAdapter(h.rules, s.Fields)
+	case AdapterLoans, AdapterPayouts:
+		if h.cfg.Disbursements == nil {
+			return nil, fmt.Errorf("source %q: %w", s.Name, errNoDisbursements)
+		}
+		if s.Adapter == AdapterLoans {
+			src.parse, src.logMsg = h.parseLoan, "loan webhook"
+		} else {
+			src.parse, src.logMsg = h.parsePayoutStatus, "payout webhook"
+		}
+		return src, nil
+	default:
+		return nil, fmt.Errorf("handler: source %q: unknown adapter %q", s.Name, s.Adapter)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("handler: source %q: %w", s.Name, err)
+	}
+	if ack, ok := a.(acknowledger); ok {
+		src.ack = ack
+	}
+	keyPrefix := h.cfg.LockPrefix + "payment:" + s.Name + ":"
+	if s.LegacyLockKey {
+		keyPrefix = h.cfg.LockPrefix + "payment:"
+	}
+	src.parse = func(body []byte, headerID string) ([]unit, error) {
+		ps, err := a.adapt(body, headerID)
+		if err != nil {
+			return nil, err
+		}
+		units := make([]unit, len(ps))
+		for i, p := range ps {
+			p.Source = s.Name
+			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID}
+		}
+		return units, nil
+	}
+	return src, nil
+}
+
+// paymentUnit is one payment of a delivery.
+type paymentUnit struct {
+	h   *Handler
+	p   store.Payment
+	key string
+}
+
+func (u *paymentUnit) lockKey() string { return u.key }
+func (u *paymentUnit) ref() string     { return u.p.TransactionID }
+
+func (u *paymentUnit) record(ctx context.Context) (string, error) {
+	_, err := u.h.store.RecordPayment(ctx, u.p)
+	if err != nil {
+		return "", err
+	}
+	return "processed", nil
+}
+
+func (u *paymentUnit) confirm(ctx context.Context) (string, error) {
+	_, err := u.h.store.Confirm(ctx, u.p)
+	if errors.Is(err, store.ErrDuplicate) {
+		return "duplicate", nil
+	}
+	return "", err
+}
+
+func (u *paymentUnit) answer(res string) any {
+	return result{Result: res, TransactionID: u.p.TransactionID}
+}
