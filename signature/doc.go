@@ -25,6 +25,10 @@
 // must be canonical decimal unix seconds. Several secrets may be configured
 // during a rotation; [Result.SecretIndex] tells which one matched.
 //
+// [Verifier.Precheck] runs the header checks alone (presence, bounds,
+// format, timestamp window), so that a handler can refuse a delivery before
+// reading its body; it computes no MAC, and Verify repeats every check.
+//
 // [Secret] values never reveal their key when printed, logged or
 // marshalled; they show a short fingerprint instead.
 //

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Errors returned by [Verifier.Verify]. Every one of them wraps [ErrInvalid],
+// Errors returned by [Verifier.Verify] and [Verifier.Precheck]. Every one of them wraps [ErrInvalid],
 // so a handler that only needs "reject or not" can test for that alone, and
 // [Reason] turns any of them into a label for metrics.
 var (

@@ -74,6 +74,18 @@ func checkVerifyError(t *testing.T, err error) {
 	}
 }
 
+// checkPrecheck fails unless Precheck(h) gives the error Verify gave for
+// h, or nil when Verify succeeded or found no matching signature.
+func checkPrecheck(t *testing.T, v *Verifier, h http.Header, verifyErr error) {
+	t.Helper()
+	err := v.Precheck(h)
+	checkVerifyError(t, err)
+	if err == nil && verifyErr != nil && !errors.Is(verifyErr, ErrNoMatch) ||
+		err != nil && Reason(err) != Reason(verifyErr) {
+		t.Fatalf("Precheck = %v, Verify = %v", err, verifyErr)
+	}
+}
+
 func FuzzParseStandardSignature(f *testing.F) {
 	v, secrets := fuzzVerifier(f, SchemeStandard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	const id, ts = "msg_p5jXN8AQM9LWM0D4loKWxJek", "1700000000"
@@ -127,6 +139,7 @@ func FuzzParseStandardSignature(f *testing.F) {
 		h.Set(HeaderWebhookSignature, sigHeader)
 		res, err := v.Verify(h, body)
 		checkVerifyError(t, err)
+		checkPrecheck(t, v, h, err)
 		if err == nil {
 			// Accepted only if it really is signed, and only what the
 			// parsers accept.
@@ -187,6 +200,7 @@ func FuzzParseStripeSignature(f *testing.F) {
 		h.Set(HeaderStripeSignature, header)
 		res, err := v.Verify(h, body)
 		checkVerifyError(t, err)
+		checkPrecheck(t, v, h, err)
 		if err == nil {
 			if perr != nil || !matches(secrets, sigs, func(key []byte) []byte { return stripeMAC(key, ts, body) }) {
 				t.Fatalf("Verify accepted %q", header)

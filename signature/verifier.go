@@ -123,6 +123,35 @@ func (v *Verifier) Verify(h http.Header, body []byte) (Result, error) {
 	return Result{}, fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
 }
 
+// Precheck refuses early, before the body is read, a delivery whose headers
+// [Verifier.Verify] would refuse: it checks that the signature headers are
+// present, single, within their size bounds and well formed, that they hold
+// at least one signature of a checked version (ErrNoMatch otherwise) and
+// that the timestamp is within tolerance. It returns nil or the error Verify
+// would return for those headers, whatever the body, so [Reason] labels both
+// alike.
+//
+// Precheck computes no MAC and is cheap; it is an early refusal, not a
+// replacement: Verify checks everything again.
+func (v *Verifier) Precheck(h http.Header) error {
+	var err error
+	switch v.scheme {
+	case SchemeStandard:
+		var sigs [][]byte
+		if _, _, _, sigs, err = v.standardHeaders(h); err == nil && len(sigs) == 0 {
+			err = ErrNoMatch
+		}
+	case SchemeStripe:
+		var sigs [][]byte
+		if _, _, sigs, err = v.stripeHeader(h); err == nil && len(sigs) == 0 {
+			err = ErrNoMatch
+		}
+	default:
+		err = fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+	}
+	return err
+}
+
 // match returns the index of the first secret whose MAC over the signed
 // content equals one of sigs, or -1. Each comparison is constant-time.
 func (v *Verifier) match(sigs [][]byte, mac func(key []byte) []byte) int {

@@ -288,6 +288,7 @@ func runVerifyCases(t *testing.T, scheme signature.Scheme, cases []verifyCase) {
 				in = tc.body
 			}
 			res, err := b.verifier.Verify(h, in)
+			checkPrecheckAgrees(t, b.verifier, h, err)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("Verify: %v, want success", err)
