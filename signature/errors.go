@@ -5,20 +5,24 @@ import (
 	"fmt"
 )
 
-// Errors returned by [Verifier.Verify]. Every one of them wraps [ErrInvalid],
+// Errors returned by [Verifier.Verify] and [Verifier.Precheck]. Every one of them wraps [ErrInvalid],
 // so a handler that only needs "reject or not" can test for that alone, and
 // [Reason] turns any of them into a label for metrics.
 var (
 	// ErrInvalid is wrapped by every verification failure.
 	ErrInvalid = errors.New("signature: invalid")
 
-	// ErrMissingHeader: a required header is absent or empty.
+	// ErrMissingHeader: a required header is absent or empty; for
+	// SchemeAdyen, a notification item has no (or an empty)
+	// additionalData.hmacSignature.
 	ErrMissingHeader = fmt.Errorf("%w: missing header", ErrInvalid)
 
 	// ErrMalformed: a header is present but cannot be parsed: bad base64 or
 	// hex, a signature that is not 32 bytes, a timestamp that is not a
 	// canonical decimal number, a header that is too long, repeated, or
-	// carries too many signatures.
+	// carries too many signatures; for SchemeAdyen, a body that is not a
+	// notification as the package documentation describes it, or an
+	// hmacSignature that is not base64 of 32 bytes.
 	ErrMalformed = fmt.Errorf("%w: malformed header", ErrInvalid)
 
 	// ErrTimestamp: the signed timestamp is further from the verifier's clock

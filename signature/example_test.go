@@ -1,6 +1,7 @@
 package signature_test
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -34,4 +35,37 @@ func ExampleVerifier_Verify() {
 	// msg_p5jXN8AQM9LWM0D4loKWxJek 2021-02-25T15:02:10Z 1 <nil>
 	// no_match signature: invalid: no matching signature
 	// [redacted sha256:f74e1720]
+}
+
+func ExampleSignAdyenNotification() {
+	// Adyen HMAC keys are hex; here the new key first, the old one second.
+	secrets, err := signature.ParseSecrets(signature.SchemeAdyen,
+		"7A3F19C2D4E5B6A798812233445566778899AABBCCDDEEFF0011223344556677, 44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056")
+	if err != nil {
+		panic(err)
+	}
+	v, err := signature.NewVerifier(signature.SchemeAdyen, secrets, 0)
+	if err != nil {
+		panic(err)
+	}
+
+	body := []byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":{
+		"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","merchantAccountCode":"PaylockECOM",
+		"merchantReference":"order-1001","originalReference":"","pspReference":"7914073381342284","success":"true"}}]}`)
+	signed, err := signature.SignAdyenNotification(secrets[1], body)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(signed))
+
+	// Adyen sends no signature header: Verify reads the body alone.
+	res, err := v.Verify(nil, signed)
+	fmt.Println(res.SecretIndex, err)
+
+	_, err = v.Verify(nil, bytes.Replace(signed, []byte(`"value":1000`), []byte(`"value":1`), 1))
+	fmt.Println(signature.Reason(err), err)
+	// Output:
+	// {"live":"false","notificationItems":[{"NotificationRequestItem":{"additionalData":{"hmacSignature":"UZp51mQiOIyl906Q3ejbYHgMPSE7ceRMBe6/o8thcsc="},"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","merchantAccountCode":"PaylockECOM","merchantReference":"order-1001","originalReference":"","pspReference":"7914073381342284","success":"true"}}]}
+	// 1 <nil>
+	// no_match signature: invalid: no matching signature: adyen: item 1 of 1
 }

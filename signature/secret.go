@@ -21,16 +21,19 @@ const (
 	SchemeStandard Scheme = "standard"
 	// SchemeStripe is Stripe's scheme (the Stripe-Signature header).
 	SchemeStripe Scheme = "stripe"
+	// SchemeAdyen is Adyen's HMAC signature of standard notifications:
+	// one signature per notification item, inside the JSON body.
+	SchemeAdyen Scheme = "adyen"
 )
 
 // ParseScheme returns the Scheme named by s, or an error naming the accepted
 // values.
 func ParseScheme(s string) (Scheme, error) {
 	switch sc := Scheme(s); sc {
-	case SchemeStandard, SchemeStripe:
+	case SchemeStandard, SchemeStripe, SchemeAdyen:
 		return sc, nil
 	}
-	return "", fmt.Errorf("signature: unknown scheme %q (want %q or %q)", s, SchemeStandard, SchemeStripe)
+	return "", fmt.Errorf("signature: unknown scheme %q (want %q, %q or %q)", s, SchemeStandard, SchemeStripe, SchemeAdyen)
 }
 
 const standardSecretPrefix = "whsec_"
@@ -77,6 +80,9 @@ func newSecret(scheme Scheme, key []byte) Secret {
 // rest is decoded as standard, padded base64; the decoded bytes, which must
 // not be empty, are the HMAC key. For SchemeStripe the entry's bytes are the
 // key as they are, "whsec_" included, as Stripe's own libraries use them.
+// For SchemeAdyen each entry is an HMAC key as Adyen's Customer Area shows
+// it, hex digits in either case (64 of them for Adyen's 32-byte keys); the
+// decoded bytes are the key.
 //
 // Error messages give the entry's position, never its text.
 func ParseSecrets(scheme Scheme, csv string) ([]Secret, error) {
@@ -104,6 +110,13 @@ func ParseSecrets(scheme Scheme, csv string) ([]Secret, error) {
 			secrets = append(secrets, newSecret(scheme, key))
 		case SchemeStripe:
 			secrets = append(secrets, newSecret(scheme, []byte(p)))
+		case SchemeAdyen:
+			key, err := hex.DecodeString(p)
+			if err != nil {
+				// As above: what is wrong, not where.
+				return nil, fmt.Errorf("signature: %s secret %d of %d is not an even number of hex digits", scheme, i+1, len(parts))
+			}
+			secrets = append(secrets, newSecret(scheme, key))
 		}
 	}
 	return secrets, nil
@@ -113,7 +126,8 @@ func ParseSecrets(scheme Scheme, csv string) ([]Secret, error) {
 // operators can tell secrets apart without seeing them; "" for the zero
 // Secret. For a Standard Webhooks secret the key is the base64-decoded value
 // (echo -n "$b64" | base64 -d | sha256sum), for Stripe the string itself
-// (echo -n "$secret" | sha256sum).
+// (echo -n "$secret" | sha256sum), for Adyen the hex-decoded bytes
+// (echo -n "$hex" | xxd -r -p | sha256sum).
 func (s Secret) Fingerprint() string {
 	if s.k == nil {
 		return ""

@@ -38,6 +38,11 @@ func TestParseSecrets(t *testing.T) {
 		{"standard prefix only", signature.SchemeStandard, "whsec_", 0, ""},
 		{"standard unpadded base64", signature.SchemeStandard, "whsec_YWJjZA", 0, ""},
 		{"standard url-safe base64", signature.SchemeStandard, "whsec_-_-_", 0, ""},
+		{"adyen upper-case hex", signature.SchemeAdyen, strings.ToUpper(hex.EncodeToString(key)), 1, string(key)},
+		{"adyen lower-case hex, two", signature.SchemeAdyen, hex.EncodeToString(key) + ", 00ff", 2, string(key)},
+		{"adyen odd number of digits", signature.SchemeAdyen, "abc", 0, ""},
+		{"adyen not hex", signature.SchemeAdyen, "whsec_" + b64, 0, ""},
+		{"adyen empty entry", signature.SchemeAdyen, "00ff,", 0, ""},
 		{"unknown scheme", "svix", "whsec_" + b64, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,11 +114,18 @@ func TestSecretIsRedactedEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adyenKey := []byte("paylock-adyen-redaction-key-32by")
+	adyen := strings.ToUpper(hex.EncodeToString(adyenKey))
+	adyenSecrets, err := signature.ParseSecrets(signature.SchemeAdyen, adyen)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Every form the key bytes could take in output.
 	forbidden := []string{
 		std, strings.TrimPrefix(std, "whsec_"), string(key), hex.EncodeToString(key), fmt.Sprint(key),
 		stripe, strings.TrimPrefix(stripe, "whsec_"), hex.EncodeToString([]byte(stripe)), fmt.Sprint([]byte(stripe)),
 		fmt.Sprintf("%q", key), fmt.Sprintf("%q", stripe),
+		adyen, strings.ToLower(adyen), string(adyenKey), fmt.Sprint(adyenKey), fmt.Sprintf("%q", adyenKey),
 	}
 	// The key bytes as a Go string literal would print them one by one.
 	forbidden = append(forbidden, strings.Trim(fmt.Sprintf("%v", []byte(key)[:8]), "[]"))
@@ -128,7 +140,7 @@ func TestSecretIsRedactedEverywhere(t *testing.T) {
 		Ptr     *signature.Secret
 	}
 
-	for _, s := range []signature.Secret{stdSecrets[0], stripeSecrets[0]} {
+	for _, s := range []signature.Secret{stdSecrets[0], stripeSecrets[0], adyenSecrets[0]} {
 		outputs := map[string]string{}
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%10.3s"} {
 			outputs[verb] = fmt.Sprintf(verb, s)

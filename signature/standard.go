@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // standardVersion is the only Standard Webhooks signature version checked:
@@ -29,27 +30,7 @@ func standardMAC(key []byte, id, ts string, body []byte) []byte {
 }
 
 func (v *Verifier) verifyStandard(h http.Header, body []byte) (Result, error) {
-	id, err := header(h, HeaderWebhookID, maxIDBytes)
-	if err != nil {
-		return Result{}, err
-	}
-	ts, err := header(h, HeaderWebhookTimestamp, maxTimestampLen)
-	if err != nil {
-		return Result{}, err
-	}
-	sigHeader, err := header(h, HeaderWebhookSignature, maxHeaderBytes)
-	if err != nil {
-		return Result{}, err
-	}
-	unix, err := parseTimestamp(HeaderWebhookTimestamp, ts)
-	if err != nil {
-		return Result{}, err
-	}
-	sigs, err := parseStandardSignature(sigHeader)
-	if err != nil {
-		return Result{}, err
-	}
-	t, err := v.checkTime(unix)
+	id, ts, t, sigs, err := v.standardHeaders(h)
 	if err != nil {
 		return Result{}, err
 	}
@@ -58,6 +39,37 @@ func (v *Verifier) verifyStandard(h http.Header, body []byte) (Result, error) {
 		return Result{}, ErrNoMatch
 	}
 	return Result{ID: id, Timestamp: t, SecretIndex: i}, nil
+}
+
+// standardHeaders checks everything of a Standard Webhooks delivery but its
+// MAC: it returns the id, the timestamp as sent and parsed, and the decoded
+// v1 signatures.
+func (v *Verifier) standardHeaders(h http.Header) (id, ts string, t time.Time, sigs [][]byte, err error) {
+	id, err = header(h, HeaderWebhookID, maxIDBytes)
+	if err != nil {
+		return "", "", time.Time{}, nil, err
+	}
+	ts, err = header(h, HeaderWebhookTimestamp, maxTimestampLen)
+	if err != nil {
+		return "", "", time.Time{}, nil, err
+	}
+	sigHeader, err := header(h, HeaderWebhookSignature, maxHeaderBytes)
+	if err != nil {
+		return "", "", time.Time{}, nil, err
+	}
+	unix, err := parseTimestamp(HeaderWebhookTimestamp, ts)
+	if err != nil {
+		return "", "", time.Time{}, nil, err
+	}
+	sigs, err = parseStandardSignature(sigHeader)
+	if err != nil {
+		return "", "", time.Time{}, nil, err
+	}
+	t, err = v.checkTime(unix)
+	if err != nil {
+		return "", "", time.Time{}, nil, err
+	}
+	return id, ts, t, sigs, nil
 }
 
 // parseStandardSignature parses a webhook-signature header: space-separated

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // stripeVersion is the only Stripe signature version checked; v0 (and any
@@ -25,19 +26,7 @@ func stripeMAC(key []byte, ts string, body []byte) []byte {
 }
 
 func (v *Verifier) verifyStripe(h http.Header, body []byte) (Result, error) {
-	s, err := header(h, HeaderStripeSignature, maxHeaderBytes)
-	if err != nil {
-		return Result{}, err
-	}
-	ts, sigs, err := parseStripeSignature(s)
-	if err != nil {
-		return Result{}, err
-	}
-	unix, err := parseTimestamp(HeaderStripeSignature, ts)
-	if err != nil {
-		return Result{}, err
-	}
-	t, err := v.checkTime(unix)
+	ts, t, sigs, err := v.stripeHeader(h)
 	if err != nil {
 		return Result{}, err
 	}
@@ -46,6 +35,28 @@ func (v *Verifier) verifyStripe(h http.Header, body []byte) (Result, error) {
 		return Result{}, ErrNoMatch
 	}
 	return Result{Timestamp: t, SecretIndex: i}, nil
+}
+
+// stripeHeader checks everything of a Stripe delivery but its MAC: it
+// returns the timestamp as sent and parsed, and the decoded v1 signatures.
+func (v *Verifier) stripeHeader(h http.Header) (ts string, t time.Time, sigs [][]byte, err error) {
+	s, err := header(h, HeaderStripeSignature, maxHeaderBytes)
+	if err != nil {
+		return "", time.Time{}, nil, err
+	}
+	ts, sigs, err = parseStripeSignature(s)
+	if err != nil {
+		return "", time.Time{}, nil, err
+	}
+	unix, err := parseTimestamp(HeaderStripeSignature, ts)
+	if err != nil {
+		return "", time.Time{}, nil, err
+	}
+	t, err = v.checkTime(unix)
+	if err != nil {
+		return "", time.Time{}, nil, err
+	}
+	return ts, t, sigs, nil
 }
 
 // parseStripeSignature parses a Stripe-Signature header,

@@ -43,7 +43,8 @@ type Verifier struct {
 
 // NewVerifier returns a Verifier for scheme that accepts a signature made
 // with any of secrets, whose timestamp is at most tolerance away from the
-// clock (DefaultTolerance when tolerance is 0).
+// clock (DefaultTolerance when tolerance is 0). Adyen signs no timestamp:
+// for SchemeAdyen the tolerance must not be negative but is not used.
 //
 // It returns an error for an unknown scheme, no secrets, a zero Secret, a
 // Secret parsed for another scheme, or a negative tolerance.
@@ -90,25 +91,36 @@ func (v *Verifier) WithClock(now func() time.Time) *Verifier {
 // Result describes a verified delivery.
 type Result struct {
 	// ID is the webhook-id header for SchemeStandard and "" for SchemeStripe
-	// (whose event id is in the body).
+	// and SchemeAdyen (whose event ids are in the body).
 	ID string
-	// Timestamp is the signed timestamp, in UTC.
+	// Timestamp is the signed timestamp, in UTC; the zero Time for
+	// SchemeAdyen, which signs none.
 	Timestamp time.Time
 	// SecretIndex is the 0-based index of the configured secret that
 	// matched; during a rotation it tells when the old secret is no longer
-	// used.
+	// used. For SchemeAdyen each item is matched on its own, with the first
+	// secret that fits it, and SecretIndex is the highest of those indexes
+	// (Adyen signs all the items of a delivery with one key, so they
+	// normally agree).
 	SecretIndex int
 }
 
 // Verify checks the signature headers in h against the raw request body,
-// exactly as received: call it before decoding anything.
+// exactly as received: call it before decoding anything. For SchemeAdyen h
+// is not used: every notification item of the body carries its own
+// signature, every one must match one of the secrets, and one item that does
+// not fails the whole delivery.
 //
 // On success it returns the Result and a nil error. Otherwise it returns the
 // zero Result and an error wrapping [ErrInvalid] and exactly one of
 // [ErrMissingHeader], [ErrMalformed], [ErrTimestamp] or [ErrNoMatch], checked
 // in that order: a delivery is only compared with the secrets once its
-// headers parse and its timestamp is within tolerance. Error texts never hold
-// a header's value or a secret.
+// headers parse and its timestamp is within tolerance. For SchemeAdyen the
+// body is read whole first (ErrMalformed), then every item must have a
+// signature (ErrMissingHeader) that is well formed (ErrMalformed), and only
+// then are the items compared with the secrets (ErrNoMatch); there is no
+// timestamp. Error texts never hold a header's value, a body's content or a
+// secret.
 //
 // h is looked up with [http.Header.Values], so its keys must be canonical,
 // as those of a request read by net/http are. A header repeated in h is
@@ -119,8 +131,41 @@ func (v *Verifier) Verify(h http.Header, body []byte) (Result, error) {
 		return v.verifyStandard(h, body)
 	case SchemeStripe:
 		return v.verifyStripe(h, body)
+	case SchemeAdyen:
+		return v.verifyAdyen(body)
 	}
 	return Result{}, fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+}
+
+// Precheck refuses early, before the body is read, a delivery whose headers
+// [Verifier.Verify] would refuse: it checks that the signature headers are
+// present, single, within their size bounds and well formed, that they hold
+// at least one signature of a checked version (ErrNoMatch otherwise) and
+// that the timestamp is within tolerance. It returns nil or the error Verify
+// would return for those headers, whatever the body, so [Reason] labels both
+// alike.
+//
+// Precheck computes no MAC and is cheap; it is an early refusal, not a
+// replacement: Verify checks everything again. For SchemeAdyen it returns
+// nil, since the signatures are in the body.
+func (v *Verifier) Precheck(h http.Header) error {
+	var err error
+	switch v.scheme {
+	case SchemeStandard:
+		var sigs [][]byte
+		if _, _, _, sigs, err = v.standardHeaders(h); err == nil && len(sigs) == 0 {
+			err = ErrNoMatch
+		}
+	case SchemeStripe:
+		var sigs [][]byte
+		if _, _, sigs, err = v.stripeHeader(h); err == nil && len(sigs) == 0 {
+			err = ErrNoMatch
+		}
+	case SchemeAdyen:
+	default:
+		err = fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+	}
+	return err
 }
 
 // match returns the index of the first secret whose MAC over the signed
@@ -191,7 +236,8 @@ func parseTimestamp(name, s string) (int64, error) {
 //
 // Sign panics if scheme is unknown or secret was not parsed for it (the zero
 // Secret included): [ParseSecrets] already refuses an unknown scheme, so
-// either is a programming error.
+// either is a programming error. It also panics for SchemeAdyen, which puts
+// no signature in headers: use [SignAdyenNotification].
 func Sign(scheme Scheme, secret Secret, id string, ts time.Time, body []byte) http.Header {
 	if secret.k == nil || secret.k.scheme != scheme {
 		panic(fmt.Sprintf("signature: Sign(%q) with a secret not parsed for that scheme", scheme))
@@ -205,6 +251,8 @@ func Sign(scheme Scheme, secret Secret, id string, ts time.Time, body []byte) ht
 		h.Set(HeaderWebhookSignature, standardVersion+","+encodeStandard(standardMAC(secret.k.key(), id, unix, body)))
 	case SchemeStripe:
 		h.Set(HeaderStripeSignature, "t="+unix+","+stripeVersion+"="+encodeStripe(stripeMAC(secret.k.key(), unix, body)))
+	case SchemeAdyen:
+		panic("signature: Sign(adyen): Adyen signs inside the body; use SignAdyenNotification")
 	default:
 		panic(fmt.Sprintf("signature: Sign with unknown scheme %q", scheme))
 	}

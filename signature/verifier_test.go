@@ -288,6 +288,7 @@ func runVerifyCases(t *testing.T, scheme signature.Scheme, cases []verifyCase) {
 				in = tc.body
 			}
 			res, err := b.verifier.Verify(h, in)
+			checkPrecheckAgrees(t, b.verifier, h, err)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("Verify: %v, want success", err)
@@ -475,6 +476,7 @@ func TestSignPanicsOnASecretOfAnotherScheme(t *testing.T) {
 		{"secret of another scheme", signature.SchemeStandard, b.cur},
 		{"zero secret", signature.SchemeStripe, signature.Secret{}},
 		{"unknown scheme", "svix", b.cur},
+		{"adyen, which signs in the body", signature.SchemeAdyen, adyenSecret(t, testAdyenKeys[0])},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -522,12 +524,12 @@ func TestReason(t *testing.T) {
 
 func TestParseScheme(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]signature.Scheme{"standard": signature.SchemeStandard, "stripe": signature.SchemeStripe} {
+	for in, want := range map[string]signature.Scheme{"standard": signature.SchemeStandard, "stripe": signature.SchemeStripe, "adyen": signature.SchemeAdyen} {
 		if got, err := signature.ParseScheme(in); err != nil || got != want {
 			t.Errorf("ParseScheme(%q) = %q, %v", in, got, err)
 		}
 	}
-	for _, in := range []string{"", "Stripe", "svix"} {
+	for _, in := range []string{"", "Stripe", "svix", "Adyen"} {
 		if _, err := signature.ParseScheme(in); err == nil {
 			t.Errorf("ParseScheme(%q) succeeded", in)
 		}
