@@ -241,11 +241,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		Sources: []handler.Source{handler.PaymentsSource(verifier),
 			{Name: "loans", Adapter: handler.AdapterLoans, Verifier: verifier},
 			{Name: "payouts", Adapter: handler.AdapterPayouts, Verifier: verifier}},
-		Metrics:          metrics,
-		Checks:           checks,
-		Version:          buildVersion(),
-		Logger:           logger,
-		Disbursements:    st,
+		Metrics:       metrics,
+		Checks:        checks,
+		Version:       buildVersion(),
+		Logger:        logger,
+		Disbursements: st,
 	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
 	if err != nil {
 		return err

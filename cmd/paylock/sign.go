@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -14,18 +15,20 @@ import (
 	"github.com/paylock/paylock/signature"
 )
 
-const signUsage = `Usage: paylock sign [--scheme standard|stripe] [--secret SECRET] [--id ID] [--curl URL] < body.json
+const signUsage = `Usage: paylock sign [--scheme standard|stripe|adyen] [--secret SECRET] [--id ID] [--curl URL] < body.json
 
 Signs the body read on stdin as a PSP would and prints the signature headers,
 or with --curl a ready curl command that sends it. The secret defaults to the
 first of PAYLOCK_WEBHOOK_SECRETS and the scheme to PAYLOCK_SIGNATURE_SCHEME.
+With --scheme adyen (a hex HMAC key) every notification item is signed in
+the body itself: the signed body is printed, or sent by the curl command.
 `
 
 // runSign implements "paylock sign".
 func runSign(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("paylock sign", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	scheme := fs.String("scheme", getenv("PAYLOCK_SIGNATURE_SCHEME"), "standard or stripe")
+	scheme := fs.String("scheme", getenv("PAYLOCK_SIGNATURE_SCHEME"), "standard, stripe or adyen")
 	secretFlag := fs.String("secret", "", "signing secret (default: first of PAYLOCK_WEBHOOK_SECRETS)")
 	id := fs.String("id", "", "webhook-id for the standard scheme (default: a fresh msg_<uuid>)")
 	ts := fs.Int64("timestamp", 0, "unix seconds to sign with (default: now)")
@@ -71,7 +74,19 @@ func runSign(args []string, getenv func(string) string, stdin io.Reader, stdout,
 	if *id == "" && sc == signature.SchemeStandard {
 		*id = "msg_" + uuid.NewString()
 	}
-	h := signature.Sign(sc, secrets[0], *id, when, body)
+	h := http.Header{}
+	if sc == signature.SchemeAdyen {
+		if body, err = signature.SignAdyenNotification(secrets[0], body); err != nil {
+			fmt.Fprintf(stderr, "paylock sign: %v\n", err)
+			return 1
+		}
+		if *curlURL == "" {
+			fmt.Fprintf(stdout, "%s\n", body)
+			return 0
+		}
+	} else {
+		h = signature.Sign(sc, secrets[0], *id, when, body)
+	}
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)

@@ -107,3 +107,39 @@ func TestServeRefusesToStartUnsignedOrWithABadSecret(t *testing.T) {
 		})
 	}
 }
+
+func TestSignAdyenSignsEveryItemInTheBody(t *testing.T) {
+	const key = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+	body := `{"live":"false","notificationItems":[` +
+		`{"NotificationRequestItem":{"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","merchantAccountCode":"Acme","merchantReference":"order-1","pspReference":"PSP1","success":"true"}},` +
+		`{"NotificationRequestItem":{"amount":{"currency":"EUR","value":500},"eventCode":"REFUND","merchantAccountCode":"Acme","merchantReference":"order-2","originalReference":"PSP1","pspReference":"PSP2","success":"true"}}]}`
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"sign", "--scheme", "adyen", "--secret", key},
+		envMap(nil), strings.NewReader(body), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	secrets, err := signature.ParseSecrets(signature.SchemeAdyen, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signature.NewVerifier(signature.SchemeAdyen, secrets, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := bytes.TrimSpace(out.Bytes())
+	if _, err := v.Verify(http.Header{}, signed); err != nil {
+		t.Fatalf("the printed body does not verify: %v\n%s", err, signed)
+	}
+	if n := bytes.Count(signed, []byte("hmacSignature")); n != 2 {
+		t.Fatalf("%d items signed, want 2:\n%s", n, signed)
+	}
+
+	out.Reset()
+	if code := Run(context.Background(), []string{"sign", "--scheme", "adyen", "--secret", key, "--curl", "http://127.0.0.1:8080/webhooks/adyen"},
+		envMap(nil), strings.NewReader(body), &out, &errb); code != 0 {
+		t.Fatalf("--curl exit %d: %s", code, errb.String())
+	}
+	if cmd := out.String(); !strings.Contains(cmd, "hmacSignature") || strings.Contains(cmd, "webhook-signature") {
+		t.Fatalf("curl command:\n%s", cmd)
+	}
+}
