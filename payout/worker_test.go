@@ -336,6 +336,18 @@ func (b *bundle) jobState(t *testing.T, id int64) string {
 	return state
 }
 
+// waitJobState waits until disbursement id's payout job is in state.
+func (b *bundle) waitJobState(t *testing.T, id int64, state string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for got := b.jobState(t, id); got != state; got = b.jobState(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the payout job of %d is %s, want %s", id, got, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // makeJobDue waits until disbursement id's payout job waits for a retry,
 // then makes it due now.
 func (b *bundle) makeJobDue(t *testing.T, id int64) {
@@ -402,9 +414,7 @@ func TestAfterKeyRetentionWithoutAPayoutTheRowAwaitsReviewAndIsNeverPostedAgain(
 		t.Fatalf("flagged row %+v", got)
 	}
 	time.Sleep(300 * time.Millisecond) // several polls
-	if state := b.jobState(t, d.ID); state != "completed" {
-		t.Errorf("the payout job of a flagged row is %s, want completed", state)
-	}
+	b.waitJobState(t, d.ID, "completed")
 	s := b.fake.Stats()
 	if s.Posts != 1 || s.Lookups != 1 || s.Created["L-review-1"] != 0 {
 		t.Fatalf("posts %d lookups %d created %d: want the one failed POST, one lookup, no payout",
@@ -560,11 +570,32 @@ func TestTheLastAttemptFlagsTheRowInsteadOfLettingRiverDiscardIt(t *testing.T) {
 	if got.Status != store.StatusPending || got.Attempts != 2 || !strings.Contains(got.ReviewReason, "after 2 attempts") {
 		t.Fatalf("flagged row %+v", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.jobState(t, d.ID) != "completed" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the last attempt's job is %s, want completed", b.jobState(t, d.ID))
+	b.waitJobState(t, d.ID, "completed")
+}
+
+func TestRefusedRetryWhoseLookupIsRefusedTooAwaitsReview(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeprovider.Config{})
+	// A gateway in front of the provider refuses every lookup.
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
+			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		b.fake.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gw.Close)
+	b.fake.DropNext(1)
+	b.fake.RefuseRetries(http.StatusForbidden)
+	b.startWorker(t, func(c *payout.Config) { c.ProviderURL = gw.URL })
+	d := b.accept(t, "L-blind", 1)
+	got := b.waitFor(t, "L-blind", 1, "flagged for review", func(d store.Disbursement) bool { return d.ReviewReason != "" })
+	if got.Status != store.StatusPending || got.ProviderRef != "" || got.Attempts != 2 || !strings.Contains(got.ReviewReason, "may hold the payout") {
+		t.Fatalf("row %+v, want pending and flagged after attempt 2", got)
 	}
+	time.Sleep(200 * time.Millisecond)
+	if s := b.fake.Stats(); s.Posts != 2 || s.Created["L-blind-1"] != 1 {
+		t.Fatalf("posts %d created %d: want the dropped POST and the refused retry, one payout", s.Posts, s.Created["L-blind-1"])
+	}
+	b.waitJobState(t, d.ID, "completed")
 }

@@ -195,6 +195,14 @@ func TestOnlyANewDisbursementGetsAPayoutJobInItsTransaction(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM river_job"); n != 1 {
 		t.Fatalf("%d jobs after redeliveries, want the one", n)
 	}
+	// And the job is unique per disbursement even if inserted again.
+	res, err := b.store.jobs.Insert(ctx, PayoutArgs{DisbursementID: d.ID}, nil)
+	if err != nil || !res.UniqueSkippedAsDuplicate {
+		t.Fatalf("a second payout job for disbursement %d: %+v, %v; want it skipped as a duplicate", d.ID, res, err)
+	}
+	if n := b.payoutJobs(t, d.ID); n != 1 {
+		t.Fatalf("%d payout jobs after a second insert, want 1", n)
+	}
 
 	// A transaction that fails after the insert leaves neither row nor job.
 	s, err := Open(ctx, Config{URL: b.url})
