@@ -14,78 +14,90 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/paylock/paylock/store"
 )
 
 // Store is what the worker needs from the store package.
 type Store interface {
-	ClaimDisbursements(ctx context.Context, worker string, lease time.Duration, limit int) ([]store.Disbursement, error)
-	MarkSent(ctx context.Context, id int64, worker, providerRef string, status store.DisbursementStatus) error
-	RetryLater(ctx context.Context, id int64, worker string, delay time.Duration, lastErr string) error
-	MarkFailed(ctx context.Context, id int64, worker, lastErr string) error
-	FlagForReview(ctx context.Context, id int64, worker, reason string) error
-	NextDisbursementDue(ctx context.Context) (time.Duration, bool, error)
-	ListenDisbursements(ctx context.Context, wake func()) error
+	BeginAttempt(ctx context.Context, id int64) (store.Disbursement, error)
+	MarkSent(ctx context.Context, id int64, providerRef string, status store.DisbursementStatus) error
+	NoteRetry(ctx context.Context, id int64, delay time.Duration, lastErr string) error
+	MarkFailed(ctx context.Context, id int64, lastErr string) error
+	FlagForReview(ctx context.Context, id int64, reason string) error
+	StartJobs(ctx context.Context, cfg *river.Config) (stop func(context.Context) error, err error)
 }
 
 // Config tunes a Worker. Zero values take the defaults noted.
 type Config struct {
 	ProviderURL string        // required: the provider's base URL (http or https)
 	Timeout     time.Duration // one provider call; default 10s
-	// ClaimLease is how long a claimed row stays the worker's. It must
-	// outlast a provider call, so that no other worker calls the provider
-	// for the row while this one may still be calling; default 2×Timeout+5s.
-	ClaimLease     time.Duration
-	Concurrency    int           // rows processed at once; default 4
-	PollInterval   time.Duration // look for due rows at least this often; default 5s
+	// RescueAfter is how long a payout job may stay running before River
+	// takes its worker for dead and runs it again (its rescuer). It must
+	// outlast an attempt, up to two provider calls (AttemptTimeout), so that
+	// a live attempt is not doubled; default 2×AttemptTimeout.
+	RescueAfter    time.Duration
+	Concurrency    int           // jobs worked at once; default 4
+	PollInterval   time.Duration // River's FetchPollInterval: look for due jobs at least this often; default 5s
 	BackoffInitial time.Duration // first retry delay (before jitter); default 1s
 	BackoffCap     time.Duration // longest retry delay; default 10m
 	// KeyRetention is how long the provider keeps idempotency keys. Once a
-	// row's first attempt is older than KeyRetention less ClaimLease, the
+	// row's first attempt is older than KeyRetention less RescueAfter, the
 	// worker only looks the payout up; it never POSTs again. Default 24h;
-	// it must exceed 2×ClaimLease.
+	// it must exceed 2×RescueAfter.
 	KeyRetention time.Duration
-	ID           string       // the worker's name in claimed_by; default host-pid-random
+	ID           string       // the River client's id; default host-pid-random
 	HTTPClient   *http.Client // default: a client of its own
 	Logger       *slog.Logger // default slog.Default()
-	// Observe, when set, is called synchronously after each processed row
-	// (for metrics). It must be quick and safe for concurrent use.
+	// Observe, when set, is called synchronously after each attempt (for
+	// metrics). It must be quick and safe for concurrent use.
 	Observe func(Event)
 }
 
-// Outcome is what processing one claimed row came to.
+// AttemptTimeout bounds one attempt: up to two provider calls (a POST, and
+// a lookup when a retry is refused) and the store's updates.
+func (c Config) AttemptTimeout() time.Duration { return 2*c.Timeout + 5*time.Second }
+
+// Outcome is what one attempt came to.
 type Outcome string
 
 // The outcomes reported to Config.Observe.
 const (
-	OutcomeSent      Outcome = "sent"       // the provider accepted the payout (or had it already)
-	OutcomeAdopted   Outcome = "adopted"    // after key retention: the lookup found the payout
-	OutcomeRetry     Outcome = "retry"      // temporary failure: due again after a backoff
-	OutcomeFailed    Outcome = "failed"     // the provider refused: nothing was paid
-	OutcomeReview    Outcome = "review"     // flagged for a person to decide
-	OutcomeClaimLost Outcome = "claim_lost" // the row was no longer ours when the outcome was saved
-	OutcomeError     Outcome = "error"      // the outcome could not be saved; the claim expires and the row is retried
+	OutcomeSent       Outcome = "sent"        // the provider accepted the payout (or had it already)
+	OutcomeAdopted    Outcome = "adopted"     // a lookup by the key found the payout (after key retention, or a refused retry)
+	OutcomeRetry      Outcome = "retry"       // temporary failure: River runs the job again after a backoff
+	OutcomeFailed     Outcome = "failed"      // the provider refused: nothing was paid
+	OutcomeReview     Outcome = "review"      // flagged for a person to decide
+	OutcomeNotPending Outcome = "not_pending" // the row was no longer pending (or flagged): nothing to do
+	OutcomeError      Outcome = "error"       // the store failed; River runs the job again, with the same key
 )
 
-// Event reports one processed row.
+// Event reports one attempt.
 type Event struct {
 	Outcome      Outcome
-	Disbursement store.Disbursement // as claimed
-	Lookup       bool               // the worker looked the payout up instead of POSTing
+	Disbursement store.Disbursement // as the attempt began
+	Lookup       bool               // the worker looked the payout up (instead of, or after, POSTing)
 	ProviderRef  string
-	Duration     time.Duration // of the provider call
+	Duration     time.Duration // of the provider calls
 	Err          error         // the provider's or the store's error, if any
 }
 
-// Worker pays out pending disbursements: it claims due rows, calls the
-// provider with each row's fixed idempotency key, and records the outcome
-// through guarded updates. Several workers may run against one database.
+// Worker pays out disbursements: the River worker of store.PayoutArgs jobs.
+// Each attempt calls the provider with the row's fixed idempotency key and
+// records the outcome through updates guarded on status = 'pending'. Run
+// starts a River client working the payout queue; several workers may run
+// against one database.
 type Worker struct {
+	river.WorkerDefaults[store.PayoutArgs]
+
 	cfg    Config
 	st     Store
 	client *Client
 	log    *slog.Logger
+	// retryAt holds, from Work to NextRetry, when a job that failed
+	// temporarily is due again (jitter and Retry-After included).
+	retryAt sync.Map // job id → time.Time
 }
 
 // New validates cfg and returns a worker. Its errors name the bad setting.
@@ -97,11 +109,11 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	if cfg.ClaimLease <= 0 {
-		cfg.ClaimLease = 2*cfg.Timeout + 5*time.Second
+	if cfg.RescueAfter <= 0 {
+		cfg.RescueAfter = 2 * cfg.AttemptTimeout()
 	}
-	if cfg.ClaimLease <= cfg.Timeout {
-		return nil, fmt.Errorf("payout: ClaimLease %v must exceed the provider timeout %v (PAYLOCK_PAYOUT_TIMEOUT)", cfg.ClaimLease, cfg.Timeout)
+	if cfg.RescueAfter <= cfg.AttemptTimeout() {
+		return nil, fmt.Errorf("payout: RescueAfter %v must exceed an attempt's bound %v (twice PAYLOCK_PAYOUT_TIMEOUT, plus 5s)", cfg.RescueAfter, cfg.AttemptTimeout())
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
@@ -121,8 +133,8 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if cfg.KeyRetention <= 0 {
 		cfg.KeyRetention = 24 * time.Hour
 	}
-	if cfg.KeyRetention <= 2*cfg.ClaimLease {
-		return nil, fmt.Errorf("payout: KeyRetention (PAYLOCK_PROVIDER_KEY_RETENTION) %v must exceed twice the claim lease %v", cfg.KeyRetention, cfg.ClaimLease)
+	if cfg.KeyRetention <= 2*cfg.RescueAfter {
+		return nil, fmt.Errorf("payout: KeyRetention (PAYLOCK_PROVIDER_KEY_RETENTION) %v must exceed twice RescueAfter %v", cfg.KeyRetention, cfg.RescueAfter)
 	}
 	if cfg.ID == "" {
 		cfg.ID = defaultID()
@@ -148,86 +160,40 @@ func defaultID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// ID returns the worker's name, as written to claimed_by.
+// ID returns the worker's name, its River client's id.
 func (w *Worker) ID() string { return w.cfg.ID }
 
-// Run processes due rows until ctx is done, then stops claiming, lets the
-// rows in hand finish (each provider call is bounded by Config.Timeout) and
-// returns nil. It wakes on a notification of a new disbursement (LISTEN, on
-// a connection of its own, reconnected with backoff), when a row it knows of
-// becomes due, and at least every PollInterval, the fallback when
-// notifications are lost.
+// RiverConfig is the River client configuration Run starts: the payout
+// queue with Concurrency workers, polling every PollInterval, attempts
+// bounded by AttemptTimeout and rescued after RescueAfter.
+func (w *Worker) RiverConfig() (*river.Config, error) {
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, w); err != nil {
+		return nil, fmt.Errorf("payout: %w", err)
+	}
+	return &river.Config{
+		ID:                   w.cfg.ID,
+		Logger:               w.cfg.Logger,
+		Queues:               map[string]river.QueueConfig{store.PayoutQueue: {MaxWorkers: w.cfg.Concurrency}},
+		Workers:              workers,
+		FetchPollInterval:    w.cfg.PollInterval,
+		FetchCooldown:        min(w.cfg.PollInterval, 100*time.Millisecond),
+		JobTimeout:           w.cfg.AttemptTimeout(),
+		RescueStuckJobsAfter: w.cfg.RescueAfter,
+	}, nil
+}
+
+// Run works payout jobs until ctx is done, then stops fetching, lets the
+// jobs in hand finish (each provider call is bounded by Config.Timeout) and
+// returns nil. While the database cannot be reached at start, it tries
+// again with backoff; once started, River reconnects by itself. River wakes
+// it on a new job (LISTEN, unless the store is behind a pooler in
+// transaction mode) and polls at least every PollInterval.
 func (w *Worker) Run(ctx context.Context) error {
-	wake := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+	rcfg, err := w.RiverConfig()
+	if err != nil {
+		return err
 	}
-	var wg sync.WaitGroup
-	listenCtx, stopListening := context.WithCancel(ctx)
-	wg.Go(func() { w.listen(listenCtx, notify) })
-	defer func() {
-		stopListening()
-		wg.Wait()
-	}()
-
-	w.log.InfoContext(ctx, "payout worker started", slog.String("provider", w.cfg.ProviderURL),
-		slog.Int("concurrency", w.cfg.Concurrency), slog.Duration("claim_lease", w.cfg.ClaimLease))
-	done := make(chan struct{}, w.cfg.Concurrency)
-	inflight := 0
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for ctx.Err() == nil {
-		wait := w.cfg.PollInterval
-		if free := w.cfg.Concurrency - inflight; free > 0 {
-			rows, err := w.st.ClaimDisbursements(ctx, w.cfg.ID, w.cfg.ClaimLease, free)
-			if err != nil && ctx.Err() == nil {
-				w.log.WarnContext(ctx, "claiming disbursements failed; trying again later", slog.Any("error", err))
-			}
-			for _, d := range rows {
-				inflight++
-				wg.Go(func() {
-					w.process(ctx, d)
-					done <- struct{}{}
-				})
-			}
-			if err == nil && len(rows) < free {
-				wait = w.untilDue(ctx, wait)
-			} else if err == nil {
-				wait = 0 // there may be more; claim again once a slot frees
-			}
-		}
-		if inflight == w.cfg.Concurrency {
-			wait = w.cfg.PollInterval // every slot busy: a finished row wakes us
-		}
-		timer.Reset(wait) // Go 1.23 timers: no stale tick survives a Reset
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-done:
-			inflight--
-		case <-timer.C:
-		}
-	}
-	w.log.InfoContext(ctx, "payout worker stopping: finishing the rows in hand", slog.Int("in_flight", inflight))
-	return nil
-}
-
-// untilDue shortens wait to when the next pending row becomes claimable.
-func (w *Worker) untilDue(ctx context.Context, wait time.Duration) time.Duration {
-	due, ok, err := w.st.NextDisbursementDue(ctx)
-	if err != nil || !ok {
-		return wait
-	}
-	// Not below 10ms: a row due now but skipped is being claimed by another
-	// worker, whose claim will show in a moment.
-	return min(wait, max(due, 10*time.Millisecond))
-}
-
-// listen keeps a LISTEN connection open, reconnecting with backoff.
-func (w *Worker) listen(ctx context.Context, notify func()) {
 	bo := &backoff.ExponentialBackOff{
 		InitialInterval:     500 * time.Millisecond,
 		RandomizationFactor: 0.5,
@@ -235,48 +201,104 @@ func (w *Worker) listen(ctx context.Context, notify func()) {
 		MaxInterval:         30 * time.Second,
 	}
 	bo.Reset()
+	var stop func(context.Context) error
 	for {
-		start := time.Now()
-		err := w.st.ListenDisbursements(ctx, notify)
+		if stop, err = w.st.StartJobs(ctx, rcfg); err == nil {
+			break
+		}
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
-		if time.Since(start) > time.Minute {
-			bo.Reset()
-		}
-		w.log.WarnContext(ctx, "listening for new disbursements failed; polling until it is back",
-			slog.Any("error", err), slog.Duration("poll", w.cfg.PollInterval))
-		t := time.NewTimer(bo.NextBackOff())
+		wait := bo.NextBackOff()
+		w.log.WarnContext(ctx, "starting the payout worker failed; trying again", slog.Any("error", err), slog.Duration("in", wait))
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return nil
 		case <-t.C:
 		}
 	}
+	w.log.InfoContext(ctx, "payout worker started", slog.String("provider", w.cfg.ProviderURL),
+		slog.Int("concurrency", w.cfg.Concurrency), slog.Duration("rescue_after", w.cfg.RescueAfter))
+	<-ctx.Done()
+	w.log.InfoContext(ctx, "payout worker stopping: finishing the jobs in hand")
+	if err := stop(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("payout: stop: %w", err)
+	}
+	return nil
 }
 
-// process makes one attempt for a claimed row and records its outcome. The
-// call and the update run to completion even when ctx ends: abandoning them
-// would be safe (the next attempt uses the same key) but would waste the
-// attempt.
-func (w *Worker) process(ctx context.Context, d store.Disbursement) {
+// Timeout bounds an attempt: see Config.AttemptTimeout.
+func (w *Worker) Timeout(*river.Job[store.PayoutArgs]) time.Duration { return w.cfg.AttemptTimeout() }
+
+// NextRetry is when River runs a job again after Work returned an error:
+// the delay Work chose (see delay), or the plain backoff when Work failed
+// before choosing one.
+func (w *Worker) NextRetry(job *river.Job[store.PayoutArgs]) time.Time {
+	if at, ok := w.retryAt.LoadAndDelete(job.ID); ok {
+		return at.(time.Time)
+	}
+	return time.Now().Add(w.delay(job.Attempt, nil))
+}
+
+// Work makes one attempt of a disbursement's payout. It returns nil when
+// the job is done (sent, failed, flagged for review, or the row no longer
+// pending), and an error for River to retry the job later, with the same
+// key. The call and the update run to completion even when ctx ends:
+// abandoning them would be safe (the next attempt uses the same key) but
+// would waste the attempt.
+func (w *Worker) Work(ctx context.Context, job *river.Job[store.PayoutArgs]) error {
 	ctx = context.WithoutCancel(ctx)
+	d, err := w.st.BeginAttempt(ctx, job.Args.DisbursementID)
+	switch {
+	case errors.Is(err, store.ErrNotPending):
+		w.done(ctx, Event{Outcome: OutcomeNotPending, Disbursement: d, Err: err})
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		// No row, now or ever: the job outlived it (a restore, a purge).
+		return river.JobCancel(err)
+	case err != nil:
+		return err
+	}
 	var ev Event
 	// The provider forgets keys after KeyRetention, counted from its first
 	// sight of the key, which is after first_attempt_at. A POST sent now
-	// reaches it within the claim lease; so from KeyRetention-ClaimLease on,
-	// a POST might no longer be recognised as a retry.
-	if d.Attempts > 1 && d.SinceFirstAttempt >= w.cfg.KeyRetention-w.cfg.ClaimLease {
+	// reaches it within RescueAfter; so from KeyRetention-RescueAfter on, a
+	// POST might no longer be recognised as a retry.
+	if d.Attempts > 1 && d.SinceFirstAttempt >= w.cfg.KeyRetention-w.cfg.RescueAfter {
 		ev = w.lookup(ctx, d)
 	} else {
 		ev = w.create(ctx, d)
 	}
 	ev.Disbursement = d
-	w.report(ctx, ev)
-	if w.cfg.Observe != nil {
-		w.cfg.Observe(ev)
+	if ev.Outcome == OutcomeRetry && job.Attempt >= job.MaxAttempts {
+		// The last attempt River allows: a person decides rather than River
+		// discarding the job while the row stays pending.
+		reason := fmt.Sprintf("still unpaid after %d attempts; last error: %v", job.Attempt, ev.Err)
+		ev.Outcome = OutcomeReview
+		ev = w.save(ev, w.st.FlagForReview(ctx, d.ID, reason))
 	}
+	w.done(ctx, ev)
+	switch ev.Outcome {
+	case OutcomeRetry:
+		delay := w.delay(job.Attempt, ev.Err)
+		if err := w.st.NoteRetry(ctx, d.ID, delay, lastError(ev)); err != nil && !errors.Is(err, store.ErrNotPending) {
+			w.log.WarnContext(ctx, "noting the retry failed", slog.Int64("disbursement_id", d.ID), slog.Any("error", err))
+		}
+		w.retryAt.Store(job.ID, time.Now().Add(delay))
+		return ev.Err
+	case OutcomeError:
+		return ev.Err
+	}
+	return nil
+}
+
+func lastError(ev Event) string {
+	if ev.Lookup {
+		return "lookup: " + ev.Err.Error()
+	}
+	return ev.Err.Error()
 }
 
 func (w *Worker) create(ctx context.Context, d store.Disbursement) Event {
@@ -288,13 +310,47 @@ func (w *Worker) create(ctx context.Context, d store.Disbursement) Event {
 	switch {
 	case err == nil:
 		ev.Outcome, ev.ProviderRef = OutcomeSent, p.ID
-		return w.save(ctx, ev, w.st.MarkSent(ctx, d.ID, w.cfg.ID, p.ID, statusOf(p)))
+		return w.save(ev, w.st.MarkSent(ctx, d.ID, p.ID, statusOf(p)))
+	case errors.Is(err, ErrRefused) && d.Attempts > 1:
+		return w.confirmRefusal(ctx, d, ev)
 	case errors.Is(err, ErrRefused):
 		ev.Outcome = OutcomeFailed
-		return w.save(ctx, ev, w.st.MarkFailed(ctx, d.ID, w.cfg.ID, err.Error()))
+		return w.save(ev, w.st.MarkFailed(ctx, d.ID, err.Error()))
 	default: // ErrTemporary, or anything unforeseen: the same key makes a retry safe
 		ev.Outcome = OutcomeRetry
-		return w.save(ctx, ev, w.st.RetryLater(ctx, d.ID, w.cfg.ID, w.delay(d.Attempts, err), err.Error()))
+		return ev
+	}
+}
+
+// confirmRefusal decides a 4xx that follows an earlier attempt of the row.
+// That attempt's outcome was unknown (else the row would not be pending):
+// the provider may have created the payout and the answer been lost, and a
+// 4xx now (a 403 after a key rotation, a 404 from a gateway during a
+// deploy) says nothing about it. Only a lookup by the key can: a payout is
+// adopted; none means the refusal stands; a lookup that is refused too
+// leaves the row to a person, and one that fails for now is retried.
+func (w *Worker) confirmRefusal(ctx context.Context, d store.Disbursement, ev Event) Event {
+	refusal := ev.Err
+	cctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	start := time.Now()
+	p, err := w.client.Lookup(cctx, d.IdempotencyKey)
+	cancel()
+	ev.Lookup, ev.Duration = true, ev.Duration+time.Since(start)
+	switch {
+	case err == nil:
+		ev.Outcome, ev.ProviderRef, ev.Err = OutcomeAdopted, p.ID, nil
+		return w.save(ev, w.st.MarkSent(ctx, d.ID, p.ID, statusOf(p)))
+	case errors.Is(err, ErrNotFound):
+		ev.Outcome = OutcomeFailed
+		return w.save(ev, w.st.MarkFailed(ctx, d.ID, fmt.Sprintf("%v (attempt %d; a lookup of key %s found no payout)", refusal, d.Attempts, d.IdempotencyKey)))
+	case errors.Is(err, ErrRefused):
+		ev.Outcome, ev.Err = OutcomeReview, fmt.Errorf("%w; lookup: %w", refusal, err)
+		reason := fmt.Sprintf("attempt %d was refused (%v) after an attempt whose outcome is unknown, and the lookup of key %s was refused too (%v): the provider may hold the payout; not marking it failed",
+			d.Attempts, refusal, d.IdempotencyKey, err)
+		return w.save(ev, w.st.FlagForReview(ctx, d.ID, reason))
+	default:
+		ev.Outcome, ev.Err = OutcomeRetry, fmt.Errorf("%w; lookup: %w", refusal, err)
+		return ev
 	}
 }
 
@@ -309,34 +365,36 @@ func (w *Worker) lookup(ctx context.Context, d store.Disbursement) Event {
 	switch {
 	case err == nil:
 		ev.Outcome, ev.ProviderRef = OutcomeAdopted, p.ID
-		return w.save(ctx, ev, w.st.MarkSent(ctx, d.ID, w.cfg.ID, p.ID, statusOf(p)))
+		return w.save(ev, w.st.MarkSent(ctx, d.ID, p.ID, statusOf(p)))
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrRefused):
 		ev.Outcome = OutcomeReview
 		reason := fmt.Sprintf("first attempt %s ago, past the provider's key retention (%s); lookup of key %s: %v; not sending it again",
 			d.SinceFirstAttempt.Round(time.Second), w.cfg.KeyRetention, d.IdempotencyKey, err)
-		return w.save(ctx, ev, w.st.FlagForReview(ctx, d.ID, w.cfg.ID, reason))
+		return w.save(ev, w.st.FlagForReview(ctx, d.ID, reason))
 	default:
 		ev.Outcome = OutcomeRetry
-		return w.save(ctx, ev, w.st.RetryLater(ctx, d.ID, w.cfg.ID, w.delay(d.Attempts, err), "lookup: "+err.Error()))
+		return ev
 	}
 }
 
 // save notes the store's answer to an outcome update.
-func (w *Worker) save(ctx context.Context, ev Event, err error) Event {
+func (w *Worker) save(ev Event, err error) Event {
 	switch {
 	case err == nil:
-	case errors.Is(err, store.ErrClaimLost):
-		ev.Outcome, ev.Err = OutcomeClaimLost, err
+	case errors.Is(err, store.ErrNotPending):
+		ev.Outcome, ev.Err = OutcomeNotPending, err
 	default:
 		ev.Outcome, ev.Err = OutcomeError, err
 	}
 	return ev
 }
 
-func (w *Worker) report(ctx context.Context, ev Event) {
+// done logs an attempt and reports it to Config.Observe.
+func (w *Worker) done(ctx context.Context, ev Event) {
 	d := ev.Disbursement
 	attrs := []slog.Attr{
 		slog.String("outcome", string(ev.Outcome)),
+		slog.Int64("disbursement_id", d.ID),
 		slog.String("loan_id", d.LoanID),
 		slog.Int("tranche", d.Tranche),
 		slog.String("idempotency_key", d.IdempotencyKey),
@@ -354,12 +412,15 @@ func (w *Worker) report(ctx context.Context, ev Event) {
 	}
 	level := slog.LevelInfo
 	switch ev.Outcome {
-	case OutcomeRetry, OutcomeClaimLost:
+	case OutcomeRetry, OutcomeNotPending:
 		level = slog.LevelWarn
 	case OutcomeFailed, OutcomeReview, OutcomeError:
 		level = slog.LevelError
 	}
 	w.log.LogAttrs(ctx, level, "payout attempt", attrs...)
+	if w.cfg.Observe != nil {
+		w.cfg.Observe(ev)
+	}
 }
 
 // delay is the wait before attempt n+1: exponential from BackoffInitial,

@@ -2,16 +2,18 @@ package payout_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
 	"github.com/paylock/paylock/internal/testenv"
@@ -292,39 +294,73 @@ func TestTwoWorkersRacingCallTheProviderOncePerRowAtATime(t *testing.T) {
 	t.Logf("rows paid out by worker 1: %d, by worker 2: %d", len(a), len(b2))
 }
 
-func TestCrashedWorkersClaimExpiresAndAnotherWorkerUsesTheSameKey(t *testing.T) {
+func TestAnAttemptAfterACrashedOneUsesTheSameKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fakeprovider.Config{})
 	d := b.accept(t, "L-crash", 1)
-	// A worker claims the row, reaches the provider, and dies before
+	// An attempt begins, reaches the provider, and its worker dies before
 	// saving the answer.
-	claimed, err := b.store.ClaimDisbursements(context.Background(), "crashed", 500*time.Millisecond, 1)
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v %v", claimed, err)
+	if _, err := b.store.BeginAttempt(context.Background(), d.ID); err != nil {
+		t.Fatal(err)
 	}
 	first, err := payout.NewClient(b.url, nil).Create(context.Background(), d.IdempotencyKey,
 		payout.Request{Amount: d.Amount, Currency: d.Currency, Reference: d.Reference()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	b.startWorker(t, nil)
 	got := b.waitSent(t, "L-crash", 1)
-	if waited := time.Since(start); waited < 300*time.Millisecond {
-		t.Errorf("the row was taken over after %v, before the crashed worker's claim expired", waited)
-	}
 	if got.ProviderRef != first.ID || got.Attempts != 2 {
-		t.Fatalf("row %+v, want the crashed worker's payout %s adopted on attempt 2", got, first.ID)
+		t.Fatalf("row %+v, want the crashed attempt's payout %s adopted on attempt 2", got, first.ID)
 	}
 	b.wantOnePayoutWithOneKey(t, got)
 }
 
 // ageFirstAttempt makes a pending row look as if its first attempt was long
-// ago, and due now.
+// ago.
 func (b *bundle) ageFirstAttempt(t *testing.T, d store.Disbursement, ago time.Duration) {
 	t.Helper()
-	b.exec(t, `UPDATE disbursements SET first_attempt_at = now() - $2 * interval '1 millisecond',
-		next_attempt_at = now(), claimed_until = NULL WHERE id = $1`, d.ID, ago.Milliseconds())
+	b.exec(t, `UPDATE disbursements SET first_attempt_at = now() - $2 * interval '1 millisecond' WHERE id = $1`,
+		d.ID, ago.Milliseconds())
+}
+
+// jobState returns the state of disbursement id's payout job.
+func (b *bundle) jobState(t *testing.T, id int64) string {
+	t.Helper()
+	var state string
+	err := b.store.Pool().QueryRow(context.Background(),
+		`SELECT state::text FROM river_job WHERE kind = $1 AND (args->>'disbursement_id')::bigint = $2`, store.PayoutKind, id).Scan(&state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// waitJobState waits until disbursement id's payout job is in state.
+func (b *bundle) waitJobState(t *testing.T, id int64, state string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for got := b.jobState(t, id); got != state; got = b.jobState(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the payout job of %d is %s, want %s", id, got, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// makeJobDue waits until disbursement id's payout job waits for a retry,
+// then makes it due now.
+func (b *bundle) makeJobDue(t *testing.T, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for state := b.jobState(t, id); state != "retryable" && state != "available"; state = b.jobState(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the payout job of %d is %s, never waiting for a retry", id, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.exec(t, `UPDATE river_job SET state = 'available', scheduled_at = now()
+		WHERE kind = $1 AND (args->>'disbursement_id')::bigint = $2`, store.PayoutKind, id)
 }
 
 func TestAfterKeyRetentionTheWorkerLooksThePayoutUpAndAdoptsIt(t *testing.T) {
@@ -332,7 +368,7 @@ func TestAfterKeyRetentionTheWorkerLooksThePayoutUpAndAdoptsIt(t *testing.T) {
 	b := setup(t, fakeprovider.Config{KeyRetention: time.Hour})
 	d := b.accept(t, "L-adopt", 1)
 	// Attempt 1, a day ago: the payout was created, the answer never saved.
-	if _, err := b.store.ClaimDisbursements(context.Background(), "old-worker", time.Minute, 1); err != nil {
+	if _, err := b.store.BeginAttempt(context.Background(), d.ID); err != nil {
 		t.Fatal(err)
 	}
 	po, err := payout.NewClient(b.url, nil).Create(context.Background(), d.IdempotencyKey,
@@ -371,12 +407,14 @@ func TestAfterKeyRetentionWithoutAPayoutTheRowAwaitsReviewAndIsNeverPostedAgain(
 	b.waitFor(t, "L-review", 1, "retried", func(d store.Disbursement) bool { return d.LastError != "" })
 	// ...and by then the provider has forgotten the key.
 	b.ageFirstAttempt(t, d, 25*time.Hour)
+	b.makeJobDue(t, d.ID)
 
 	got := b.waitFor(t, "L-review", 1, "flagged for review", func(d store.Disbursement) bool { return d.ReviewReason != "" })
 	if got.Status != store.StatusPending || got.Attempts != 2 {
 		t.Fatalf("flagged row %+v", got)
 	}
 	time.Sleep(300 * time.Millisecond) // several polls
+	b.waitJobState(t, d.ID, "completed")
 	s := b.fake.Stats()
 	if s.Posts != 1 || s.Lookups != 1 || s.Created["L-review-1"] != 0 {
 		t.Fatalf("posts %d lookups %d created %d: want the one failed POST, one lookup, no payout",
@@ -448,8 +486,8 @@ func TestNewRejectsUnsafeConfigurations(t *testing.T) {
 	}{
 		{"NoURL", payout.Config{}},
 		{"NotHTTP", payout.Config{ProviderURL: "ftp://provider"}},
-		{"LeaseShorterThanTimeout", payout.Config{ProviderURL: "http://p", Timeout: 10 * time.Second, ClaimLease: 5 * time.Second}},
-		{"RetentionWithinTwoLeases", payout.Config{ProviderURL: "http://p", Timeout: time.Second, ClaimLease: time.Minute, KeyRetention: time.Minute}},
+		{"RescueWithinAnAttempt", payout.Config{ProviderURL: "http://p", Timeout: 10 * time.Second, RescueAfter: 20 * time.Second}},
+		{"RetentionWithinTwoRescues", payout.Config{ProviderURL: "http://p", Timeout: time.Second, RescueAfter: time.Minute, KeyRetention: time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := payout.New(tc.cfg, nil); err == nil {
@@ -459,18 +497,14 @@ func TestNewRejectsUnsafeConfigurations(t *testing.T) {
 	}
 }
 
-// brokenStore fails every claim, as an unreachable database would.
+// brokenStore cannot start, as with an unreachable database.
 type brokenStore struct{ payout.Store }
 
-func (brokenStore) ClaimDisbursements(context.Context, string, time.Duration, int) ([]store.Disbursement, error) {
+func (brokenStore) StartJobs(context.Context, *river.Config) (func(context.Context) error, error) {
 	return nil, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 }
 
-func (brokenStore) ListenDisbursements(ctx context.Context, wake func()) error {
-	return errors.New("connection refused")
-}
-
-func TestWorkerKeepsRunningWhileTheDatabaseIsDown(t *testing.T) {
+func TestWorkerKeepsTryingToStartWhileTheDatabaseIsDown(t *testing.T) {
 	t.Parallel()
 	w, err := payout.New(payout.Config{ProviderURL: "http://127.0.0.1:1", PollInterval: 10 * time.Millisecond, Logger: testLogger()}, brokenStore{})
 	if err != nil {
@@ -481,4 +515,87 @@ func TestWorkerKeepsRunningWhileTheDatabaseIsDown(t *testing.T) {
 	if err := w.Run(ctx); err != nil {
 		t.Fatalf("Run: %v, want nil after ctx ends", err)
 	}
+}
+
+func TestRefusedRetryAfterALostAnswerAdoptsThePayout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeprovider.Config{})
+	// The payout is created and its answer lost; the retry, with the same
+	// key, meets a 403 (the API key was rotated in between).
+	b.fake.DropNext(1)
+	b.fake.RefuseRetries(http.StatusForbidden)
+	var ev events
+	b.startWorker(t, func(c *payout.Config) { c.Observe = ev.observe })
+	b.accept(t, "L-403", 1)
+	d := b.waitSent(t, "L-403", 1)
+	b.wantOnePayoutWithOneKey(t, d)
+	if d.Attempts != 2 || d.ReviewReason != "" {
+		t.Fatalf("row %+v, want sent on attempt 2 with nothing to review", d)
+	}
+	s := b.fake.Stats()
+	if s.Posts != 2 || s.Lookups != 1 || s.Dropped != 1 {
+		t.Fatalf("posts %d lookups %d dropped %d; want the dropped POST, the refused retry and one lookup", s.Posts, s.Lookups, s.Dropped)
+	}
+	if o := ev.outcomes(); len(o) != 2 || o[0] != payout.OutcomeRetry || o[1] != payout.OutcomeAdopted {
+		t.Fatalf("outcomes %v, want [retry adopted]", o)
+	}
+}
+
+func TestRefusedRetryIsAFailureOnlyWhenTheLookupFindsNoPayout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeprovider.Config{})
+	// The first attempt's outcome is unknown to the worker (a 503 could
+	// have been a gateway's, after the provider acted); the retry is refused.
+	b.fake.FailNext(1, http.StatusServiceUnavailable)
+	b.fake.FailNext(1, http.StatusNotFound)
+	b.startWorker(t, nil)
+	b.accept(t, "L-404", 1)
+	d := b.waitFor(t, "L-404", 1, "failed", func(d store.Disbursement) bool { return d.Status == store.StatusFailed })
+	if d.ProviderRef != "" || d.Attempts != 2 || !strings.Contains(d.LastError, "found no payout") {
+		t.Fatalf("failed row %+v", d)
+	}
+	if s := b.fake.Stats(); s.Lookups != 1 || s.Created["L-404-1"] != 0 {
+		t.Fatalf("lookups %d created %d", s.Lookups, s.Created["L-404-1"])
+	}
+}
+
+func TestTheLastAttemptFlagsTheRowInsteadOfLettingRiverDiscardIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeprovider.Config{})
+	b.fake.FailNext(10, http.StatusServiceUnavailable)
+	d := b.accept(t, "L-last", 1)
+	b.exec(t, `UPDATE river_job SET max_attempts = 2 WHERE kind = $1 AND (args->>'disbursement_id')::bigint = $2`, store.PayoutKind, d.ID)
+	b.startWorker(t, func(c *payout.Config) { c.BackoffInitial, c.BackoffCap = time.Millisecond, time.Millisecond })
+	got := b.waitFor(t, "L-last", 1, "flagged for review", func(d store.Disbursement) bool { return d.ReviewReason != "" })
+	if got.Status != store.StatusPending || got.Attempts != 2 || !strings.Contains(got.ReviewReason, "after 2 attempts") {
+		t.Fatalf("flagged row %+v", got)
+	}
+	b.waitJobState(t, d.ID, "completed")
+}
+
+func TestRefusedRetryWhoseLookupIsRefusedTooAwaitsReview(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeprovider.Config{})
+	// A gateway in front of the provider refuses every lookup.
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
+			return
+		}
+		b.fake.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gw.Close)
+	b.fake.DropNext(1)
+	b.fake.RefuseRetries(http.StatusForbidden)
+	b.startWorker(t, func(c *payout.Config) { c.ProviderURL = gw.URL })
+	d := b.accept(t, "L-blind", 1)
+	got := b.waitFor(t, "L-blind", 1, "flagged for review", func(d store.Disbursement) bool { return d.ReviewReason != "" })
+	if got.Status != store.StatusPending || got.ProviderRef != "" || got.Attempts != 2 || !strings.Contains(got.ReviewReason, "may hold the payout") {
+		t.Fatalf("row %+v, want pending and flagged after attempt 2", got)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if s := b.fake.Stats(); s.Posts != 2 || s.Created["L-blind-1"] != 1 {
+		t.Fatalf("posts %d created %d: want the dropped POST and the refused retry, one payout", s.Posts, s.Created["L-blind-1"])
+	}
+	b.waitJobState(t, d.ID, "completed")
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
 // Sources of webhook events, the first half of webhook_events' key.
@@ -15,10 +19,6 @@ const (
 	SourceLoans   = "loans"   // loan approvals from the lending platform
 	SourcePayouts = "payouts" // payout status notifications from the provider
 )
-
-// DisbursementChannel is the Postgres NOTIFY channel on which a newly
-// accepted disbursement wakes the payout workers (see ListenDisbursements).
-const DisbursementChannel = "paylock_disbursements"
 
 // Errors of the disbursement methods, beside ErrDuplicate, ErrMismatch,
 // ErrNotFound and ErrUnavailable.
@@ -28,10 +28,10 @@ var (
 	// errors.Is(err, ErrDuplicate) is true for it too.
 	ErrEventSeen = fmt.Errorf("store: event already received (%w)", ErrDuplicate)
 
-	// ErrClaimLost means a worker's guarded update found the row no longer
-	// pending under its claim: the claim expired and another worker took the
-	// row over, or the row moved on. The update changed nothing.
-	ErrClaimLost = errors.New("store: disbursement claim lost")
+	// ErrNotPending means a worker's guarded update found the row no longer
+	// pending (another attempt or a status notification moved it on), or,
+	// for BeginAttempt, flagged for review. The update changed nothing.
+	ErrNotPending = errors.New("store: disbursement no longer pending")
 )
 
 // DisbursementStatus is where a disbursement stands. Statuses move forward
@@ -72,9 +72,11 @@ type Disbursement struct {
 	// call to the provider for it: see IdempotencyKey.
 	IdempotencyKey string
 	ProviderRef    string // the provider's payout id; "" until it accepted
-	Attempts       int    // claims so far, each one provider call
+	Attempts       int    // attempts begun so far (BeginAttempt), each one or two provider calls
+	// NextAttemptAt notes when the payout job is due again after a
+	// temporary failure (NoteRetry); River, not this field, schedules it.
 	NextAttemptAt  time.Time
-	FirstAttemptAt time.Time // zero until first claimed
+	FirstAttemptAt time.Time // zero until the first attempt began
 	LastError      string
 	ReviewReason   string // set: a person must decide; the worker leaves the row alone
 	EventID        string // the loan event that created the row
@@ -82,8 +84,8 @@ type Disbursement struct {
 	UpdatedAt      time.Time
 	StatusSince    time.Time // when the row entered its current status
 
-	// SinceFirstAttempt is set by ClaimDisbursements only: how long ago the
-	// first attempt was claimed, by the database's clock.
+	// SinceFirstAttempt is set by BeginAttempt only: how long ago the
+	// first attempt began, by the database's clock.
 	SinceFirstAttempt time.Duration
 }
 
@@ -144,8 +146,9 @@ FROM disbursements
 WHERE loan_id = $1 AND tranche = $2`
 
 // AcceptDisbursement records a loan event (d.EventID) and the disbursement
-// of its tranche in one transaction and confirms the COMMIT; the workers are
-// notified when it commits. d's ID, status and bookkeeping fields are
+// of its tranche in one transaction and confirms the COMMIT. A new
+// disbursement's payout job (PayoutArgs, River's InsertTx) is inserted in
+// the same transaction: it exists if and only if the row does. d's ID, status and bookkeeping fields are
 // ignored; its idempotency key is IdempotencyKey(d.LoanID, d.Tranche).
 //
 // It returns the stored disbursement and:
@@ -221,9 +224,11 @@ func (s *Store) acceptTx(ctx context.Context, tx pgx.Tx, d Disbursement) (Disbur
 	case err != nil:
 		return Disbursement{}, translate("accept disbursement: insert", err)
 	}
-	// Delivered by the server at COMMIT, and only if it commits.
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", DisbursementChannel, fmt.Sprint(stored.ID)); err != nil {
-		return Disbursement{}, translate("accept disbursement: notify", err)
+	// The payout job, in the same transaction: committed with the row or not
+	// at all. Unique by disbursement id, so even a second insert for the row
+	// (none is made: only a new row gets here) would be skipped.
+	if _, err := s.jobs.InsertTx(ctx, tx, PayoutArgs{DisbursementID: stored.ID}, nil); err != nil {
+		return Disbursement{}, translate("accept disbursement: insert payout job", err)
 	}
 	return stored, nil
 }
@@ -281,121 +286,166 @@ func (s *Store) Disbursement(ctx context.Context, loanID string, tranche int) (D
 	return readDisbursement(ctx, s.pool, loanID, tranche)
 }
 
-const claimSQL = `
-UPDATE disbursements SET
-	claimed_by = $1,
-	claimed_until = now() + $2 * interval '1 millisecond',
-	attempts = attempts + 1,
-	first_attempt_at = coalesce(first_attempt_at, now()),
-	updated_at = now()
-WHERE id IN (
-	SELECT id FROM disbursements
-	WHERE status = 'pending' AND review_reason IS NULL AND next_attempt_at <= now()
-		AND (claimed_until IS NULL OR claimed_until <= now())
-	ORDER BY next_attempt_at
-	LIMIT $3
-	FOR UPDATE SKIP LOCKED)
+// The worker's updates. Each is guarded on status = 'pending': a row that
+// moved on (another attempt saved its outcome first, or a status
+// notification came) is left alone, and the update returns ErrNotPending.
+const (
+	beginAttemptSQL = `UPDATE disbursements SET attempts = attempts + 1,
+	first_attempt_at = coalesce(first_attempt_at, now()), updated_at = now()
+WHERE id = $1 AND status = 'pending' AND review_reason IS NULL
 RETURNING ` + disbursementColumns + `, extract(epoch FROM now() - first_attempt_at)::float8`
 
-// ClaimDisbursements claims up to limit due pending rows for worker until
-// now + lease (by the database's clock), counting an attempt for each, and
-// returns them. Rows locked or claimed by other workers are skipped, so two
-// workers never hold the same row; a claim that expires (its worker crashed
-// or stalled) makes the row claimable again. The lease must outlast the
-// provider call it covers.
-func (s *Store) ClaimDisbursements(ctx context.Context, worker string, lease time.Duration, limit int) ([]Disbursement, error) {
-	rows, err := s.pool.Query(ctx, claimSQL, worker, lease.Milliseconds(), limit)
-	if err != nil {
-		return nil, translate("claim disbursements", err)
-	}
-	defer rows.Close()
-	var out []Disbursement
-	for rows.Next() {
-		var since float64
-		d, err := scanDisbursement(rows, &since)
-		if err != nil {
-			return nil, translate("claim disbursements: scan", err)
-		}
+	pendingGuard = ` WHERE id = $1 AND status = 'pending'`
+
+	markSentSQL = `UPDATE disbursements SET status = $2, provider_ref = $3, status_since = now(),
+	updated_at = now()` + pendingGuard + ` RETURNING ` + disbursementColumns
+
+	markFailedSQL = `UPDATE disbursements SET status = 'failed', last_error = $2, status_since = now(),
+	updated_at = now()` + pendingGuard + ` RETURNING ` + disbursementColumns
+
+	noteRetrySQL = `UPDATE disbursements SET next_attempt_at = now() + $2 * interval '1 millisecond',
+	last_error = $3, updated_at = now()` + pendingGuard
+
+	flagSQL = `UPDATE disbursements SET review_reason = $2, updated_at = now()` + pendingGuard
+
+	selectByIDSQL = `SELECT ` + disbursementColumns + ` FROM disbursements WHERE id = $1`
+)
+
+// BeginAttempt counts an attempt of disbursement id's payout (attempts + 1,
+// first_attempt_at set on the first) and returns the row, with
+// SinceFirstAttempt. A row no longer pending, or flagged for review, is
+// returned unchanged with ErrNotPending: there is nothing to attempt. An
+// unknown id is ErrNotFound.
+func (s *Store) BeginAttempt(ctx context.Context, id int64) (Disbursement, error) {
+	var since float64
+	d, err := scanDisbursement(s.pool.QueryRow(ctx, beginAttemptSQL, id), &since)
+	switch {
+	case err == nil:
 		d.SinceFirstAttempt = time.Duration(since * float64(time.Second))
-		out = append(out, d)
+		return d, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return Disbursement{}, translate("begin attempt", err)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, translate("claim disbursements", err)
+	cur, err := s.disbursementByID(ctx, s.pool, id)
+	if err != nil {
+		return Disbursement{}, err
 	}
-	return out, nil
+	return cur, fmt.Errorf("%w: disbursement %d is %s (review: %q)", ErrNotPending, id, cur.Status, cur.ReviewReason)
 }
 
-// The worker's outcome updates. Each is guarded: it applies only while the
-// row is pending and claimed by the worker, and otherwise returns
-// ErrClaimLost, changing nothing.
-const (
-	guard = ` WHERE id = $1 AND status = 'pending' AND claimed_by = $2`
-
-	markSentSQL = `UPDATE disbursements SET status = $3, provider_ref = $4, status_since = now(),
-	updated_at = now(), claimed_by = NULL, claimed_until = NULL` + guard
-
-	retryLaterSQL = `UPDATE disbursements SET next_attempt_at = now() + $3 * interval '1 millisecond',
-	last_error = $4, updated_at = now(), claimed_by = NULL, claimed_until = NULL` + guard
-
-	markFailedSQL = `UPDATE disbursements SET status = 'failed', last_error = $3, status_since = now(),
-	updated_at = now(), claimed_by = NULL, claimed_until = NULL` + guard
-
-	flagSQL = `UPDATE disbursements SET review_reason = $3, updated_at = now(),
-	claimed_by = NULL, claimed_until = NULL` + guard
-)
+func (s *Store) disbursementByID(ctx context.Context, q querier, id int64) (Disbursement, error) {
+	d, err := scanDisbursement(q.QueryRow(ctx, selectByIDSQL, id))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Disbursement{}, fmt.Errorf("%w: disbursement %d", ErrNotFound, id)
+	case err != nil:
+		return Disbursement{}, translate("read disbursement", err)
+	}
+	return d, nil
+}
 
 // MarkSent records that the provider accepted the payout as providerRef:
 // status becomes sent, or paid or failed when the provider already said so.
-func (s *Store) MarkSent(ctx context.Context, id int64, worker, providerRef string, status DisbursementStatus) error {
+// The status hook (OnStatusChange) runs in its transaction.
+func (s *Store) MarkSent(ctx context.Context, id int64, providerRef string, status DisbursementStatus) error {
 	if status.Rank() < StatusSent.Rank() {
 		return fmt.Errorf("store: mark sent: status %q is not sent, paid or failed", status)
 	}
-	return s.guarded(ctx, "mark sent", markSentSQL, id, worker, string(status), providerRef)
-}
-
-// RetryLater leaves the row pending, due again after delay (by the
-// database's clock), with lastErr noted.
-func (s *Store) RetryLater(ctx context.Context, id int64, worker string, delay time.Duration, lastErr string) error {
-	return s.guarded(ctx, "retry later", retryLaterSQL, id, worker, delay.Milliseconds(), lastErr)
+	return s.leavePending(ctx, "mark sent", markSentSQL, id, string(status), providerRef)
 }
 
 // MarkFailed records that the provider refused the payout: nothing was paid.
-func (s *Store) MarkFailed(ctx context.Context, id int64, worker, lastErr string) error {
-	return s.guarded(ctx, "mark failed", markFailedSQL, id, worker, lastErr)
+// The status hook runs in its transaction.
+func (s *Store) MarkFailed(ctx context.Context, id int64, lastErr string) error {
+	return s.leavePending(ctx, "mark failed", markFailedSQL, id, lastErr)
 }
 
-// FlagForReview sets the row's review_reason: the worker stops trying it and
-// a person decides.
-func (s *Store) FlagForReview(ctx context.Context, id int64, worker, reason string) error {
-	return s.guarded(ctx, "flag for review", flagSQL, id, worker, reason)
+// NoteRetry keeps lastErr as the row's last_error and notes in
+// next_attempt_at when the payout job is due again (after delay, by the
+// database's clock). The row stays pending; River schedules the retry.
+func (s *Store) NoteRetry(ctx context.Context, id int64, delay time.Duration, lastErr string) error {
+	return s.guarded(ctx, "note retry", noteRetrySQL, id, delay.Milliseconds(), lastErr)
 }
 
-func (s *Store) guarded(ctx context.Context, op, sql string, id int64, worker string, args ...any) error {
-	tag, err := s.pool.Exec(ctx, sql, append([]any{id, worker}, args...)...)
+// FlagForReview sets the row's review_reason: no attempt begins on it any
+// more (BeginAttempt) until a person decides.
+func (s *Store) FlagForReview(ctx context.Context, id int64, reason string) error {
+	return s.guarded(ctx, "flag for review", flagSQL, id, reason)
+}
+
+func (s *Store) guarded(ctx context.Context, op, sql string, id int64, args ...any) error {
+	tag, err := s.pool.Exec(ctx, sql, append([]any{id}, args...)...)
 	if err != nil {
 		return translate(op, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %s: disbursement %d is no longer pending under %s's claim", ErrClaimLost, op, id, worker)
+		return s.notPending(ctx, op, id)
 	}
 	return nil
 }
 
-// NextDisbursementDue returns how long until the next pending row becomes
-// claimable (zero or negative: now), by the database's clock, and false when
-// there is none.
-func (s *Store) NextDisbursementDue(ctx context.Context) (time.Duration, bool, error) {
-	var secs *float64
-	err := s.pool.QueryRow(ctx, `
-		SELECT extract(epoch FROM min(greatest(next_attempt_at, coalesce(claimed_until, next_attempt_at))) - now())::float8
-		FROM disbursements WHERE status = 'pending' AND review_reason IS NULL`).Scan(&secs)
+// notPending explains a guarded update that changed nothing.
+func (s *Store) notPending(ctx context.Context, op string, id int64) error {
+	cur, err := s.disbursementByID(ctx, s.pool, id)
 	if err != nil {
-		return 0, false, translate("next disbursement due", err)
+		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	if secs == nil {
-		return 0, false, nil
+	return fmt.Errorf("%w: %s: disbursement %d is %s", ErrNotPending, op, id, cur.Status)
+}
+
+// leavePending moves a pending row to a new status with sql (which returns
+// the row) and runs the status hook, in one transaction.
+func (s *Store) leavePending(ctx context.Context, op, sql string, id int64, args ...any) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return translate(op+": begin", err)
 	}
-	return time.Duration(*secs * float64(time.Second)), true, nil
+	d, err := scanDisbursement(tx.QueryRow(ctx, sql, append([]any{id}, args...)...))
+	if err == nil {
+		err = s.statusChanged(ctx, tx, StatusPending, d)
+	} else if errors.Is(err, pgx.ErrNoRows) {
+		s.rollback(ctx, tx)
+		return s.notPending(ctx, op, id)
+	} else {
+		err = translate(op, err)
+	}
+	if err != nil {
+		s.rollback(ctx, tx)
+		return err
+	}
+	if err := s.commit(ctx, tx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// StatusChange is a disbursement's move to another status, as seen inside
+// the transaction that makes it.
+type StatusChange struct {
+	From         DisbursementStatus
+	Disbursement Disbursement // as it stands after the change
+}
+
+// StatusHook runs inside every transaction that changes a disbursement's
+// status (MarkSent, MarkFailed, ApplyPayoutStatus), after the update and
+// before COMMIT; an error rolls the change back and is returned to the
+// caller. It is the seam for what must follow a status change exactly when
+// it commits, such as forwarding it (a River job inserted with tx). Use tx
+// for that only; never commit or roll it back.
+type StatusHook func(ctx context.Context, tx pgx.Tx, c StatusChange) error
+
+// OnStatusChange sets the status hook (nil: none). Set it before the store
+// is used; it is not safe to change concurrently with status changes.
+func (s *Store) OnStatusChange(h StatusHook) { s.onStatus = h }
+
+func (s *Store) statusChanged(ctx context.Context, tx pgx.Tx, from DisbursementStatus, d Disbursement) error {
+	if s.onStatus == nil {
+		return nil
+	}
+	if err := s.onStatus(ctx, tx, StatusChange{From: from, Disbursement: d}); err != nil {
+		return fmt.Errorf("store: status hook for disbursement %d (%s → %s): %w", d.ID, from, d.Status, err)
+	}
+	return nil
 }
 
 const selectByRefSQL = `SELECT ` + disbursementColumns + ` FROM disbursements WHERE provider_ref = $1`
@@ -464,6 +514,9 @@ func (s *Store) applyStatusTx(ctx context.Context, tx pgx.Tx, eventID, payoutID 
 		d, err := scanDisbursement(tx.QueryRow(ctx, applyStatusSQL, payoutID, string(cur.Status), string(status), reason))
 		switch {
 		case err == nil:
+			if err := s.statusChanged(ctx, tx, cur.Status, d); err != nil {
+				return Disbursement{}, false, err
+			}
 			return d, true, nil
 		case !errors.Is(err, pgx.ErrNoRows):
 			return Disbursement{}, false, translate("apply payout status: update", err)
@@ -497,39 +550,106 @@ func (s *Store) StuckDisbursements(ctx context.Context, olderThan time.Duration)
 	return out, nil
 }
 
-// ListenDisbursements listens on DisbursementChannel on a connection of its
-// own (outside the pool) and calls wake once listening has begun (to catch
-// up on anything missed before) and after every notification. It returns
-// nil when ctx is done, and otherwise the error that ended the connection
-// (wrapping ErrUnavailable when transient); the caller reconnects, polling
-// meanwhile.
-func (s *Store) ListenDisbursements(ctx context.Context, wake func()) error {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+// RetriedFailures lists, oldest first, the failed rows without a
+// provider_ref that were attempted more than once: an earlier attempt's
+// outcome may have been unknown (a lost answer), so the provider may hold a
+// payout for the key although the row says nothing was paid. Reconcile looks
+// them up.
+func (s *Store) RetriedFailures(ctx context.Context) ([]Disbursement, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+disbursementColumns+` FROM disbursements
+		WHERE status = 'failed' AND provider_ref IS NULL AND attempts > 1
+		ORDER BY status_since, id`)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return translate("listen: connect", err)
+		return nil, translate("retried failures", err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CommitTimeout)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+DisbursementChannel); err != nil {
-		if ctx.Err() != nil {
-			return nil
+	defer rows.Close()
+	var out []Disbursement
+	for rows.Next() {
+		d, err := scanDisbursement(rows)
+		if err != nil {
+			return nil, translate("retried failures: scan", err)
 		}
-		return translate("listen", err)
+		out = append(out, d)
 	}
-	wake()
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return translate("listen: wait", err)
-		}
-		wake()
+	if err := rows.Err(); err != nil {
+		return nil, translate("retried failures", err)
+	}
+	return out, nil
+}
+
+// The payout job. River (github.com/riverqueue/river) schedules, claims,
+// retries and discards it; package payout works it.
+const (
+	// PayoutKind is the River job kind of PayoutArgs.
+	PayoutKind = "payout"
+	// PayoutQueue is the River queue payout jobs go to.
+	PayoutQueue = "payout"
+	// PayoutMaxAttempts is how often River runs a payout job before it
+	// discards it. The worker flags the row for review on the last attempt
+	// rather than let it be discarded silently: with a 10 minute backoff
+	// cap, 200 attempts span more than a day, past a provider's usual key
+	// retention.
+	PayoutMaxAttempts = 200
+)
+
+// PayoutArgs is the River job that pays out one disbursement, inserted by
+// AcceptDisbursement in the transaction that creates the row, unique per
+// disbursement (by its id, in every state but cancelled and discarded).
+type PayoutArgs struct {
+	DisbursementID int64 `json:"disbursement_id" river:"unique"`
+}
+
+// Kind is PayoutKind.
+func (PayoutArgs) Kind() string { return PayoutKind }
+
+// InsertOpts puts the job on PayoutQueue, unique by its disbursement id.
+func (PayoutArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       PayoutQueue,
+		MaxAttempts: PayoutMaxAttempts,
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
 	}
 }
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// newInsertOnlyClient returns a River client that inserts jobs over pool
+// and works none.
+func newInsertOnlyClient(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLogger})
+	if err != nil {
+		return nil, fmt.Errorf("store: river client: %w", err)
+	}
+	return c, nil
+}
+
+// StartJobs starts a River client over the store's pool that works cfg's
+// queues with cfg's workers, in the current schema, and returns stop, which
+// stops it gracefully: no new jobs are fetched and those in hand finish (or
+// stop's ctx ends). ctx bounds the start only: the client runs, and its
+// jobs' contexts live, until stop is called. Behind a pooler in transaction mode (a pooled ExecMode)
+// the client cannot LISTEN: StartJobs sets cfg.PollOnly, and jobs are found
+// by polling every cfg.FetchPollInterval. Errors wrap ErrUnavailable when
+// the database cannot be reached; nothing is started then.
+func (s *Store) StartJobs(ctx context.Context, cfg *river.Config) (stop func(context.Context) error, err error) {
+	if s.pooled {
+		cfg.PollOnly = true
+	}
+	c, err := river.NewClient(riverpgxv5.New(s.pool), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: river client: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, translate("start jobs", err)
+	}
+	// Cancelling Start's context would be River's hard stop, cancelling the
+	// jobs in hand: only stop ends the client.
+	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, translate("start jobs", err)
+	}
+	return c.Stop, nil
+}
+
+// Pooled reports whether the store's exec mode is a pooled one (see
+// ExecMode): behind a pooler in transaction mode, with no session state.
+func (s *Store) Pooled() bool { return s.pooled }

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 )
 
 func newDisbursement(loanID string, tranche int, eventID string) Disbursement {
@@ -135,41 +138,97 @@ func TestConcurrentEventsForOneTrancheCreateOneDisbursement(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM disbursements"); n != 1 {
 		t.Fatalf("%d disbursements, want 1", n)
 	}
+	if n := b.count(t, "SELECT count(*) FROM river_job WHERE kind = $1", PayoutKind); n != 1 {
+		t.Fatalf("%d payout jobs, want 1", n)
+	}
 	if n := b.count(t, "SELECT count(*) FROM webhook_events"); n != events/2 {
 		t.Fatalf("%d events recorded, want %d", n, events/2)
 	}
 }
 
-func TestNewDisbursementNotifiesListenersOnCommit(t *testing.T) {
+// payoutJobs counts the payout jobs of disbursement id in the test's schema.
+func (b *bundle) payoutJobs(t *testing.T, id int64) int {
+	t.Helper()
+	return b.count(t, `SELECT count(*) FROM river_job
+		WHERE kind = $1 AND queue = $2 AND (args->>'disbursement_id')::bigint = $3`, PayoutKind, PayoutQueue, id)
+}
+
+func TestMigrateCreatesRiversTablesInTheCurrentSchema(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wakes := make(chan struct{}, 16)
-	done := make(chan error, 1)
-	go func() {
-		done <- b.store.ListenDisbursements(ctx, func() { wakes <- struct{}{} })
-	}()
-	select {
-	case <-wakes: // listening has begun
-	case <-time.After(5 * time.Second):
-		t.Fatal("no wake once listening")
+	for _, table := range []string{"river_job", "river_leader", "river_queue", "river_migration"} {
+		if n := b.count(t, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1", table); n != 1 {
+			t.Errorf("%s: %d in the test's schema, want 1", table, n)
+		}
 	}
-	if _, err := b.store.AcceptDisbursement(context.Background(), newDisbursement("L-n", 1, "evt_n")); err != nil {
-		t.Fatal(err)
+	applied := b.count(t, "SELECT count(*) FROM river_migration")
+	if applied == 0 {
+		t.Fatal("no River migration recorded")
 	}
-	select {
-	case <-wakes:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no notification after the commit")
+	if err := b.store.Migrate(context.Background()); err != nil {
+		t.Fatalf("Migrate again: %v", err)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("ListenDisbursements returned %v after cancel, want nil", err)
+	if again := b.count(t, "SELECT count(*) FROM river_migration"); again != applied {
+		t.Errorf("Migrate again: %d River migrations recorded, had %d; want a no-op", again, applied)
 	}
 }
 
-func TestClaimsAreExclusiveAndExpire(t *testing.T) {
+func TestOnlyANewDisbursementGetsAPayoutJobInItsTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.payoutJobs(t, d.ID); n != 1 {
+		t.Fatalf("%d payout jobs for a new disbursement, want 1", n)
+	}
+	// A redelivery, a re-approval and a mismatch add no job.
+	_, _ = b.store.AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j1"))
+	_, _ = b.store.AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j2"))
+	other := newDisbursement("L-j", 1, "evt_j3")
+	other.Amount++
+	if _, err := b.store.AcceptDisbursement(ctx, other); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("mismatch: %v", err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM river_job"); n != 1 {
+		t.Fatalf("%d jobs after redeliveries, want the one", n)
+	}
+	// And the job is unique per disbursement even if inserted again.
+	res, err := b.store.jobs.Insert(ctx, PayoutArgs{DisbursementID: d.ID}, nil)
+	if err != nil || !res.UniqueSkippedAsDuplicate {
+		t.Fatalf("a second payout job for disbursement %d: %+v, %v; want it skipped as a duplicate", d.ID, res, err)
+	}
+	if n := b.payoutJobs(t, d.ID); n != 1 {
+		t.Fatalf("%d payout jobs after a second insert, want 1", n)
+	}
+
+	// A transaction that fails after the insert leaves neither row nor job.
+	s, err := Open(ctx, Config{URL: b.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := b.admin.Exec(ctx, `CREATE FUNCTION refuse_job() RETURNS trigger LANGUAGE plpgsql AS
+		$$BEGIN RAISE EXCEPTION 'no jobs today'; END$$`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.admin.Exec(ctx, `CREATE TRIGGER refuse_job BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTION refuse_job()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcceptDisbursement(ctx, newDisbursement("L-j", 2, "evt_j4")); err == nil {
+		t.Fatal("accepted without its job")
+	}
+	if _, err := s.Disbursement(ctx, "L-j", 2); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the row of a failed job insert: %v, want ErrNotFound", err)
+	}
+	if n := b.events(t, SourceLoans, "evt_j4"); n != 0 {
+		t.Fatalf("the event of a failed job insert was recorded")
+	}
+}
+
+func TestWorkerUpdatesApplyToPendingRowsOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -177,66 +236,59 @@ func TestClaimsAreExclusiveAndExpire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := b.store.ClaimDisbursements(ctx, "worker-a", 300*time.Millisecond, 10)
-	if err != nil || len(a) != 1 || a[0].ID != d.ID || a[0].Attempts != 1 || a[0].FirstAttemptAt.IsZero() {
-		t.Fatalf("worker a claimed %+v, %v", a, err)
+	first, err := b.store.BeginAttempt(ctx, d.ID)
+	if err != nil || first.Attempts != 1 || first.FirstAttemptAt.IsZero() {
+		t.Fatalf("first attempt %+v, %v", first, err)
 	}
-	if rows, err := b.store.ClaimDisbursements(ctx, "worker-b", time.Minute, 10); err != nil || len(rows) != 0 {
-		t.Fatalf("worker b claimed %d rows of a's (%v)", len(rows), err)
+	time.Sleep(50 * time.Millisecond)
+	second, err := b.store.BeginAttempt(ctx, d.ID)
+	if err != nil || second.Attempts != 2 || !second.FirstAttemptAt.Equal(first.FirstAttemptAt) {
+		t.Fatalf("second attempt %+v, %v", second, err)
 	}
-	if err := b.store.MarkSent(ctx, d.ID, "worker-b", "po_b", StatusSent); !errors.Is(err, ErrClaimLost) {
-		t.Fatalf("b's update of a's claim: %v, want ErrClaimLost", err)
+	if second.SinceFirstAttempt < 50*time.Millisecond {
+		t.Errorf("SinceFirstAttempt = %v, want at least the pause", second.SinceFirstAttempt)
 	}
-
-	time.Sleep(400 * time.Millisecond) // a stalls past its lease
-	rows, err := b.store.ClaimDisbursements(ctx, "worker-b", time.Minute, 10)
-	if err != nil || len(rows) != 1 || rows[0].Attempts != 2 || !rows[0].FirstAttemptAt.Equal(a[0].FirstAttemptAt) {
-		t.Fatalf("after a's lease, b claimed %+v, %v", rows, err)
-	}
-	if rows[0].SinceFirstAttempt < 300*time.Millisecond {
-		t.Errorf("SinceFirstAttempt = %v, want at least the stall", rows[0].SinceFirstAttempt)
-	}
-	if err := b.store.MarkSent(ctx, d.ID, "worker-a", "po_a", StatusSent); !errors.Is(err, ErrClaimLost) {
-		t.Fatalf("stale worker a's update: %v, want ErrClaimLost", err)
-	}
-	if err := b.store.MarkSent(ctx, d.ID, "worker-b", "po_b", StatusSent); err != nil {
+	if err := b.store.MarkSent(ctx, d.ID, "po_1", StatusSent); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := b.store.Disbursement(ctx, "L-c", 1)
-	if got.Status != StatusSent || got.ProviderRef != "po_b" {
-		t.Fatalf("after b's update: %+v", got)
+	for name, update := range map[string]func() error{
+		"MarkSent":      func() error { return b.store.MarkSent(ctx, d.ID, "po_2", StatusSent) },
+		"MarkFailed":    func() error { return b.store.MarkFailed(ctx, d.ID, "late refusal") },
+		"NoteRetry":     func() error { return b.store.NoteRetry(ctx, d.ID, time.Second, "late 503") },
+		"FlagForReview": func() error { return b.store.FlagForReview(ctx, d.ID, "late") },
+		"BeginAttempt":  func() error { _, err := b.store.BeginAttempt(ctx, d.ID); return err },
+	} {
+		if err := update(); !errors.Is(err, ErrNotPending) {
+			t.Errorf("%s on a sent row: %v, want ErrNotPending", name, err)
+		}
 	}
-	if rows, _ := b.store.ClaimDisbursements(ctx, "worker-c", time.Minute, 10); len(rows) != 0 {
-		t.Fatalf("a sent row was claimed again")
+	got, _ := b.store.Disbursement(ctx, "L-c", 1)
+	if got.Status != StatusSent || got.ProviderRef != "po_1" || got.Attempts != 2 || got.LastError != "" || got.ReviewReason != "" {
+		t.Fatalf("a sent row changed: %+v", got)
+	}
+	if _, err := b.store.BeginAttempt(ctx, 1<<40); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown id: %v, want ErrNotFound", err)
 	}
 }
 
-func TestRetryLaterAndReviewKeepTheRowOutOfClaims(t *testing.T) {
+func TestNoteRetryAndReview(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	d1, _ := b.store.AcceptDisbursement(ctx, newDisbursement("L-r", 1, "evt_r1"))
 	d2, _ := b.store.AcceptDisbursement(ctx, newDisbursement("L-r", 2, "evt_r2"))
-	if _, err := b.store.ClaimDisbursements(ctx, "w", time.Minute, 10); err != nil {
+	if err := b.store.NoteRetry(ctx, d1.ID, time.Minute, "503"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.RetryLater(ctx, d1.ID, "w", 300*time.Millisecond, "503"); err != nil {
+	got, _ := b.store.Disbursement(ctx, "L-r", 1)
+	if got.Status != StatusPending || got.LastError != "503" || time.Until(got.NextAttemptAt) < 50*time.Second {
+		t.Fatalf("after NoteRetry: %+v", got)
+	}
+	if err := b.store.FlagForReview(ctx, d2.ID, "a person decides"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.FlagForReview(ctx, d2.ID, "w", "a person decides"); err != nil {
-		t.Fatal(err)
-	}
-	if rows, _ := b.store.ClaimDisbursements(ctx, "w", time.Minute, 10); len(rows) != 0 {
-		t.Fatalf("claimed %d rows before the retry is due", len(rows))
-	}
-	due, ok, err := b.store.NextDisbursementDue(ctx)
-	if err != nil || !ok || due <= 0 || due > 300*time.Millisecond {
-		t.Fatalf("next due in %v (%v, %v), want within 300ms", due, ok, err)
-	}
-	time.Sleep(due + 50*time.Millisecond)
-	rows, err := b.store.ClaimDisbursements(ctx, "w", time.Minute, 10)
-	if err != nil || len(rows) != 1 || rows[0].ID != d1.ID || rows[0].LastError != "503" {
-		t.Fatalf("after the backoff claimed %+v, %v; want only the retried row", rows, err)
+	if _, err := b.store.BeginAttempt(ctx, d2.ID); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("an attempt began on a flagged row: %v", err)
 	}
 	stuck, err := b.store.StuckDisbursements(ctx, time.Hour)
 	if err != nil || len(stuck) != 1 || stuck[0].ID != d2.ID {
@@ -245,6 +297,89 @@ func TestRetryLaterAndReviewKeepTheRowOutOfClaims(t *testing.T) {
 	stuck, _ = b.store.StuckDisbursements(ctx, 0)
 	if len(stuck) != 2 {
 		t.Fatalf("stuck with no threshold = %d rows, want 2", len(stuck))
+	}
+}
+
+func TestRetriedFailuresListsFailedRowsWithoutARefAttemptedTwice(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	fail := func(loan string, attempts int) {
+		t.Helper()
+		d, err := b.store.AcceptDisbursement(ctx, newDisbursement(loan, 1, "evt_"+loan))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range attempts {
+			if _, err := b.store.BeginAttempt(ctx, d.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.store.MarkFailed(ctx, d.ID, "403"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail("L-once", 1)
+	fail("L-twice", 2)
+	got, err := b.store.RetriedFailures(ctx)
+	if err != nil || len(got) != 1 || got[0].LoanID != "L-twice" {
+		t.Fatalf("RetriedFailures = %+v, %v; want only L-twice", got, err)
+	}
+}
+
+func TestStatusHookRunsInTheTransactionThatChangesTheStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	s, err := Open(ctx, Config{URL: b.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var (
+		mu      sync.Mutex
+		changes []StatusChange
+		refuse  error
+	)
+	s.OnStatusChange(func(ctx context.Context, tx pgx.Tx, c StatusChange) error {
+		// The hook sees the change from inside its transaction.
+		var status string
+		if err := tx.QueryRow(ctx, "SELECT status FROM disbursements WHERE id = $1", c.Disbursement.ID).Scan(&status); err != nil {
+			return err
+		}
+		if status != string(c.Disbursement.Status) {
+			return fmt.Errorf("the hook read %s, the change says %s", status, c.Disbursement.Status)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, c)
+		return refuse
+	})
+	d1, _ := s.AcceptDisbursement(ctx, newDisbursement("L-h", 1, "evt_h1"))
+	d2, _ := s.AcceptDisbursement(ctx, newDisbursement("L-h", 2, "evt_h2"))
+	if err := s.MarkSent(ctx, d1.ID, "po_h1", StatusSent); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ApplyPayoutStatus(ctx, "pe_h1", "po_h1", StatusPaid, ""); err != nil {
+		t.Fatal(err)
+	}
+	refuse = errors.New("forwarding unavailable")
+	if err := s.MarkFailed(ctx, d2.ID, "refused"); !errors.Is(err, refuse) {
+		t.Fatalf("MarkFailed with a failing hook: %v, want the hook's error", err)
+	}
+	if got, _ := s.Disbursement(ctx, "L-h", 2); got.Status != StatusPending {
+		t.Fatalf("a change whose hook failed was kept: %+v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"pending→sent", "sent→paid", "pending→failed"}
+	if len(changes) != len(want) {
+		t.Fatalf("%d changes seen, want %v", len(changes), want)
+	}
+	for i, c := range changes {
+		if got := string(c.From) + "→" + string(c.Disbursement.Status); got != want[i] {
+			t.Errorf("change %d: %s, want %s", i, got, want[i])
+		}
 	}
 }
 
@@ -258,10 +393,10 @@ func TestPayoutStatusMovesForwardOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.store.ClaimDisbursements(ctx, "w", time.Minute, 10); err != nil {
+		if _, err := b.store.BeginAttempt(ctx, d.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.store.MarkSent(ctx, d.ID, "w", ref, StatusSent); err != nil {
+		if err := b.store.MarkSent(ctx, d.ID, ref, StatusSent); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -331,4 +466,56 @@ func TestPayoutStatusMovesForwardOnly(t *testing.T) {
 			t.Fatalf("%d events applied, want exactly 1", n)
 		}
 	})
+}
+
+// recordingWorker works payout jobs by noting their disbursement ids.
+type recordingWorker struct {
+	river.WorkerDefaults[PayoutArgs]
+	ids chan int64
+}
+
+func (w *recordingWorker) Work(ctx context.Context, job *river.Job[PayoutArgs]) error {
+	w.ids <- job.Args.DisbursementID
+	return nil
+}
+
+func TestPayoutJobsAreInsertedAndWorkedThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	for _, mode := range pooledModes {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			s, _ := pooledSetup(t, mode, pooledTimeouts)
+			ctx := context.Background()
+			d, err := s.AcceptDisbursement(ctx, newDisbursement("L-pgb", 1, "evt_pgb"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &recordingWorker{ids: make(chan int64, 1)}
+			workers := river.NewWorkers()
+			river.AddWorker(workers, w)
+			cfg := &river.Config{
+				Queues:            map[string]river.QueueConfig{PayoutQueue: {MaxWorkers: 1}},
+				Workers:           workers,
+				FetchCooldown:     50 * time.Millisecond,
+				FetchPollInterval: 50 * time.Millisecond,
+				Logger:            discardLogger,
+			}
+			stop, err := s.StartJobs(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop(ctx)
+			if !cfg.PollOnly {
+				t.Error("a pooled store's job client LISTENs; want PollOnly")
+			}
+			select {
+			case id := <-w.ids:
+				if id != d.ID {
+					t.Fatalf("worked disbursement %d, want %d", id, d.ID)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the payout job was never worked through PgBouncer")
+			}
+		})
+	}
 }

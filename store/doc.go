@@ -1,6 +1,7 @@
 // Package store records payment webhooks in Postgres exactly once. It is the
-// only package that imports pgx: driver errors are translated here, at one
-// seam, into the store's own sentinels.
+// only package that imports pgx, and the only one that speaks SQL besides
+// River's own driver (riverpgxv5, wired here over the store's pool): driver
+// errors are translated here, at one seam, into the store's own sentinels.
 //
 // # What the store guarantees
 //
@@ -28,8 +29,17 @@
 // idle_in_transaction_session_timeout, so a stuck statement or an abandoned
 // transaction ends on the server too.
 //
-// Migrate applies the embedded SQL migrations (goose); replicas may run it
-// together.
+// Migrate applies the embedded SQL migrations (goose) and River's
+// (rivermigrate) under one advisory lock, in the current schema; replicas
+// may run it together.
+//
+// Disbursements: AcceptDisbursement inserts the row's payout job
+// (PayoutArgs, River's InsertTx) in the transaction that creates the row;
+// StartJobs runs a River client that works such jobs over the pool
+// (poll-only behind a pooler in transaction mode). The worker's updates
+// (BeginAttempt, MarkSent, MarkFailed, NoteRetry, FlagForReview) apply to
+// pending rows only; every status change runs the StatusHook, if one is set,
+// inside its transaction.
 //
 // # What it leaves to others
 //

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -15,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 )
 
 // Defaults for the zero values of Config's durations.
@@ -102,6 +104,12 @@ type Store struct {
 	// afterInsert, when set (tests only), runs after a successful insert,
 	// before COMMIT.
 	afterInsert func()
+	// jobs is an insert-only River client over pool: it inserts the outbox
+	// jobs (PayoutArgs) in the transactions that create their rows.
+	jobs *river.Client[pgx.Tx]
+	// onStatus, when set, runs in every transaction that changes a
+	// disbursement's status (see OnStatusChange).
+	onStatus StatusHook
 }
 
 // Open builds a connection pool from cfg and pings the server. Its errors wrap
@@ -146,7 +154,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, translate("open: ping", err)
 	}
-	return &Store{pool: pool, cfg: cfg, pooled: pooled, insert: insertPaymentSQL}, nil
+	jobs, err := newInsertOnlyClient(pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool, cfg: cfg, pooled: pooled, insert: insertPaymentSQL, jobs: jobs}, nil
 }
 
 // setSessionTimeouts makes every session of cc carry cfg's server-side
@@ -181,34 +194,37 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// Migrate applies the pending embedded migrations. Replicas may call it
-// together: a Postgres session advisory lock, keyed by the current schema,
-// lets one apply the migrations while the others wait (polling every second,
-// bounded by ctx) and then find nothing left to do. Migrations run in
-// sessions with the pool's timeouts; one that needs longer must raise them
-// with SET LOCAL.
+// Migrate applies the pending embedded migrations, then River's (its job
+// tables, rivermigrate, direction up), both in the current schema (the first
+// on search_path). Replicas may call it together: a Postgres session
+// advisory lock, keyed by the current schema, held across both, lets one
+// apply the migrations while the others wait (polling every second, bounded
+// by ctx) and then find nothing left to do. Migrations run in sessions with
+// the pool's timeouts; one that needs longer must raise them with SET LOCAL.
 //
-// With Config.MigrateURL set, Migrate runs on a connection of its own to
+// With Config.MigrateURL set, Migrate runs on connections of its own to
 // that URL (the pool's timeouts, the URL's parameters) and the pool is not
 // used. In a pooled exec mode MigrateURL is required: the session lock must
 // stay on one server connection, which a pooler in transaction mode does
 // not promise.
 func (s *Store) Migrate(ctx context.Context) error {
-	var db *sql.DB
+	pool := s.pool
 	switch {
 	case s.cfg.MigrateURL != "":
-		cc, err := pgx.ParseConfig(s.cfg.MigrateURL)
+		pcfg, err := pgxpool.ParseConfig(s.cfg.MigrateURL)
 		if err != nil {
 			return fmt.Errorf("store: migrate: parse Config.MigrateURL: %w", err)
 		}
-		setSessionTimeouts(cc, s.cfg)
-		db = stdlib.OpenDB(*cc)
-		db.SetMaxOpenConns(2) // the lock's session and goose's
+		setSessionTimeouts(pcfg.ConnConfig, s.cfg)
+		pcfg.MaxConns = 3 // the lock's session, goose's and River's
+		if pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		defer pool.Close()
 	case s.pooled:
 		return errors.New("store: migrate: the exec mode is a pooled one (a pooler in transaction mode cannot hold the migration's session lock): set Config.MigrateURL (PAYLOCK_MIGRATE_DATABASE_URL) to a direct connection")
-	default:
-		db = stdlib.OpenDBFromPool(s.pool) // closing it leaves the pool open
 	}
+	db := stdlib.OpenDBFromPool(pool) // closing it leaves the pool open
 	defer db.Close()
 	var schema *string
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
@@ -226,12 +242,26 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return translate("migrate: lock session", err)
+	}
+	defer conn.Close()
+	if err := locker.SessionLock(ctx, conn); err != nil {
+		return translate("migrate: lock", err)
+	}
+	defer func() {
+		// Unlock even when ctx is done; closing the session would too.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CommitTimeout)
+		defer cancel()
+		_ = locker.SessionUnlock(uctx, conn)
+	}()
+
 	fsys, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithSessionLocker(locker),
 		goose.WithDisableGlobalRegistry(true),
 	)
 	if err != nil {
@@ -239,6 +269,15 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	if _, err := provider.Up(ctx); err != nil {
 		return translate("migrate", err)
+	}
+	// River's tables, in the same schema: Schema "" leaves the choice to
+	// search_path, as for ours.
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: discardLogger})
+	if err != nil {
+		return fmt.Errorf("store: migrate river: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return translate("migrate river", err)
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func (c disbursementCollector) Collect(ch chan<- prometheus.Metric) {
 // the start (at 0) so that rates and ratios exist before the first event.
 var payoutOutcomes = []payout.Outcome{
 	payout.OutcomeSent, payout.OutcomeAdopted, payout.OutcomeRetry, payout.OutcomeFailed,
-	payout.OutcomeReview, payout.OutcomeClaimLost, payout.OutcomeError,
+	payout.OutcomeReview, payout.OutcomeNotPending, payout.OutcomeError,
 }
 
 // payoutMetrics counts the payout worker's attempts; its observe method is
@@ -86,7 +86,7 @@ type payoutMetrics struct {
 func newPayoutMetrics(reg prometheus.Registerer) *payoutMetrics {
 	m := &payoutMetrics{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_payout_attempts_total",
-		Help: "Disbursements the payout worker processed, by outcome: sent, adopted (found by lookup after the key retention), retry (temporary failure, due again after a backoff), failed (the provider refused), review, claim_lost, error (the outcome could not be saved).",
+		Help: "Payout attempts (River payout jobs worked), by outcome: sent, adopted (found by a lookup of the key: after the key retention, or when a retry was refused), retry (temporary failure: River runs the job again after a backoff), failed (the provider refused), review (flagged for a person), not_pending (the row had moved on: nothing to do), error (the outcome could not be saved; River retries).",
 	}, []string{"outcome"})}
 	reg.MustRegister(m.attempts)
 	for _, o := range payoutOutcomes {

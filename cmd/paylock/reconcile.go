@@ -17,7 +17,8 @@ import (
 
 const reconcileUsage = `Usage: paylock reconcile [--grace 1h] [flags]
 
-Looks up every pending and sent disbursement at the payout provider
+Looks up every pending and sent disbursement, and every failed one without
+a provider_ref that was attempted more than once, at the payout provider
 (GET {PAYLOCK_PAYOUT_URL}/v1/payouts?idempotency_key=...) and prints one line
 per difference:
 
@@ -27,6 +28,8 @@ per difference:
   sent_other_payout    sent here as one payout, the provider's for the key is another
   settled_unrecorded   the provider says paid or failed, the row is still sent
                        after --grace (its status notification was lost)
+  failed_has_payout    failed here (retried, no provider_ref), but the provider
+                       has a payout for the key: the money may have gone out
   lookup_refused       the provider refused the lookup (a 4xx other than 404)
   lookup_failed        the lookup failed (timeout, 5xx...) three times
 
@@ -43,6 +46,7 @@ const (
 	diffSentMissing       = "sent_missing"
 	diffSentOtherPayout   = "sent_other_payout"
 	diffSettledUnrecorded = "settled_unrecorded"
+	diffFailedHasPayout   = "failed_has_payout"
 	diffLookupRefused     = "lookup_refused"
 	diffLookupFailed      = "lookup_failed"
 )
@@ -113,6 +117,15 @@ func compare(d store.Disbursement, r lookupResult, grace time.Duration, now time
 			diff.kind, diff.detail = diffSettledUnrecorded, fmt.Sprintf("the provider says %s; no status notification reached paylock in %s", r.p.Status, now.Sub(d.StatusSince).Round(time.Second))
 			return diff, true
 		}
+	case store.StatusFailed:
+		// Only retried failures without a provider_ref are looked up: an
+		// earlier attempt's answer may have been lost after the provider
+		// created the payout, and the refusal that failed the row said
+		// nothing about it.
+		if found {
+			diff.kind, diff.detail = diffFailedHasPayout, fmt.Sprintf("failed after %d attempts (%s), but the provider has the payout: adopt it (docs/disbursements.md)", d.Attempts, d.LastError)
+			return diff, true
+		}
 	}
 	return diff, false
 }
@@ -157,6 +170,12 @@ func runReconcile(ctx context.Context, args []string, getenv func(string) string
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
+	retriedFailures, err := st.RetriedFailures(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	rows = append(rows, retriedFailures...)
 	client := payout.NewClient(cfg.Payout.URL, &http.Client{})
 	results := lookupAll(ctx, client, rows, cfg.Payout.Timeout)
 	if ctx.Err() != nil {
@@ -165,26 +184,37 @@ func runReconcile(ctx context.Context, args []string, getenv func(string) string
 	}
 	now := time.Now()
 	var (
-		diffs         []difference
-		pending, sent int
+		diffs                 []difference
+		pending, sent, failed int
 	)
 	for i, d := range rows {
-		if d.Status == store.StatusPending {
+		switch d.Status {
+		case store.StatusPending:
 			pending++
-		} else {
+		case store.StatusSent:
 			sent++
+		default:
+			failed++
 		}
 		if diff, ok := compare(d, results[i], grace, now); ok {
 			diffs = append(diffs, diff)
 		}
 	}
 	if len(diffs) == 0 {
-		fmt.Fprintf(stdout, "%d pending and %d sent disbursements agree with the provider\n", pending, sent)
+		fmt.Fprintf(stdout, "%d pending and %d sent disbursements agree with the provider%s\n", pending, sent, retried(failed))
 		return 0
 	}
 	printDifferences(stdout, diffs, now)
-	fmt.Fprintf(stderr, "%s: %d differences among %d pending and %d sent disbursements\n", name, len(diffs), pending, sent)
+	fmt.Fprintf(stderr, "%s: %d differences among %d pending and %d sent disbursements%s\n", name, len(diffs), pending, sent, retried(failed))
 	return 1
+}
+
+// retried notes the retried failures checked, if any.
+func retried(failed int) string {
+	if failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d retried failures)", failed)
 }
 
 // lookupAll looks up every row's key, lookupConcurrency at a time, each

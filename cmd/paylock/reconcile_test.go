@@ -115,6 +115,13 @@ func TestReconcileReportsEachKindOfDifferenceAndExits1(t *testing.T) {
 	e.disbursement(t, "L-settled", fmt.Sprintf("status = 'sent', provider_ref = '%s', status_since = now() - interval '2 hours'",
 		e.payout(t, "L-settled", "failed")))
 	e.disbursement(t, "L-refused", "")
+	// Failed after a lost answer and a refused retry: the provider paid.
+	e.payout(t, "L-failed-paid")
+	e.disbursement(t, "L-failed-paid", "status = 'failed', attempts = 2, last_error = '403'")
+	// Failed rows that agree, or are not looked up.
+	e.disbursement(t, "L-failed-none", "status = 'failed', attempts = 2, last_error = '403'")
+	e.payout(t, "L-failed-once")
+	e.disbursement(t, "L-failed-once", "status = 'failed', attempts = 1, last_error = '400'")
 
 	code, out, errOut := e.run(t, "--grace", "1h")
 	if code != 1 {
@@ -132,6 +139,7 @@ func TestReconcileReportsEachKindOfDifferenceAndExits1(t *testing.T) {
 		"L-sent-other":     diffSentOtherPayout,
 		"L-settled":        diffSettledUnrecorded,
 		"L-refused":        diffLookupRefused,
+		"L-failed-paid":    diffFailedHasPayout,
 	}
 	got := map[string]string{}
 	for _, line := range lines[1:] {
@@ -146,7 +154,7 @@ func TestReconcileReportsEachKindOfDifferenceAndExits1(t *testing.T) {
 	if len(lines)-1 != len(want) {
 		t.Errorf("%d differences, want %d:\n%s", len(lines)-1, len(want), out)
 	}
-	if !strings.Contains(errOut, "6 differences") {
+	if !strings.Contains(errOut, "7 differences") || !strings.Contains(errOut, "2 retried failures") {
 		t.Errorf("stderr %q does not sum up the differences", errOut)
 	}
 
@@ -225,6 +233,8 @@ func TestCompareJudgesLagAgainstTheGrace(t *testing.T) {
 		{"sent, failed past the grace", oldSent, found("po_1", "failed"), diffSettledUnrecorded},
 		{"lookup refused", sent, lookupResult{err: fmt.Errorf("%w", payout.ErrRefused)}, diffLookupRefused},
 		{"lookup unavailable", pending, unavailable, diffLookupFailed},
+		{"retried failure, payout", store.Disbursement{Status: store.StatusFailed, Attempts: 2}, found("po_1", "pending"), diffFailedHasPayout},
+		{"retried failure, no payout", store.Disbursement{Status: store.StatusFailed, Attempts: 2}, notFound, ""},
 	} {
 		diff, ok := compare(c.d, c.r, time.Hour, now)
 		if ok != (c.want != "") || diff.kind != c.want {

@@ -17,7 +17,7 @@
 // can always be looked up by its key.
 //
 // Faults are injected by configuration (rates and a delay) or, in tests,
-// deterministically (DropNext, FailNext, DelayNext, Hold). Status webhooks
+// deterministically (DropNext, FailNext, DelayNext, Hold, RefuseRetries). Status webhooks
 // go to Config.CallbackURL, signed when Config.Secret is set, retried until
 // acknowledged, optionally duplicated and in reverse order.
 package fakeprovider
@@ -147,6 +147,8 @@ type Provider struct {
 	failNext  []int
 	delayNext []time.Duration
 	hold      chan struct{}
+	// refuseRetries, when not 0, answers a POST of a known key with it
+	refuseRetries int
 }
 
 // New returns a provider with cfg.
@@ -235,6 +237,17 @@ func (p *Provider) DelayNext(n int, d time.Duration) {
 	for range n {
 		p.delayNext = append(p.delayNext, d)
 	}
+}
+
+// RefuseRetries makes every later POST whose key the provider already knows
+// (a retry) answer status instead of replaying the first answer, doing
+// nothing: a 403 after the API key was rotated, a 404 from a gateway during
+// a deploy. The payout created under the key stays, and lookups still find
+// it. Status 0 turns it off.
+func (p *Provider) RefuseRetries(status int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuseRetries = status
 }
 
 // Hold makes creating POSTs create their payout and then wait, in flight,
@@ -349,6 +362,11 @@ func (p *Provider) create(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok {
 		switch {
+		case p.refuseRetries != 0:
+			status := p.refuseRetries
+			p.stats.Injected++
+			p.mu.Unlock()
+			writeError(w, status, "refused (injected: a retry of a known key)")
 		case e.req != req:
 			p.stats.Mismatches++
 			p.mu.Unlock()

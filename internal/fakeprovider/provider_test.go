@@ -115,6 +115,40 @@ func TestDroppedAnswerStillCreatesThePayout(t *testing.T) {
 	}
 }
 
+func TestRefusedRetriesDoNothingAndLookupStillFindsThePayout(t *testing.T) {
+	t.Parallel()
+	p, base := start(t, fakeprovider.Config{})
+	p.DropNext(1)
+	p.RefuseRetries(http.StatusForbidden)
+	if r := postPayout(t, base, "k1", body1); r.err == nil {
+		t.Fatalf("got an answer %d %s, want none", r.status, r.raw)
+	}
+	for range 2 {
+		if r := postPayout(t, base, "k1", body1); r.status != http.StatusForbidden || r.replayed {
+			t.Fatalf("retry: %d %s, want 403 and no replay", r.status, r.raw)
+		}
+	}
+	// A new key is not a retry: it is served.
+	if r := postPayout(t, base, "k2", `{"amount":1,"currency":"JPY","reference":"L-2-1"}`); r.status != 201 {
+		t.Fatalf("a new key: %d %s, want 201", r.status, r.raw)
+	}
+	if p.Created("L-1-1") != 1 {
+		t.Fatalf("created %d payouts for L-1-1, want 1", p.Created("L-1-1"))
+	}
+	res, err := http.Get(base + "/v1/payouts?idempotency_key=k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("lookup: %d, want 200", res.StatusCode)
+	}
+	p.RefuseRetries(0)
+	if r := postPayout(t, base, "k1", body1); r.status != 201 || !r.replayed {
+		t.Fatalf("after RefuseRetries(0): %d %s, want the replay", r.status, r.raw)
+	}
+}
+
 func TestForgottenKeyMakesANewPayoutButLookupStillFindsTheFirst(t *testing.T) {
 	t.Parallel()
 	p, base := start(t, fakeprovider.Config{KeyRetention: 50 * time.Millisecond})
