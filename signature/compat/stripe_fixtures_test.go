@@ -1,0 +1,136 @@
+package compat
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stripe/stripe-go/v82"
+)
+
+// stripeFixtures is where handler's Stripe adapter tests keep their events.
+const stripeFixtures = "../../handler/testdata/stripe"
+
+// TestStripeFixturesAreStripeEvents reads each fixture of the handler's
+// Stripe adapter tests with stripe-go and checks the ids, amounts and
+// currency those tests expect, and that every key of the fixture is a field
+// stripe-go knows, at every level where both are objects.
+func TestStripeFixturesAreStripeEvents(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file    string
+		typ     stripe.EventType
+		eventID string
+		check   func(t *testing.T, raw json.RawMessage)
+	}{
+		{"payment_intent.succeeded.json", stripe.EventTypePaymentIntentSucceeded, "evt_3QpaylockPI0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var pi stripe.PaymentIntent
+				mustUnmarshal(t, raw, &pi)
+				if pi.ID != "pi_3QpaylockPI0001" || pi.Object != "payment_intent" || pi.AmountReceived != 2000 ||
+					pi.Currency != stripe.CurrencyJPY || pi.Status != stripe.PaymentIntentStatusSucceeded {
+					t.Errorf("PaymentIntent = %s %s %d %s %s", pi.ID, pi.Object, pi.AmountReceived, pi.Currency, pi.Status)
+				}
+				knownKeys(t, "data.object", raw, pi)
+			}},
+		{"charge.succeeded.json", stripe.EventTypeChargeSucceeded, "evt_3QpaylockCH0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var ch stripe.Charge
+				mustUnmarshal(t, raw, &ch)
+				if ch.ID != "ch_3QpaylockCH0001" || ch.Object != "charge" || ch.Amount != 1500 ||
+					ch.Currency != stripe.CurrencyEUR || !ch.Paid || ch.PaymentIntent != nil {
+					t.Errorf("Charge = %s %s %d %s paid=%v pi=%v", ch.ID, ch.Object, ch.Amount, ch.Currency, ch.Paid, ch.PaymentIntent)
+				}
+				knownKeys(t, "data.object", raw, ch)
+			}},
+		{"customer.created.json", stripe.EventTypeCustomerCreated, "evt_1QpaylockCU0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var cu stripe.Customer
+				mustUnmarshal(t, raw, &cu)
+				if cu.ID != "cus_QpaylockCU0001" || cu.Object != "customer" {
+					t.Errorf("Customer = %s %s", cu.ID, cu.Object)
+				}
+				knownKeys(t, "data.object", raw, cu)
+			}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			body, err := os.ReadFile(filepath.Join(stripeFixtures, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e stripe.Event
+			mustUnmarshal(t, body, &e)
+			if e.ID != tc.eventID || e.Object != "event" || e.Type != tc.typ || e.APIVersion != stripe.APIVersion {
+				t.Errorf("Event = %s %s %s %s", e.ID, e.Object, e.Type, e.APIVersion)
+			}
+			if e.Data == nil || len(e.Data.Raw) == 0 {
+				t.Fatal("Event has no data.object")
+			}
+			// Data.Raw marshals back as itself; the object is compared on
+			// its own by check.
+			var top map[string]json.RawMessage
+			mustUnmarshal(t, body, &top)
+			delete(top, "data")
+			knownKeys(t, "", mustMarshal(t, top), e)
+			tc.check(t, e.Data.Raw)
+		})
+	}
+}
+
+func mustUnmarshal(t *testing.T, data []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("unmarshal into %T: %v", v, err)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// knownKeys fails for every key of fixture that typed, marshalled back by
+// encoding/json, does not have: a field stripe-go's type lacks, such as a
+// misspelt or invented one, which json.Unmarshal silently drops.
+func knownKeys(t *testing.T, path string, fixture []byte, typed any) {
+	t.Helper()
+	var want, got any
+	mustUnmarshal(t, fixture, &want)
+	mustUnmarshal(t, mustMarshal(t, typed), &got)
+	for _, missing := range unknownKeys(path, want, got) {
+		t.Errorf("fixture key %s is not a field of %T", missing, typed)
+	}
+}
+
+func unknownKeys(path string, fixture, typed any) []string {
+	f, ok := fixture.(map[string]any)
+	if !ok {
+		return nil
+	}
+	g, ok := typed.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for k, v := range f {
+		name := k
+		if path != "" {
+			name = path + "." + k
+		}
+		tv, ok := g[k]
+		if !ok {
+			out = append(out, name)
+			continue
+		}
+		out = append(out, unknownKeys(name, v, tv)...)
+	}
+	sort.Strings(out)
+	return out
+}
