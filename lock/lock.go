@@ -265,8 +265,10 @@ type obtainResult struct {
 // was lost; the key is then ours. With fkey, the fence counter, the key is
 // set by obtain.lua alone, which mints the fence.
 func (l *Locker) obtain(ctx context.Context, key, fkey, token string, ttl time.Duration) (obtainResult, error) {
-	keys := []string{key, fkey}
-	if fkey == "" {
+	var keys []string
+	if fkey != "" {
+		keys = []string{key, fkey}
+	} else {
 		// The common case, a free key, costs one plain SET NX.
 		set, err := l.client.SetNX(ctx, key, token, ttl).Result()
 		if err != nil {
@@ -278,7 +280,7 @@ func (l *Locker) obtain(ctx context.Context, key, fkey, token string, ttl time.D
 		// The key exists: another owner's, ours if this was a retry, or a
 		// finished marker. The script sets the key if it is absent
 		// (expired meanwhile) or ours.
-		keys = keys[:1]
+		keys = []string{key}
 	}
 	v, err := obtainScript.Run(ctx, l.client, keys, token, ttl.Milliseconds()).Int64Slice()
 	if err != nil {
