@@ -101,7 +101,10 @@ type obtainConfig struct {
 // ExponentialBackoff, LinearBackoff, MaxWait, LimitRetry). The default is
 // NoRetry. Retries are bounded by ctx too: Obtain gives up, returning the
 // *BusyError, when the next attempt could not start before ctx's deadline,
-// and returns ctx's error when ctx is cancelled while it sleeps.
+// and returns ctx's error when ctx is cancelled while it sleeps. Prefer
+// MaxWait to a deadline for bounding the wait: a deadline also bounds the
+// Redis commands, and one that passes during a command is an error, not a
+// busy key.
 func WithRetry(s RetryStrategy) ObtainOption {
 	return func(c *obtainConfig) { c.retry = s }
 }
@@ -123,7 +126,8 @@ func WithFencing() ObtainOption {
 type BusyError struct {
 	Key string
 	// TTL is the holder's remaining TTL as the last attempt saw it, read in
-	// the same round trip: a fair Retry-After.
+	// the same round trip: a fair Retry-After (0 for a key without a TTL,
+	// which this package never sets).
 	TTL time.Duration
 	// Attempts is how many attempts found the key busy (1 without retries).
 	Attempts int
@@ -152,7 +156,7 @@ func (e *BusyError) Unwrap() error { return ErrNotObtained }
 //   - ErrFinished when the key holds the marker that Finish leaves: the
 //     work was done moments ago; Obtain does not retry then;
 //   - ctx's error, wrapped, when ctx is cancelled while Obtain sleeps
-//     between attempts;
+//     between attempts (a deadline ends the wait with the *BusyError);
 //   - a wrapped error for a ttl below 1 ms, a fenced key that cannot share
 //     a cluster slot with its counter (see the package documentation), a
 //     transport error, a timeout or a cancelled ctx during a command, never
@@ -218,16 +222,15 @@ func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 		}
 		e.Outcome = "busy"
 		l.emit(e)
-		busy := &BusyError{Key: key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: waited}
-		if cfg.retry == nil {
-			return nil, busy
-		}
-		d := cfg.retry.NextBackoff(attempt, time.Since(start))
-		if d <= 0 {
-			return nil, busy
+		var d time.Duration
+		if cfg.retry != nil {
+			d = cfg.retry.NextBackoff(attempt, time.Since(start))
 		}
 		if end, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(end) {
-			return nil, busy // the next attempt could not start in time
+			d = 0 // the next attempt could not start in time
+		}
+		if d <= 0 {
+			return nil, &BusyError{Key: key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: waited}
 		}
 		if timer == nil {
 			timer = time.NewTimer(d)
@@ -238,6 +241,11 @@ func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 		slept := time.Now()
 		select {
 		case <-ctx.Done():
+			waited += time.Since(slept)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// A late timer: the deadline ended the wait, not a caller.
+				return nil, &BusyError{Key: key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: waited}
+			}
 			return nil, fmt.Errorf("lock: obtain %q: waiting: %w", key, context.Cause(ctx))
 		case <-timer.C:
 		}
