@@ -3,10 +3,12 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/lock"
@@ -218,5 +220,72 @@ func TestKeepAliveStopsWhenCancelled(t *testing.T) {
 			}
 			cancel()
 		})
+	}
+}
+
+// TestKeepAliveStartsNoGoroutineBeforeTheFirstRefresh: the common request
+// ends well within TTL/3, and its watchdog must cost no goroutine. Not
+// parallel: it counts the process's goroutines.
+func TestKeepAliveStartsNoGoroutineBeforeTheFirstRefresh(t *testing.T) {
+	e := setupMiniredis(t)
+	var rec recorder
+	l := lock.New(e.client, lock.WithObserver(rec.observe))
+	lk := mustObtain(t, l, e.key, time.Minute)
+	before := runtime.NumGoroutine()
+	var stops []context.CancelFunc
+	for range 100 {
+		lease, stop := lk.KeepAlive(ctxT(t))
+		if lease.Err() != nil {
+			t.Fatalf("lease ended at once: %v", context.Cause(lease))
+		}
+		stops = append(stops, stop)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after 100 KeepAlives, %d before: want none started", n, before)
+	}
+	for _, stop := range stops {
+		stop()
+	}
+	if got := rec.outcomes(0); !equal(got, []string{"obtain:acquired"}) {
+		t.Fatalf("events %q: want no refresh before TTL/3", got)
+	}
+}
+
+// A process paused past its lease deadline before the first refresh finds
+// its lease lost when it resumes, without a refresh confirming it.
+func TestKeepAliveAfterAPausePastTheDeadlineLosesTheLease(t *testing.T) {
+	t.Parallel()
+	e := setupMiniredis(t)
+	var rec recorder
+	clk := &fakeClock{now: time.Now()}
+	l := lock.New(e.client, lock.WithObserver(rec.observe), lock.WithClock(clk.Now))
+	lk := mustObtain(t, l, e.key, 300*time.Millisecond)
+	lease, stop := lk.KeepAlive(ctxT(t))
+	defer stop()
+	clk.Add(time.Second) // paused for a second; the first refresh is due on resume
+	select {
+	case <-lease.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("lease not cancelled after a pause past its deadline")
+	}
+	if cause := context.Cause(lease); !errors.Is(cause, lock.ErrLeaseLost) || errors.Is(cause, lock.ErrNotHeld) {
+		t.Fatalf("cause = %v, want ErrLeaseLost (deadline passed)", cause)
+	}
+	if got := rec.outcomes(0); !equal(got, []string{"obtain:acquired", "lease_lost:lost"}) {
+		t.Fatalf("events %q: want the loss, and no refresh first", got)
+	}
+}
+
+func BenchmarkKeepAliveShortWork(b *testing.B) {
+	mr := miniredis.RunT(b)
+	lk, err := lock.New(newClient(b, &redis.Options{Addr: mr.Addr()})).Obtain(context.Background(), "k", time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, stop := lk.KeepAlive(ctx)
+		stop()
 	}
 }

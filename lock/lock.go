@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,46 +89,170 @@ func New(client redis.UniversalClient, opts ...Option) *Locker {
 	return l
 }
 
+// ObtainOption configures one Obtain call.
+type ObtainOption func(*obtainConfig)
+
+type obtainConfig struct {
+	retry  RetryStrategy
+	fenced bool
+}
+
+// WithRetry makes Obtain try a busy key again as s says (see
+// ExponentialBackoff, LinearBackoff, MaxWait, LimitRetry). The default is
+// NoRetry. Retries are bounded by ctx too: Obtain gives up, returning the
+// *BusyError, when the next attempt could not start before ctx's deadline,
+// and returns ctx's error when ctx is cancelled while it sleeps. Prefer
+// MaxWait to a deadline for bounding the wait: a deadline also bounds the
+// Redis commands, and one that passes during a command is an error, not a
+// busy key.
+func WithRetry(s RetryStrategy) ObtainOption {
+	return func(c *obtainConfig) { c.retry = s }
+}
+
+// WithFencing makes Obtain mint a fencing token along with the lock, in the
+// same round trip: a number that increases with every fenced Obtain of the
+// key, read with (*Lock).Fence. Every Obtain of a key must use WithFencing
+// for the fences to order its holders. See the package documentation for
+// how to use the fence, where its counter lives, and what a failover does
+// to it.
+func WithFencing() ObtainOption {
+	return func(c *obtainConfig) { c.fenced = true }
+}
+
+// BusyError is the error Obtain returns when another owner holds the key
+// (after every retry the strategy allowed). It matches ErrNotObtained:
+// test with errors.Is(err, ErrNotObtained), and reach the fields with
+// errors.As.
+type BusyError struct {
+	Key string
+	// TTL is the holder's remaining TTL as the last attempt saw it, read in
+	// the same round trip: a fair Retry-After (0 for a key without a TTL,
+	// which this package never sets).
+	TTL time.Duration
+	// Attempts is how many attempts found the key busy (1 without retries).
+	Attempts int
+	// Waited is the time Obtain slept between attempts.
+	Waited time.Duration
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("lock: not obtained: %q held for another %v (%d attempts)", e.Key, e.TTL, e.Attempts)
+}
+
+// Unwrap returns ErrNotObtained.
+func (e *BusyError) Unwrap() error { return ErrNotObtained }
+
 // Obtain sets key to a fresh random token (a UUID v4) for ttl, truncated to
 // whole milliseconds, unless another owner holds the key, and returns the
 // held Lock. It succeeds too when go-redis retried the command after its
-// first copy set the key and the reply was lost. It returns ErrNotObtained
-// only when another owner holds the key. A ttl below 1 ms, a transport
-// error, a timeout or a cancelled ctx is returned as an error wrapping the
-// cause, never as ErrNotObtained; after a transport error or timeout the key
-// may have been set with our token nonetheless, and then expires with ttl.
-func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+// first copy set the key and the reply was lost. By default it makes one
+// attempt; WithRetry makes it wait for a busy key, and WithFencing makes
+// it mint a fencing token with the lock.
+//
+// Obtain returns:
+//   - a *BusyError, which matches ErrNotObtained, only when another owner
+//     holds the key at the last attempt the retry strategy (and ctx's
+//     deadline) allowed; it carries the holder's remaining TTL;
+//   - ErrFinished when the key holds the marker that Finish leaves: the
+//     work was done moments ago; Obtain does not retry then;
+//   - ctx's error, wrapped, when ctx is cancelled while Obtain sleeps
+//     between attempts (a deadline ends the wait with the *BusyError);
+//   - a wrapped error for a ttl below 1 ms, a fenced key that cannot share
+//     a cluster slot with its counter (see the package documentation), a
+//     transport error, a timeout or a cancelled ctx during a command, never
+//     matching ErrNotObtained and never retried; after a transport error
+//     or timeout the key may have been set with our token nonetheless, and
+//     then expires with ttl.
+//
+// Each attempt is reported to the observer as an EventObtain.
+func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	ttl, err := checkTTL(ttl)
 	if err != nil {
 		return nil, err
+	}
+	var cfg obtainConfig
+	if len(opts) > 0 {
+		c := &obtainConfig{}
+		for _, o := range opts {
+			o(c)
+		}
+		cfg = *c
+	}
+	var fkey string
+	if cfg.fenced {
+		if fkey, err = fenceKey(key); err != nil {
+			return nil, err
+		}
 	}
 	id, err := uuid.NewRandom()
 	if err != nil {
 		return nil, fmt.Errorf("lock: token: %w", err)
 	}
 	token := id.String()
-	start, sent := time.Now(), l.now()
-	state, err := l.obtain(ctx, key, token, ttl)
-	took := time.Since(start)
-	switch {
-	case err != nil:
-		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "error", Duration: took, Err: err})
-		return nil, fmt.Errorf("lock: obtain %q: %w", key, err)
-	case state == stateFinished:
-		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "finished", Duration: took})
-		return nil, ErrFinished
-	case state != stateAcquired:
-		l.emit(Event{Kind: EventObtain, Key: key, Outcome: "busy", Duration: took})
-		return nil, ErrNotObtained
+
+	var (
+		start  = time.Now()
+		waited time.Duration
+		timer  *time.Timer
+	)
+	for attempt := 1; ; attempt++ {
+		began, sent := time.Now(), l.now()
+		r, err := l.obtain(ctx, key, fkey, token, ttl)
+		e := Event{Kind: EventObtain, Key: key, Duration: time.Since(began), Attempt: attempt}
+		switch {
+		case err != nil:
+			e.Outcome, e.Err = "error", err
+			l.emit(e)
+			return nil, fmt.Errorf("lock: obtain %q: %w", key, err)
+		case r.state == stateAcquired:
+			e.Outcome = "acquired"
+			l.emit(e)
+			value := token
+			if cfg.fenced {
+				value = token + "/" + strconv.FormatInt(r.n, 10)
+			}
+			return &Lock{
+				locker: l, key: key, token: value, fence: r.n, attempts: attempt, waited: waited,
+				obtained: sent, ttl: ttl, deadline: leaseEnd(sent, ttl),
+			}, nil
+		case r.state == stateFinished:
+			e.Outcome = "finished"
+			l.emit(e)
+			return nil, ErrFinished
+		}
+		e.Outcome = "busy"
+		l.emit(e)
+		var d time.Duration
+		if cfg.retry != nil {
+			d = cfg.retry.NextBackoff(attempt, time.Since(start))
+		}
+		if end, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(end) {
+			d = 0 // the next attempt could not start in time
+		}
+		if d <= 0 {
+			return nil, &BusyError{Key: key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: waited}
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+			defer timer.Stop()
+		} else {
+			timer.Reset(d)
+		}
+		slept := time.Now()
+		select {
+		case <-ctx.Done():
+			waited += time.Since(slept)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// A late timer: the deadline ended the wait, not a caller.
+				return nil, &BusyError{Key: key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: waited}
+			}
+			return nil, fmt.Errorf("lock: obtain %q: waiting: %w", key, context.Cause(ctx))
+		case <-timer.C:
+		}
+		waited += time.Since(slept)
 	}
-	l.emit(Event{Kind: EventObtain, Key: key, Outcome: "acquired", Duration: took})
-	return &Lock{locker: l, key: key, token: token, obtained: sent, ttl: ttl, deadline: leaseEnd(sent, ttl)}, nil
 }
 
-// obtain sets key to token for ttl unless the key holds another token, and
-// reports whether the key holds token now. Our own token is found when
-// go-redis retried a command whose first copy was applied and whose reply
-// was lost; the key is then ours.
 // What obtain.lua found.
 const (
 	stateBusy     = 0
@@ -135,19 +260,44 @@ const (
 	stateFinished = 2
 )
 
-func (l *Locker) obtain(ctx context.Context, key, token string, ttl time.Duration) (int, error) {
-	// The common case, a free key, costs one plain SET NX.
-	set, err := l.client.SetNX(ctx, key, token, ttl).Result()
+// obtainResult is one attempt's outcome: a state, and n, which is the fence
+// (0 unfenced) when acquired and the key's PTTL in ms otherwise.
+type obtainResult struct {
+	state int64
+	n     int64
+}
+
+// obtain sets key to token for ttl unless the key holds another token, and
+// reports whether the key holds token now. Our own token is found when
+// go-redis retried a command whose first copy was applied and whose reply
+// was lost; the key is then ours. With fkey, the fence counter, the key is
+// set by obtain.lua alone, which mints the fence.
+func (l *Locker) obtain(ctx context.Context, key, fkey, token string, ttl time.Duration) (obtainResult, error) {
+	var keys []string
+	if fkey != "" {
+		keys = []string{key, fkey}
+	} else {
+		// The common case, a free key, costs one plain SET NX.
+		set, err := l.client.SetNX(ctx, key, token, ttl).Result()
+		if err != nil {
+			return obtainResult{}, err
+		}
+		if set {
+			return obtainResult{state: stateAcquired}, nil
+		}
+		// The key exists: another owner's, ours if this was a retry, or a
+		// finished marker. The script sets the key if it is absent
+		// (expired meanwhile) or ours.
+		keys = []string{key}
+	}
+	v, err := obtainScript.Run(ctx, l.client, keys, token, ttl.Milliseconds()).Int64Slice()
 	if err != nil {
-		return stateBusy, err
+		return obtainResult{}, err
 	}
-	if set {
-		return stateAcquired, nil
+	if len(v) != 2 {
+		return obtainResult{}, fmt.Errorf("obtain.lua returned %v", v)
 	}
-	// The key exists: another owner's, ours if this was a retry, or a
-	// finished marker. The script sets the key if it is absent (expired
-	// meanwhile) or ours.
-	return obtainScript.Run(ctx, l.client, []string{key}, token, ttl.Milliseconds()).Int()
+	return obtainResult{state: v[0], n: v[1]}, nil
 }
 
 // KeyTTL returns the remaining TTL of key, whoever holds it, and 0, nil when
@@ -171,7 +321,10 @@ func (l *Locker) KeyTTL(ctx context.Context, key string) (time.Duration, error) 
 type Lock struct {
 	locker   *Locker
 	key      string
-	token    string
+	token    string // the value the key holds
+	fence    int64
+	attempts int
+	waited   time.Duration
 	obtained time.Time
 	released atomic.Bool
 
@@ -183,8 +336,22 @@ type Lock struct {
 // Key returns the locked key.
 func (lk *Lock) Key() string { return lk.key }
 
-// Token returns the random token the key holds while the lock is ours.
+// Token returns the value the key holds while the lock is ours: a random
+// token, followed for a fenced lock by "/" and the fence.
 func (lk *Lock) Token() string { return lk.token }
+
+// Fence returns the fencing token minted by an Obtain with WithFencing, and
+// 0 for a lock obtained without it. Fences of one key increase with every
+// fenced Obtain (see the package documentation for the exceptions).
+func (lk *Lock) Fence() int64 { return lk.fence }
+
+// Attempts returns how many attempts Obtain made: 1 when the key was free
+// at once, more when Obtain waited for it (WithRetry).
+func (lk *Lock) Attempts() int { return lk.attempts }
+
+// Waited returns the time Obtain slept between attempts: 0 when the key
+// was free at once.
+func (lk *Lock) Waited() time.Duration { return lk.waited }
 
 // Deadline returns the local lease deadline: when the last successful Obtain
 // or Refresh command was sent, plus its TTL, minus a clock-drift allowance of
@@ -309,28 +476,51 @@ func (lk *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // the lease deadline. A lost lease is reported once to the observer as
 // EventLeaseLost, just before the context is cancelled.
 //
+// The watchdog costs one timer until the first refresh is due, at TTL/3:
+// work that ends before then starts no goroutine. A process paused past the
+// lease deadline finds its lease cancelled when that timer fires on resume,
+// before any refresh is tried.
+//
 // Do the guarded work under the returned context. The CancelFunc stops the
 // watchdog and waits for it to exit; call it when the work is done. Release
 // stops the watchdog too, without reporting a lost lease: the context is then
 // cancelled (with context.Canceled) when the watchdog next wakes.
 func (lk *Lock) KeepAlive(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done, armed := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		lk.watch(ctx, cancel, armed)
-	}()
-	// The deadline timer runs before KeepAlive returns: a process paused
-	// right after it still finds its lease cancelled when it resumes past
-	// the deadline.
-	<-armed
+	w := &watchdog{}
+	w.wg.Add(1) // done by the first wake, or by a stop that prevents it
+	ttl, _ := lk.lease()
+	w.timer = time.AfterFunc(ttl/3, func() {
+		defer w.wg.Done()
+		lk.watch(ctx, cancel)
+	})
 	return ctx, func() {
 		cancel(nil)
-		<-done
+		w.once.Do(func() {
+			if w.timer.Stop() {
+				w.wg.Done() // the watchdog never woke
+			}
+		})
+		w.wg.Wait()
 	}
 }
 
-func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc, armed chan<- struct{}) {
+type watchdog struct {
+	timer *time.Timer
+	once  sync.Once
+	wg    sync.WaitGroup
+}
+
+// watch runs from the first refresh on, in the goroutine of KeepAlive's
+// timer, until ctx ends or the lease is lost.
+func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+	if ctx.Err() != nil {
+		return
+	}
+	if lk.released.Load() {
+		cancel(nil)
+		return
+	}
 	var (
 		once    sync.Once
 		mu      sync.Mutex
@@ -344,6 +534,11 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc, armed
 			lk.locker.emit(Event{Kind: EventLeaseLost, Key: lk.key, Outcome: "lost", Held: lk.locker.now().Sub(lk.obtained), Err: cause})
 			cancel(cause)
 		})
+	}
+	if !lk.locker.now().Before(lk.Deadline()) {
+		// Paused past the deadline before the first refresh.
+		lose(fmt.Errorf("%w: deadline passed unconfirmed", ErrLeaseLost))
+		return
 	}
 
 	// expiry fires at the lease deadline, wherever the watchdog is (even
@@ -367,30 +562,18 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc, armed
 		}
 	})
 	defer expiry.Stop()
+	expiry.Reset(lk.Deadline().Sub(lk.locker.now()))
 
-	ttl, deadline := lk.lease()
-	expiry.Reset(deadline.Sub(lk.locker.now()))
-	close(armed)
-	tick := time.NewTimer(ttl / 3)
-	defer tick.Stop()
+	var tick *time.Timer
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if lk.released.Load() {
-			cancel(nil)
-			return
-		}
-		ttl, deadline = lk.lease()
+		ttl, deadline := lk.lease()
 		rctx, rcancel := context.WithDeadline(ctx, deadline)
 		err := lk.Refresh(rctx, ttl)
 		rcancel()
 		expiry.Reset(lk.Deadline().Sub(lk.locker.now())) // moved by this or another Refresh
+		next := ttl / 3
 		switch {
 		case err == nil:
-			tick.Reset(ttl / 3)
 		case errors.Is(err, ErrNotHeld):
 			if lk.released.Load() {
 				cancel(nil)
@@ -402,7 +585,22 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc, armed
 			mu.Lock()
 			lastErr = err
 			mu.Unlock()
-			tick.Reset(ttl / 12) // retry until the deadline
+			next = ttl / 12 // retry until the deadline
+		}
+		if tick == nil {
+			tick = time.NewTimer(next)
+			defer tick.Stop()
+		} else {
+			tick.Reset(next)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if lk.released.Load() {
+			cancel(nil)
+			return
 		}
 	}
 }
@@ -456,7 +654,8 @@ type Event struct {
 	// the key, or a retried release had deleted it) or "error"; for
 	// EventRefresh, "ok", "not_held" or "error"; for EventLeaseLost, "lost".
 	Outcome  string
-	Duration time.Duration // latency of the Redis call, retries included
+	Duration time.Duration // latency of the Redis call, go-redis's retries included
+	Attempt  int           // EventObtain: which attempt of one Obtain call (1 for the first)
 	Held     time.Duration // EventRelease and EventLeaseLost: time since Obtain sent its command
 	Err      error         // the error of "error" outcomes; for EventLeaseLost, the cause
 }

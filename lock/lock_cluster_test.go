@@ -87,6 +87,37 @@ func TestLockOnRedisCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("FencedObtainOnEveryMaster", func(t *testing.T) {
+		c := cluster.Client(t)
+		l := lock.New(c)
+		keys := keysOnEveryMaster(t, cluster)
+		keys["hash tag"] = "{" + testenv.Key(t, "tagged") + "}:lock"
+		for master, key := range keys {
+			// The counter: the key wrapped in a hash tag, or, for a key
+			// with a tag of its own, the key with a suffix.
+			counter := "{" + key + "}:fence"
+			if strings.HasPrefix(key, "{") {
+				counter = key + ":fence"
+			}
+			t.Cleanup(func() { c.Del(bgCtx(t), counter) })
+			for want := int64(1); want <= 2; want++ {
+				lk, err := l.Obtain(ctxT(t), key, time.Minute, lock.WithFencing())
+				if err != nil {
+					t.Fatalf("%s: fenced Obtain: %v", master, err)
+				}
+				if lk.Fence() != want {
+					t.Fatalf("%s: fence = %d, want %d", master, lk.Fence(), want)
+				}
+				if err := lk.Release(ctxT(t)); err != nil {
+					t.Fatalf("%s: Release: %v", master, err)
+				}
+			}
+			if got := getFrom(t, c, counter); got != "2" {
+				t.Fatalf("%s: counter %q = %q, want 2", master, counter, got)
+			}
+		}
+	})
+
 	t.Run("ScriptsReloadOnEveryNodeAfterScriptFlush", func(t *testing.T) {
 		c := cluster.Client(t)
 		replies := &errorReplies{}
