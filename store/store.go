@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -97,11 +96,8 @@ type Store struct {
 	cfg  Config
 	// pooled: the exec mode keeps no session state (see ExecMode).
 	pooled bool
-	// insert is the statement RecordPayment runs; see insertPaymentSQL.
+	// insert is the statement RecordPaymentFunc runs; see insertPaymentSQL.
 	insert string
-	// afterInsert, when set (tests only), runs after a successful insert,
-	// before COMMIT.
-	afterInsert func()
 }
 
 // Open builds a connection pool from cfg and pings the server. Its errors wrap
@@ -135,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if !pooled {
 		// ParseConfig already put the URL's other parameters (search_path...)
 		// here; add ours beside them.
-		setSessionTimeouts(pcfg.ConnConfig, cfg)
+		setSessionParams(pcfg.ConnConfig, cfg)
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
@@ -149,13 +145,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return &Store{pool: pool, cfg: cfg, pooled: pooled, insert: insertPaymentSQL}, nil
 }
 
-// setSessionTimeouts makes every session of cc carry cfg's server-side
-// timeouts.
-func setSessionTimeouts(cc *pgx.ConnConfig, cfg Config) {
+// setSessionParams makes every session of cc carry cfg's server-side
+// timeouts and synchronous_commit=on.
+//
+// synchronous_commit=on: a server (or database, or role) configured with
+// synchronous_commit=off acknowledges a COMMIT before its WAL is flushed, and
+// a crash then loses transactions the client saw committed; paylock would
+// have answered 2xx for a payment that is gone. The startup parameter
+// overrides the server's, database's and role's defaults and the URL's
+// options=-c synchronous_commit=... (startup parameters are applied after
+// options); a synchronous_commit parameter in the URL itself is replaced.
+// The pooled exec modes send no startup parameters: there the payment's
+// INSERT sets it for its own transaction (see insertPaymentSQL), and the
+// other statements rely on the role's or database's setting (see ExecMode).
+func setSessionParams(cc *pgx.ConnConfig, cfg Config) {
 	params := cc.RuntimeParams
 	params["statement_timeout"] = milliseconds(cfg.StatementTimeout)
 	params["lock_timeout"] = milliseconds(cfg.LockTimeout)
 	params["idle_in_transaction_session_timeout"] = milliseconds(cfg.IdleInTxTimeout)
+	params["synchronous_commit"] = "on"
 }
 
 // milliseconds formats d as a Postgres duration setting, rounding up so that
@@ -183,32 +191,48 @@ var migrationFiles embed.FS
 
 // Migrate applies the pending embedded migrations. Replicas may call it
 // together: a Postgres session advisory lock, keyed by the current schema,
-// lets one apply the migrations while the others wait (polling every second,
-// bounded by ctx) and then find nothing left to do. Migrations run in
-// sessions with the pool's timeouts; one that needs longer must raise them
-// with SET LOCAL.
+// lets one apply the migrations while the others wait (polling every second
+// for up to 300 seconds, bounded by ctx) and then find nothing left to do.
+// Migrations run in sessions of their own, never the pool's, with the pool's
+// timeouts and parameters; one that needs longer raises them (SET LOCAL in a
+// transaction, SET and RESET in a NO TRANSACTION migration) and the session
+// is closed when Migrate returns, whatever the migration left set.
 //
-// With Config.MigrateURL set, Migrate runs on a connection of its own to
-// that URL (the pool's timeouts, the URL's parameters) and the pool is not
-// used. In a pooled exec mode MigrateURL is required: the session lock must
-// stay on one server connection, which a pooler in transaction mode does
-// not promise.
+// A migration that fails on a transient condition (a lock it would not wait
+// longer for, a timeout) returns an error wrapping ErrUnavailable, having
+// changed nothing it did not record: calling Migrate again resumes.
+//
+// With Config.MigrateURL set, Migrate connects to that URL instead (the
+// pool's timeouts, the URL's parameters). In a pooled exec mode MigrateURL
+// is required: the session lock must stay on one server connection, which a
+// pooler in transaction mode does not promise.
 func (s *Store) Migrate(ctx context.Context) error {
-	var db *sql.DB
+	return s.migrate(ctx, latestVersion)
+}
+
+// latestVersion, as migrate's version, applies every migration.
+const latestVersion = -1
+
+// migrate applies the pending migrations up to version (latestVersion: all).
+func (s *Store) migrate(ctx context.Context, version int64) error {
+	var cc *pgx.ConnConfig
 	switch {
 	case s.cfg.MigrateURL != "":
-		cc, err := pgx.ParseConfig(s.cfg.MigrateURL)
+		var err error
+		cc, err = pgx.ParseConfig(s.cfg.MigrateURL)
 		if err != nil {
 			return fmt.Errorf("store: migrate: parse Config.MigrateURL: %w", err)
 		}
-		setSessionTimeouts(cc, s.cfg)
-		db = stdlib.OpenDB(*cc)
-		db.SetMaxOpenConns(2) // the lock's session and goose's
+		setSessionParams(cc, s.cfg)
 	case s.pooled:
 		return errors.New("store: migrate: the exec mode is a pooled one (a pooler in transaction mode cannot hold the migration's session lock): set Config.MigrateURL (PAYLOCK_MIGRATE_DATABASE_URL) to a direct connection")
 	default:
-		db = stdlib.OpenDBFromPool(s.pool) // closing it leaves the pool open
+		// The pool's settings on connections of Migrate's own: a session a
+		// migration changed must not go back to the pool.
+		cc = s.pool.Config().ConnConfig.Copy()
 	}
+	db := stdlib.OpenDB(*cc)
+	db.SetMaxOpenConns(2) // the lock's session and goose's
 	defer db.Close()
 	var schema *string
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
@@ -237,7 +261,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	if _, err := provider.Up(ctx); err != nil {
+	if version == latestVersion {
+		_, err = provider.Up(ctx)
+	} else {
+		_, err = provider.UpTo(ctx, version)
+	}
+	if err != nil {
 		return translate("migrate", err)
 	}
 	return nil
