@@ -184,6 +184,24 @@ func TestSourceMigrationRunsUnderConcurrentInsertsOfThePreviousVersion(t *testin
 		oldRows, migEnd.Sub(migStart).Round(time.Millisecond), len(during), during[len(during)-1].Round(time.Microsecond),
 		during[len(during)*99/100].Round(time.Microsecond), len(before), before[len(before)-1].Round(time.Microsecond))
 
+	// The swap's window: from the start of 00006's transaction (its
+	// goose_db_version.tstamp is now(), the transaction's start) to the
+	// end of Migrate.
+	var swapStart time.Time
+	if err := admin.QueryRow(ctx, "SELECT tstamp FROM goose_db_version WHERE version_id = 6").Scan(&swapStart); err != nil {
+		t.Fatal(err)
+	}
+	var swapWorst time.Duration
+	var inSwap int
+	for _, smp := range samples {
+		if smp.start.Before(migEnd) && smp.start.Add(smp.took).After(swapStart) {
+			inSwap++
+			swapWorst = max(swapWorst, smp.took)
+		}
+	}
+	t.Logf("the swap (00006) ran %v before Migrate returned; %d inserts overlapped it, slowest %v",
+		migEnd.Sub(swapStart).Round(time.Millisecond), inSwap, swapWorst.Round(time.Microsecond))
+
 	if def := txIDConstraintDef(t, admin); def != "UNIQUE (source, transaction_id)" {
 		t.Errorf("%s is %q, want UNIQUE (source, transaction_id)", txIDConstraint, def)
 	}

@@ -156,6 +156,14 @@ func (s *Store) recordInTx(ctx context.Context, p Payment, fn func(context.Conte
 	if err != nil {
 		return Payment{}, translate("record payment: begin", err)
 	}
+	defer func() {
+		// A panic in fn must not leave the transaction, and its connection,
+		// behind. (Rolling back an ended transaction does nothing.)
+		if r := recover(); r != nil {
+			s.rollback(ctx, tx)
+			panic(r)
+		}
+	}()
 	rec, err := s.insertPayment(ctx, tx, p)
 	if err != nil {
 		// After a conflict the transaction is aborted (25P02 for any further
