@@ -138,7 +138,14 @@ func (s *Store) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx co
 // The server commits the statement's implicit transaction before it answers,
 // so a reply is the commit's outcome and a missing one leaves it unknown.
 func (s *Store) recordAutocommit(ctx context.Context, p Payment) (Payment, error) {
-	rec, err := s.insertPayment(ctx, s.pool, p)
+	// Acquired apart, so that waiting for a connection or opening one, which
+	// sends nothing, is never taken for an unanswered insert.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return Payment{}, translate("record payment: acquire", err)
+	}
+	defer conn.Release()
+	rec, err := s.insertPayment(ctx, conn, p)
 	switch {
 	case err == nil, errors.Is(err, errConflict):
 		return rec, err
