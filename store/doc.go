@@ -5,29 +5,30 @@
 //
 // # What the store guarantees
 //
-// RecordPayment returns one of three 2xx-worthy outcomes, and only these:
+// RecordPayment and RecordPaymentFunc return one of three 2xx-worthy
+// outcomes, and only these:
 //
-//   - nil: the payment is newly recorded and its COMMIT was confirmed by the
+//   - nil: the payment is newly recorded and its commit was confirmed by the
 //     server;
-//   - an error wrapping ErrDuplicate: payments_transaction_id_key already
-//     holds the transaction id, and a fresh read of the stored row, outside
-//     the failed transaction, shows the same amount and currency;
+//   - an error wrapping ErrDuplicate: payments_transaction_id_key, UNIQUE
+//     (source, transaction_id), already holds the payment's source and
+//     transaction id, and a fresh read of the stored row, outside any failed
+//     transaction, shows the same amount and currency;
 //   - an error wrapping ErrMismatch: the same, but the stored row has another
 //     amount or currency. The stored row never changes.
 //
 // Only a conflict on that one constraint, named, counts as "already
 // recorded": a unique violation of any other index, a check violation, a
-// timeout, a lost connection, a serialization failure or a COMMIT whose
+// timeout, a lost connection, a serialization failure or a commit whose
 // answer never came is an error, never success. Transient failures wrap
 // ErrUnavailable, meaning "nothing may be assumed recorded; retry later". An
-// interrupted COMMIT is ErrCommitUnknown, which also wraps ErrUnavailable:
+// interrupted commit is ErrCommitUnknown, which also wraps ErrUnavailable:
 // the sender's retry then converges on ErrDuplicate or on a fresh record.
 //
-// COMMIT runs under context.WithoutCancel with Config.CommitTimeout, so a
-// caller that gives up does not turn a sent COMMIT into a guess. Every pooled
-// session carries server-side statement_timeout, lock_timeout and
-// idle_in_transaction_session_timeout, so a stuck statement or an abandoned
-// transaction ends on the server too.
+// A transaction id is unique per source (Payment.Source; "" is
+// DefaultSource, "payments"): the same id from two sources is two payments,
+// and a conflict, a Confirm or a Payment read only ever looks at its own
+// source.
 //
 // Migrate applies the embedded SQL migrations (goose) and River's
 // (rivermigrate) under one advisory lock, in the current schema; replicas
@@ -40,6 +41,65 @@
 // (BeginAttempt, MarkSent, MarkFailed, NoteRetry, FlagForReview) apply to
 // pending rows only; every status change runs the StatusHook, if one is set,
 // inside its transaction.
+//
+// # Where each check sits
+//
+// RecordPayment (RecordPaymentFunc with a nil fn) is one statement in
+// autocommit, one round trip: INSERT ... ON CONFLICT ON CONSTRAINT
+// payments_transaction_id_key DO NOTHING RETURNING received_at.
+//
+//   - Before sending: a ctx already done (its cause set: the lock's lease
+//     lost, the client gone) sends nothing and answers ErrUnavailable
+//     wrapping the cause.
+//   - The answer: the server commits the statement's implicit transaction
+//     before it answers, so a returned row is the commit's confirmation
+//     (nil). No row means the constraint held the id: the stored row is
+//     read afresh (ErrDuplicate, ErrMismatch; no row found is
+//     ErrUnavailable). A 23505 on payments_transaction_id_key (a deferred
+//     check, raised at the implicit commit) is the same conflict. Any other
+//     ERROR means the statement rolled back (translated: ErrUnavailable,
+//     ErrInvalidPayload or a plain error).
+//   - No answer: a lost connection, a timeout or a FATAL after the statement
+//     was sent is ErrCommitUnknown. The server may have committed (it does
+//     when only the client's side of the connection is lost); the sender's
+//     retry then answers ErrDuplicate. A lease lost while the statement runs
+//     cancels ctx and so the statement: the server either answers with an
+//     ERROR (rolled back) or the outcome is unknown; it cannot be checked
+//     between the insert and the commit any more, as there is no such
+//     moment. A statement that did commit is the payment's one record,
+//     whatever the lock: the constraint, not the lock, decides.
+//
+// RecordPaymentFunc with an fn is BEGIN, the same INSERT, fn (only for a
+// newly recorded payment; a conflict rolls back, since the transaction is
+// aborted, and is confirmed by a fresh read outside it), then COMMIT. An
+// error from fn rolls back and is returned wrapped. After fn, a ctx whose
+// cause is set rolls back instead of committing. COMMIT runs under
+// context.WithoutCancel with Config.CommitTimeout, so a caller that gives up
+// does not turn a sent COMMIT into a guess; an unanswered COMMIT is
+// ErrCommitUnknown. BEGIN stays a round trip of its own: pgx cannot pipeline
+// it with the insert and still hand fn a pgx.Tx.
+//
+// # Durability
+//
+// Every session the store opens in the direct exec modes carries
+// synchronous_commit=on, so a server, database or role configured with
+// synchronous_commit=off cannot acknowledge a payment whose WAL a crash
+// would lose. The recording INSERT also sets it for its own transaction
+// (set_config(..., true), in the statement itself: no extra round trip),
+// which covers both paths in every exec mode, the pooled ones included,
+// where no session parameter reaches the server; fn's writes commit with the
+// payment and are covered too. In the pooled modes the store's other writes
+// (disbursements, webhook events) rely on the role's or database's setting:
+// see ExecMode.
+//
+// Every session of the direct modes also carries server-side
+// statement_timeout, lock_timeout and idle_in_transaction_session_timeout,
+// so a stuck statement or an abandoned transaction ends on the server too.
+//
+// Migrate applies the embedded SQL migrations (goose) on sessions of its
+// own; replicas may run it together, and it may run while replicas of the
+// previous version keep recording: migrations that touch payments wait for
+// locks in short bounded attempts and build indexes concurrently.
 //
 // # What it leaves to others
 //

@@ -20,6 +20,13 @@ import (
 // role or database (ALTER ROLE ... SET statement_timeout = '5s'), where
 // every server connection picks them up. Migrate needs Config.MigrateURL
 // then: its advisory lock is held by a session.
+//
+// synchronous_commit=on is a session parameter too. In the pooled modes the
+// recording INSERT still sets it for its own transaction, so every payment
+// (and whatever RecordPaymentFunc's fn writes with it) commits durably; the
+// store's other writes (disbursements, webhook events) do not, and need
+// synchronous_commit left on (the server's default) or set on the role or
+// database.
 type ExecMode string
 
 // The execution modes.

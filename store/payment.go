@@ -9,12 +9,20 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// DefaultSource is the source of a Payment whose Source is empty: paylock's
+// own flat body, and every payment recorded before sources existed
+// (migration 00004 gave them this source).
+const DefaultSource = "payments"
 
 // Payment is one recorded payment webhook.
 type Payment struct {
-	// Source is the webhook source that delivered the payment ("payments"
-	// for paylock's own flat body). A transaction id is unique per source.
+	// Source is the webhook source that delivered the payment. A
+	// transaction id is unique per source: the same id from two sources is
+	// two payments. "" means DefaultSource; the store returns the source it
+	// used, never "".
 	Source        string
 	TransactionID string
 	Amount        int64 // in the currency's minor unit; must be > 0
@@ -26,83 +34,188 @@ type Payment struct {
 	ReceivedAt time.Time // set by the database
 }
 
+// withSource returns p with an empty Source replaced by DefaultSource.
+func (p Payment) withSource() Payment {
+	if p.Source == "" {
+		p.Source = DefaultSource
+	}
+	return p
+}
+
 // insertPaymentSQL inserts a payment unless payments_transaction_id_key
-// already holds its transaction id; it returns no row in that case. The
-// arbiter is named: a bare ON CONFLICT DO NOTHING would also swallow
-// conflicts on any other unique index.
+// (UNIQUE (source, transaction_id)) already holds its source and
+// transaction id; it returns no row in that case. The arbiter is named: a
+// bare ON CONFLICT DO NOTHING would also swallow conflicts on any other
+// unique index.
+//
+// It is one statement in every exec mode, and it sets synchronous_commit=on
+// for its own transaction (set_config(..., true), evaluated once, before the
+// row is inserted): the autocommit statement's implicit transaction or the
+// recording transaction of RecordPaymentFunc then commits only once its WAL
+// is flushed, whatever the server's, role's or session's setting, and even
+// in the pooled exec modes, where no session parameter reaches the server.
+// The parameters are cast because INSERT ... SELECT does not type them from
+// the columns; currency is cast to text, not char(3), so that a longer code
+// is refused (an explicit cast to char(3) would truncate it).
 const insertPaymentSQL = `
-INSERT INTO payments (transaction_id, amount, currency, payload, event_id)
-VALUES ($1, $2, $3, $4, NULLIF($5, ''))
+INSERT INTO payments (source, transaction_id, amount, currency, payload, event_id)
+SELECT $1::text, $2::text, $3::bigint, $4::text, $5::jsonb, NULLIF($6::text, '')
+WHERE set_config('synchronous_commit', 'on', true) = 'on'
 ON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING
 RETURNING received_at`
 
 // selectSummarySQL reads what decides duplicate or mismatch, never the
 // payload: a small jsonb can expand to a large text form.
 const selectSummarySQL = `
-SELECT transaction_id, amount, currency::text, coalesce(event_id, ''), received_at
+SELECT source, transaction_id, amount, currency::text, coalesce(event_id, ''), received_at
 FROM payments
-WHERE transaction_id = $1`
+WHERE source = $1 AND transaction_id = $2`
 
 const selectPaymentSQL = `
-SELECT transaction_id, amount, currency::text, payload, coalesce(event_id, ''), received_at
+SELECT source, transaction_id, amount, currency::text, payload, coalesce(event_id, ''), received_at
 FROM payments
-WHERE transaction_id = $1`
+WHERE source = $1 AND transaction_id = $2`
 
-// RecordPayment inserts p in one transaction and confirms the COMMIT.
+// RecordPayment records p with one statement in autocommit (one round trip):
+// RecordPaymentFunc(ctx, p, nil).
 //
 // It returns nil, with p as recorded, only when the payment is newly recorded
-// and COMMIT is confirmed. It returns an error wrapping ErrDuplicate or
+// and its commit is confirmed. It returns an error wrapping ErrDuplicate or
 // ErrMismatch, with the stored row (without its payload; see Confirm), when
-// payments_transaction_id_key already holds p's transaction id, read afresh
-// after the transaction ended. Any other
-// outcome is an error: ErrCommitUnknown when COMMIT was sent but its outcome
-// is unknown; ErrUnavailable for transient failures (also when the conflict
-// could not be confirmed by reading the stored row); a plain wrapped error for
-// the rest, such as another constraint's violation or an invalid payload.
+// payments_transaction_id_key already holds p's source and transaction id,
+// read afresh after the insert. Any other outcome is an error:
+// ErrCommitUnknown when the statement was sent but its outcome never came
+// back; ErrUnavailable for transient failures (also when ctx was already done
+// before anything was sent, and when the conflict could not be confirmed by
+// reading the stored row); ErrInvalidPayload when the database refused the
+// values; a plain wrapped error for the rest, such as another constraint's
+// violation.
 func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
+	return s.RecordPaymentFunc(ctx, p, nil)
+}
+
+// RecordPaymentFunc records p and, when fn is not nil, runs fn in the same
+// transaction, after the insert and only when p is newly recorded: whatever
+// fn writes through tx commits if and only if the payment does. fn receives
+// p as recorded; it must not commit or roll back tx.
+//
+// With fn nil, p is recorded with one statement in autocommit, one round
+// trip; its success is the commit's confirmation.
+//
+// With fn, it runs BEGIN, the insert, fn, then COMMIT under
+// Config.CommitTimeout (even if ctx is done). An error from fn rolls back and
+// is returned wrapped (wrapping ErrUnavailable when it is a transient driver
+// or context error); so is a ctx whose cause is set after fn (the lock's
+// lease was lost, or the client went away): a replica that lost its lock
+// must not commit, the retry settles the payment.
+//
+// In both cases a ctx already done before the insert is sent sends nothing,
+// and the outcomes are those of RecordPayment: nil only for a newly recorded
+// payment whose commit is confirmed, ErrDuplicate or ErrMismatch after a
+// conflict on payments_transaction_id_key and a fresh read (fn is not run),
+// ErrCommitUnknown when the commit's outcome is unknown.
+func (s *Store) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (Payment, error) {
+	p = p.withSource()
+	if cause := context.Cause(ctx); cause != nil {
+		return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
+	}
+	var (
+		rec Payment
+		err error
+	)
+	if fn == nil {
+		rec, err = s.recordAutocommit(ctx, p)
+	} else {
+		rec, err = s.recordInTx(ctx, p, fn)
+	}
+	if errors.Is(err, errConflict) {
+		return s.confirmConflict(ctx, p)
+	}
+	return rec, err
+}
+
+// recordAutocommit inserts p with one statement outside any transaction.
+// The server commits the statement's implicit transaction before it answers,
+// so a reply is the commit's outcome and a missing one leaves it unknown.
+func (s *Store) recordAutocommit(ctx context.Context, p Payment) (Payment, error) {
+	// Acquired apart, so that waiting for a connection or opening one, which
+	// sends nothing, is never taken for an unanswered insert.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return Payment{}, translate("record payment: acquire", err)
+	}
+	defer conn.Release()
+	rec, err := s.insertPayment(ctx, conn, p)
+	switch {
+	case err == nil, errors.Is(err, errConflict):
+		return rec, err
+	case sentWithoutAnswer(err):
+		return Payment{}, fmt.Errorf("%w: record payment: insert: %w", ErrCommitUnknown, err)
+	}
+	return Payment{}, translate("record payment: insert", err)
+}
+
+// recordInTx inserts p in a transaction, runs fn in it and commits.
+func (s *Store) recordInTx(ctx context.Context, p Payment, fn func(context.Context, pgx.Tx, Payment) error) (Payment, error) {
+	// BEGIN is a round trip of its own: pgx offers no way to send it in one
+	// with the insert and still hand fn a pgx.Tx.
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return Payment{}, translate("record payment: begin", err)
 	}
-	rec, err := s.recordPaymentTx(ctx, tx, p)
+	defer func() {
+		// A panic in fn must not leave the transaction, and its connection,
+		// behind. (Rolling back an ended transaction does nothing.)
+		if r := recover(); r != nil {
+			s.rollback(ctx, tx)
+			panic(r)
+		}
+	}()
+	rec, err := s.insertPayment(ctx, tx, p)
 	if err != nil {
 		// After a conflict the transaction is aborted (25P02 for any further
 		// statement), so the stored row is read outside it, afresh.
 		s.rollback(ctx, tx)
 		if errors.Is(err, errConflict) {
-			return s.confirmConflict(ctx, p)
+			return Payment{}, err
 		}
-		return Payment{}, err
+		return Payment{}, translate("record payment: insert", err)
 	}
-	if s.afterInsert != nil {
-		s.afterInsert()
+	if err := fn(ctx, tx, rec); err != nil {
+		s.rollback(ctx, tx)
+		if transient(err) {
+			return Payment{}, fmt.Errorf("%w: record payment: in transaction: %w", ErrUnavailable, err)
+		}
+		return Payment{}, fmt.Errorf("store: record payment: in transaction: %w", err)
 	}
-	// The caller's context may have ended while the insert ran: the lock's
-	// lease was lost, or the client went away. A replica that lost its lock
-	// must not COMMIT; the retry settles the payment.
+	// The caller's context may have ended while the insert or fn ran: the
+	// lock's lease was lost, or the client went away.
 	if cause := context.Cause(ctx); cause != nil {
 		s.rollback(ctx, tx)
 		return Payment{}, fmt.Errorf("%w: record payment: not committed: %w", ErrUnavailable, cause)
 	}
 	if err := s.commit(ctx, tx); err != nil {
-		if errors.Is(err, errConflict) {
-			return s.confirmConflict(ctx, p)
-		}
 		return Payment{}, err
 	}
 	return rec, nil
 }
 
-// recordPaymentTx inserts p in tx. It returns errConflict when
-// payments_transaction_id_key already holds p's transaction id, whether the
-// insert said so by returning no row or by raising a unique violation.
-// Side effects that must commit with the payment belong beside it here.
-func (s *Store) recordPaymentTx(ctx context.Context, tx pgx.Tx, p Payment) (Payment, error) {
+// rowQuerier is a pool or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// insertPayment runs s.insert for p. It returns errConflict when
+// payments_transaction_id_key already holds p's source and transaction id,
+// whether the insert said so by returning no row or by raising a unique
+// violation (at the statement or, in autocommit, at its commit); any other
+// error is the driver's, untranslated.
+func (s *Store) insertPayment(ctx context.Context, q rowQuerier, p Payment) (Payment, error) {
 	// json.RawMessage, not []byte: in the exec and simple_protocol modes
 	// (behind PgBouncer) pgx types a parameter by its Go type, and would
 	// send a []byte as bytea, which is no JSON.
-	err := tx.QueryRow(ctx, s.insert,
-		p.TransactionID, p.Amount, p.Currency, json.RawMessage(p.Payload), p.EventID,
+	err := q.QueryRow(ctx, s.insert,
+		p.Source, p.TransactionID, p.Amount, p.Currency, json.RawMessage(p.Payload), p.EventID,
 	).Scan(&p.ReceivedAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -110,9 +223,22 @@ func (s *Store) recordPaymentTx(ctx context.Context, tx pgx.Tx, p Payment) (Paym
 	case isTxIDConflict(err):
 		return Payment{}, fmt.Errorf("%w: %w", errConflict, err)
 	case err != nil:
-		return Payment{}, translate("record payment: insert", err)
+		return Payment{}, err
 	}
 	return p, nil
+}
+
+// sentWithoutAnswer reports whether err leaves the outcome of a statement
+// that commits (COMMIT, or one in autocommit) unknown: it may have been
+// sent, and no ERROR came back for it. Errors raised before anything was
+// sent, and those that are neither driver nor network errors (a value pgx
+// cannot encode), are not.
+func sentWithoutAnswer(err error) bool {
+	if commitFailed(err) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) || transient(err)
 }
 
 // commit commits tx under its own timeout, even if ctx is done. A failure
@@ -145,49 +271,55 @@ func (s *Store) rollback(ctx context.Context, tx pgx.Tx) {
 	_ = tx.Rollback(ctx)
 }
 
-// confirmConflict confirms that p's transaction id conflicted with a stored
-// row. A conflict whose row cannot be found (the conflicting transaction
-// rolled back, say) is ErrUnavailable: the sender must retry.
+// confirmConflict confirms that p's source and transaction id conflicted
+// with a stored row. A conflict whose row cannot be found (the conflicting
+// transaction rolled back, say) is ErrUnavailable: the sender must retry.
 func (s *Store) confirmConflict(ctx context.Context, p Payment) (Payment, error) {
 	stored, err := s.Confirm(ctx, p)
 	if errors.Is(err, ErrNotFound) {
-		return Payment{}, fmt.Errorf("%w: transaction %q conflicted on %s but no stored row was found",
-			ErrUnavailable, p.TransactionID, txIDConstraint)
+		return Payment{}, fmt.Errorf("%w: transaction %q of source %q conflicted on %s but no stored row was found",
+			ErrUnavailable, p.TransactionID, p.Source, txIDConstraint)
 	}
 	return stored, err
 }
 
-// Confirm reads the stored payment with p's transaction id and compares it
-// with p: an error wrapping ErrDuplicate when amount and currency match,
-// ErrMismatch when they differ, ErrNotFound when nothing is stored, and
-// ErrUnavailable for transient failures. The returned Payment (set with
-// ErrDuplicate and ErrMismatch) has no Payload.
+// Confirm reads the stored payment with p's source (DefaultSource when
+// empty) and transaction id and compares it with p: an error wrapping
+// ErrDuplicate when amount and currency match, ErrMismatch when they differ,
+// ErrNotFound when nothing is stored, and ErrUnavailable for transient
+// failures. The returned Payment (set with ErrDuplicate and ErrMismatch) has
+// no Payload.
 func (s *Store) Confirm(ctx context.Context, p Payment) (Payment, error) {
+	p = p.withSource()
 	var stored Payment
-	err := s.pool.QueryRow(ctx, selectSummarySQL, p.TransactionID).Scan(
-		&stored.TransactionID, &stored.Amount, &stored.Currency, &stored.EventID, &stored.ReceivedAt)
+	err := s.pool.QueryRow(ctx, selectSummarySQL, p.Source, p.TransactionID).Scan(
+		&stored.Source, &stored.TransactionID, &stored.Amount, &stored.Currency, &stored.EventID, &stored.ReceivedAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return Payment{}, fmt.Errorf("%w: transaction %q", ErrNotFound, p.TransactionID)
+		return Payment{}, fmt.Errorf("%w: transaction %q of source %q", ErrNotFound, p.TransactionID, p.Source)
 	case err != nil:
 		return Payment{}, translate("confirm payment", err)
 	}
 	// char(3) compares ignoring trailing blanks; so does this.
 	if stored.Amount != p.Amount || stored.Currency != strings.TrimRight(p.Currency, " ") {
-		return stored, fmt.Errorf("%w: transaction %q is stored as %d %s, received %d %s",
-			ErrMismatch, p.TransactionID, stored.Amount, stored.Currency, p.Amount, p.Currency)
+		return stored, fmt.Errorf("%w: transaction %q of source %q is stored as %d %s, received %d %s",
+			ErrMismatch, p.TransactionID, p.Source, stored.Amount, stored.Currency, p.Amount, p.Currency)
 	}
-	return stored, fmt.Errorf("%w: transaction %q", ErrDuplicate, p.TransactionID)
+	return stored, fmt.Errorf("%w: transaction %q of source %q", ErrDuplicate, p.TransactionID, p.Source)
 }
 
-// Payment returns the stored payment with the transaction id, or an error
-// wrapping ErrNotFound. Transient failures wrap ErrUnavailable.
-func (s *Store) Payment(ctx context.Context, transactionID string) (Payment, error) {
+// Payment returns the stored payment with the source ("" means
+// DefaultSource) and transaction id, or an error wrapping ErrNotFound.
+// Transient failures wrap ErrUnavailable.
+func (s *Store) Payment(ctx context.Context, source, transactionID string) (Payment, error) {
+	if source == "" {
+		source = DefaultSource
+	}
 	var p Payment
-	err := s.pool.QueryRow(ctx, selectPaymentSQL, transactionID).Scan(
-		&p.TransactionID, &p.Amount, &p.Currency, &p.Payload, &p.EventID, &p.ReceivedAt)
+	err := s.pool.QueryRow(ctx, selectPaymentSQL, source, transactionID).Scan(
+		&p.Source, &p.TransactionID, &p.Amount, &p.Currency, &p.Payload, &p.EventID, &p.ReceivedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Payment{}, fmt.Errorf("%w: transaction %q", ErrNotFound, transactionID)
+		return Payment{}, fmt.Errorf("%w: transaction %q of source %q", ErrNotFound, transactionID, source)
 	}
 	if err != nil {
 		return Payment{}, translate("read payment", err)

@@ -76,68 +76,70 @@ func TestPgBouncerRefusesTheDefaultModesSessionParameters(t *testing.T) {
 
 func TestRecordPaymentThroughPgBouncer(t *testing.T) {
 	for _, mode := range pooledModes {
-		for _, ins := range insertModes {
-			t.Run(string(mode)+"/"+ins.name, func(t *testing.T) {
-				s, _ := pooledSetup(t, mode, pooledTimeouts)
-				s.insert = ins.sql
-				ctx := context.Background()
-				p := newPayment("tx_pooled")
-				rec, err := s.RecordPayment(ctx, p)
-				if err != nil {
-					t.Fatalf("first: %v", err)
-				}
-				got, err := s.Payment(ctx, p.TransactionID)
-				if err != nil || !jsonEqual(t, got.Payload, p.Payload) || got.Amount != p.Amount || rec.ReceivedAt.IsZero() {
-					t.Fatalf("read back %+v, %v; want the payment with its JSON payload", got, err)
-				}
-				if _, err := s.RecordPayment(ctx, p); !errors.Is(err, ErrDuplicate) {
-					t.Fatalf("same again: %v, want ErrDuplicate", err)
-				}
-				q := p
-				q.Amount++
-				if _, err := s.RecordPayment(ctx, q); !errors.Is(err, ErrMismatch) {
-					t.Fatalf("other amount: %v, want ErrMismatch", err)
-				}
-				if _, err := s.Payment(ctx, "tx_absent"); !errors.Is(err, ErrNotFound) {
-					t.Fatalf("absent: %v, want ErrNotFound", err)
-				}
+		for _, path := range recordPaths {
+			for _, ins := range insertModes {
+				t.Run(string(mode)+"/"+path.name+"/"+ins.name, func(t *testing.T) {
+					s, _ := pooledSetup(t, mode, pooledTimeouts)
+					s.insert = ins.sql
+					ctx := context.Background()
+					p := newPayment("tx_pooled")
+					rec, err := path.record(s, ctx, p)
+					if err != nil {
+						t.Fatalf("first: %v", err)
+					}
+					got, err := s.Payment(ctx, "", p.TransactionID)
+					if err != nil || !jsonEqual(t, got.Payload, p.Payload) || got.Amount != p.Amount || rec.ReceivedAt.IsZero() {
+						t.Fatalf("read back %+v, %v; want the payment with its JSON payload", got, err)
+					}
+					if _, err := path.record(s, ctx, p); !errors.Is(err, ErrDuplicate) {
+						t.Fatalf("same again: %v, want ErrDuplicate", err)
+					}
+					q := p
+					q.Amount++
+					if _, err := path.record(s, ctx, q); !errors.Is(err, ErrMismatch) {
+						t.Fatalf("other amount: %v, want ErrMismatch", err)
+					}
+					if _, err := s.Payment(ctx, "", "tx_absent"); !errors.Is(err, ErrNotFound) {
+						t.Fatalf("absent: %v, want ErrNotFound", err)
+					}
 
-				// Many deliveries at once, over two pools sharing
-				// PgBouncer's server connections.
-				other, err := Open(ctx, Config{URL: s.cfg.URL, ExecMode: mode})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer other.Close()
-				var (
-					wg                   sync.WaitGroup
-					mu                   sync.Mutex
-					recorded, duplicates int
-				)
-				for i := range 40 {
-					wg.Go(func() {
-						st := s
-						if i%2 == 1 {
-							st = other
-						}
-						_, err := st.RecordPayment(ctx, newPayment("tx_pooled_storm"))
-						mu.Lock()
-						defer mu.Unlock()
-						switch {
-						case err == nil:
-							recorded++
-						case errors.Is(err, ErrDuplicate):
-							duplicates++
-						default:
-							t.Errorf("delivery %d: %v", i, err)
-						}
-					})
-				}
-				wg.Wait()
-				if recorded != 1 || duplicates != 39 || pooledRows(t, s, "tx_pooled_storm") != 1 {
-					t.Fatalf("recorded %d, duplicates %d, rows %d; want 1, 39, 1", recorded, duplicates, pooledRows(t, s, "tx_pooled_storm"))
-				}
-			})
+					// Many deliveries at once, over two pools sharing
+					// PgBouncer's server connections.
+					other, err := Open(ctx, Config{URL: s.cfg.URL, ExecMode: mode})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer other.Close()
+					var (
+						wg                   sync.WaitGroup
+						mu                   sync.Mutex
+						recorded, duplicates int
+					)
+					for i := range 40 {
+						wg.Go(func() {
+							st := s
+							if i%2 == 1 {
+								st = other
+							}
+							_, err := path.record(st, ctx, newPayment("tx_pooled_storm"))
+							mu.Lock()
+							defer mu.Unlock()
+							switch {
+							case err == nil:
+								recorded++
+							case errors.Is(err, ErrDuplicate):
+								duplicates++
+							default:
+								t.Errorf("delivery %d: %v", i, err)
+							}
+						})
+					}
+					wg.Wait()
+					if recorded != 1 || duplicates != 39 || pooledRows(t, s, "tx_pooled_storm") != 1 {
+						t.Fatalf("recorded %d, duplicates %d, rows %d; want 1, 39, 1", recorded, duplicates, pooledRows(t, s, "tx_pooled_storm"))
+					}
+				})
+			}
 		}
 	}
 }
@@ -161,10 +163,10 @@ func TestServerSideTimeoutsReachPooledSessions(t *testing.T) {
 	}
 }
 
-// TestInterruptedCommitThroughPgBouncerConverges: COMMIT outlives
-// CommitTimeout; pgx sends its cancel request to PgBouncer, which forwards
-// it to the server session running the COMMIT. Either way the retry
-// converges on one row.
+// TestInterruptedCommitThroughPgBouncerConverges: COMMIT (of
+// RecordPaymentFunc's transaction) outlives CommitTimeout; pgx sends its
+// cancel request to PgBouncer, which forwards it to the server session
+// running the COMMIT. Either way the retry converges on one row.
 func TestInterruptedCommitThroughPgBouncerConverges(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -178,7 +180,7 @@ func TestInterruptedCommitThroughPgBouncerConverges(t *testing.T) {
 			s, db := pooledSetup(t, ExecExec, pooledTimeouts, func(c *Config) { c.CommitTimeout = 100 * time.Millisecond })
 			db.Exec(t, sleepTrigger(3, true, tc.committed))
 			p := newPayment("tx_commit")
-			_, err := s.RecordPayment(context.Background(), p)
+			_, err := recordInTx(s, context.Background(), p)
 			if !errors.Is(err, ErrCommitUnknown) || isSuccessLike(err) {
 				t.Fatalf("got %v, want ErrCommitUnknown", err)
 			}
@@ -196,53 +198,64 @@ func TestInterruptedCommitThroughPgBouncerConverges(t *testing.T) {
 
 // TestLostServerSessionsAndACrashedPgBouncerAreUnavailable: an insert in
 // flight when its server session is terminated (a Postgres restart behind
-// the pooler), or when PgBouncer itself dies, is ErrUnavailable and
-// records nothing; once PgBouncer is back the sender's retries record the
-// payment once.
+// the pooler), or when PgBouncer itself dies, is ErrUnavailable, never
+// success; once PgBouncer is back the sender's retries converge on one row.
+// In a transaction nothing is recorded: COMMIT was never sent. In autocommit
+// the statement commits on its own: when only the client's side of the
+// connection is lost (PgBouncer killed), the server goes on and commits, the
+// answer is ErrCommitUnknown, and the retry finds a duplicate.
 func TestLostServerSessionsAndACrashedPgBouncerAreUnavailable(t *testing.T) {
 	pgb := scaletest.PgBouncerEnv(t)
-	for _, fault := range []struct {
-		name   string
-		strike func(t *testing.T, db scaletest.Database)
-	}{
-		{"ServerSessionsTerminated", func(t *testing.T, db scaletest.Database) { db.TerminateBackends(t) }},
-		{"PgBouncerKilled", func(t *testing.T, _ scaletest.Database) { pgb.Crash(t) }},
-	} {
-		t.Run(fault.name, func(t *testing.T) {
-			s, db := pooledSetup(t, ExecExec, pooledTimeouts)
-			db.Exec(t, sleepTrigger(2, false, false))
-			p := newPayment("tx_fault")
-			done := make(chan error, 1)
-			go func() {
-				_, err := s.RecordPayment(context.Background(), p)
-				done <- err
-			}()
-			time.Sleep(300 * time.Millisecond) // the insert sleeps on the server
-			fault.strike(t, db)
-			if err := <-done; !errors.Is(err, ErrUnavailable) || isSuccessLike(err) {
-				t.Fatalf("insert in flight: %v, want ErrUnavailable", err)
-			}
-			db.Exec(t, "DROP TRIGGER slow_insert ON payments")
-			if n := pooledRows(t, s, p.TransactionID); n != 0 {
-				t.Fatalf("%d rows after the fault, want 0", n)
-			}
-			var err error
-			for i := 0; i < 20; i++ { // the PSP's retries
-				if _, err = s.RecordPayment(context.Background(), p); err == nil {
-					break
+	for _, path := range recordPaths {
+		for _, fault := range []struct {
+			name   string
+			strike func(t *testing.T, db scaletest.Database)
+		}{
+			{"ServerSessionsTerminated", func(t *testing.T, db scaletest.Database) { db.TerminateBackends(t) }},
+			{"PgBouncerKilled", func(t *testing.T, _ scaletest.Database) { pgb.Crash(t) }},
+		} {
+			t.Run(path.name+"/"+fault.name, func(t *testing.T) {
+				s, db := pooledSetup(t, ExecExec, pooledTimeouts)
+				db.Exec(t, sleepTrigger(2, false, false))
+				p := newPayment("tx_fault")
+				done := make(chan error, 1)
+				go func() {
+					_, err := path.record(s, context.Background(), p)
+					done <- err
+				}()
+				time.Sleep(300 * time.Millisecond) // the insert sleeps on the server
+				fault.strike(t, db)
+				inFlight := <-done
+				if !errors.Is(inFlight, ErrUnavailable) || isSuccessLike(inFlight) {
+					t.Fatalf("insert in flight: %v, want ErrUnavailable", inFlight)
 				}
-				if !errors.Is(err, ErrUnavailable) {
-					t.Fatalf("retry %d: %v, want nil or ErrUnavailable", i, err)
+				db.Exec(t, "DROP TRIGGER slow_insert ON payments") // waits for the insert's end
+				recorded := pooledRows(t, s, p.TransactionID)
+				switch {
+				case recorded == 1 && !errors.Is(inFlight, ErrCommitUnknown):
+					t.Fatalf("the insert in flight committed but was answered %v, want ErrCommitUnknown", inFlight)
+				case recorded == 1 && path.name == "Transaction", recorded > 1:
+					t.Fatalf("%d rows after the fault, want 0", recorded)
 				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				t.Fatalf("retries never recorded: %v", err)
-			}
-			if n := pooledRows(t, s, p.TransactionID); n != 1 {
-				t.Fatalf("%d rows, want 1", n)
-			}
-		})
+				t.Logf("in flight: %v; %d rows after the fault", inFlight, recorded)
+				var err error
+				for i := 0; i < 20; i++ { // the PSP's retries
+					if _, err = path.record(s, context.Background(), p); err == nil || errors.Is(err, ErrDuplicate) {
+						break
+					}
+					if !errors.Is(err, ErrUnavailable) {
+						t.Fatalf("retry %d: %v, want nil, ErrDuplicate or ErrUnavailable", i, err)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if recorded == 1 && !errors.Is(err, ErrDuplicate) || recorded == 0 && err != nil {
+					t.Fatalf("retries: %v; want ErrDuplicate if the insert in flight committed, else nil", err)
+				}
+				if n := pooledRows(t, s, p.TransactionID); n != 1 {
+					t.Fatalf("%d rows, want 1", n)
+				}
+			})
+		}
 	}
 }
 

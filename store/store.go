@@ -99,11 +99,8 @@ type Store struct {
 	cfg  Config
 	// pooled: the exec mode keeps no session state (see ExecMode).
 	pooled bool
-	// insert is the statement RecordPayment runs; see insertPaymentSQL.
+	// insert is the statement RecordPaymentFunc runs; see insertPaymentSQL.
 	insert string
-	// afterInsert, when set (tests only), runs after a successful insert,
-	// before COMMIT.
-	afterInsert func()
 	// jobs is an insert-only River client over pool: it inserts the outbox
 	// jobs (PayoutArgs) in the transactions that create their rows.
 	jobs *river.Client[pgx.Tx]
@@ -143,7 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if !pooled {
 		// ParseConfig already put the URL's other parameters (search_path...)
 		// here; add ours beside them.
-		setSessionTimeouts(pcfg.ConnConfig, cfg)
+		setSessionParams(pcfg.ConnConfig, cfg)
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
@@ -162,13 +159,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return &Store{pool: pool, cfg: cfg, pooled: pooled, insert: insertPaymentSQL, jobs: jobs}, nil
 }
 
-// setSessionTimeouts makes every session of cc carry cfg's server-side
-// timeouts.
-func setSessionTimeouts(cc *pgx.ConnConfig, cfg Config) {
+// setSessionParams makes every session of cc carry cfg's server-side
+// timeouts and synchronous_commit=on.
+//
+// synchronous_commit=on: a server (or database, or role) configured with
+// synchronous_commit=off acknowledges a COMMIT before its WAL is flushed, and
+// a crash then loses transactions the client saw committed; paylock would
+// have answered 2xx for a payment that is gone. The startup parameter
+// overrides the server's, database's and role's defaults and the URL's
+// options=-c synchronous_commit=... (startup parameters are applied after
+// options); a synchronous_commit parameter in the URL itself is replaced.
+// The pooled exec modes send no startup parameters: there the payment's
+// INSERT sets it for its own transaction (see insertPaymentSQL), and the
+// other statements rely on the role's or database's setting (see ExecMode).
+func setSessionParams(cc *pgx.ConnConfig, cfg Config) {
 	params := cc.RuntimeParams
 	params["statement_timeout"] = milliseconds(cfg.StatementTimeout)
 	params["lock_timeout"] = milliseconds(cfg.LockTimeout)
 	params["idle_in_transaction_session_timeout"] = milliseconds(cfg.IdleInTxTimeout)
+	params["synchronous_commit"] = "on"
 }
 
 // milliseconds formats d as a Postgres duration setting, rounding up so that
@@ -198,32 +207,53 @@ var migrationFiles embed.FS
 // tables, rivermigrate, direction up), both in the current schema (the first
 // on search_path). Replicas may call it together: a Postgres session
 // advisory lock, keyed by the current schema, held across both, lets one
-// apply the migrations while the others wait (polling every second, bounded
-// by ctx) and then find nothing left to do. Migrations run in sessions with
-// the pool's timeouts; one that needs longer must raise them with SET LOCAL.
+// apply the migrations while the others wait (polling every second for up
+// to 300 seconds, bounded by ctx) and then find nothing left to do.
+// Migrations run in sessions of their own, never the pool's, with the pool's
+// timeouts and parameters; one that needs longer raises them (SET LOCAL in a
+// transaction, SET and RESET in a NO TRANSACTION migration) and the sessions
+// are closed when Migrate returns, whatever a migration left set.
 //
-// With Config.MigrateURL set, Migrate runs on connections of its own to
-// that URL (the pool's timeouts, the URL's parameters) and the pool is not
-// used. In a pooled exec mode MigrateURL is required: the session lock must
-// stay on one server connection, which a pooler in transaction mode does
-// not promise.
+// A migration that fails on a transient condition (a lock it would not wait
+// longer for, a timeout) returns an error wrapping ErrUnavailable, having
+// changed nothing it did not record: calling Migrate again resumes.
+//
+// With Config.MigrateURL set, Migrate connects to that URL instead (the
+// pool's timeouts, the URL's parameters). In a pooled exec mode MigrateURL
+// is required: the session lock must stay on one server connection, which a
+// pooler in transaction mode does not promise.
 func (s *Store) Migrate(ctx context.Context) error {
-	pool := s.pool
+	return s.migrate(ctx, latestVersion)
+}
+
+// latestVersion, as migrate's version, applies every migration.
+const latestVersion = -1
+
+// migrate applies the pending migrations up to version (latestVersion: all),
+// then River's.
+func (s *Store) migrate(ctx context.Context, version int64) error {
+	var pcfg *pgxpool.Config
 	switch {
 	case s.cfg.MigrateURL != "":
-		pcfg, err := pgxpool.ParseConfig(s.cfg.MigrateURL)
+		var err error
+		pcfg, err = pgxpool.ParseConfig(s.cfg.MigrateURL)
 		if err != nil {
 			return fmt.Errorf("store: migrate: parse Config.MigrateURL: %w", err)
 		}
-		setSessionTimeouts(pcfg.ConnConfig, s.cfg)
-		pcfg.MaxConns = 3 // the lock's session, goose's and River's
-		if pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
-			return fmt.Errorf("store: migrate: %w", err)
-		}
-		defer pool.Close()
+		setSessionParams(pcfg.ConnConfig, s.cfg)
 	case s.pooled:
 		return errors.New("store: migrate: the exec mode is a pooled one (a pooler in transaction mode cannot hold the migration's session lock): set Config.MigrateURL (PAYLOCK_MIGRATE_DATABASE_URL) to a direct connection")
+	default:
+		// The pool's settings on connections of Migrate's own: a session a
+		// migration changed must not go back to the pool.
+		pcfg = s.pool.Config()
 	}
+	pcfg.MinConns, pcfg.MaxConns = 0, 3 // the lock's session, goose's and River's
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer pool.Close()
 	db := stdlib.OpenDBFromPool(pool) // closing it leaves the pool open
 	defer db.Close()
 	var schema *string
@@ -267,7 +297,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	if _, err := provider.Up(ctx); err != nil {
+	if version == latestVersion {
+		_, err = provider.Up(ctx)
+	} else {
+		_, err = provider.UpTo(ctx, version)
+	}
+	if err != nil {
 		return translate("migrate", err)
 	}
 	// River's tables, in the same schema: Schema "" leaves the choice to

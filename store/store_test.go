@@ -21,10 +21,11 @@ import (
 
 // plainInsertSQL is insertPaymentSQL without ON CONFLICT: a duplicate then
 // raises 23505 on payments_transaction_id_key, which drives RecordPayment
-// down its unique-violation path (and the aborted transaction that follows).
+// down its unique-violation path (and, in a transaction, the aborted
+// transaction that follows).
 const plainInsertSQL = `
-INSERT INTO payments (transaction_id, amount, currency, payload, event_id)
-VALUES ($1, $2, $3, $4, NULLIF($5, ''))
+INSERT INTO payments (source, transaction_id, amount, currency, payload, event_id)
+VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''))
 RETURNING received_at`
 
 // insertModes are the two ways the insert can report a conflict; tests of
@@ -37,6 +38,25 @@ var insertModes = []struct {
 	{"UniqueViolation", plainInsertSQL},
 }
 
+// recordPaths are the two ways to record a payment: one statement in
+// autocommit (RecordPayment) and a transaction with work of the caller's
+// (RecordPaymentFunc); tests of the outcome rules run under both.
+var recordPaths = []struct {
+	name   string
+	record func(s *Store, ctx context.Context, p Payment) (Payment, error)
+}{
+	{"Autocommit", func(s *Store, ctx context.Context, p Payment) (Payment, error) {
+		return s.RecordPayment(ctx, p)
+	}},
+	{"Transaction", recordInTx},
+}
+
+// recordInTx records p through the transactional path, with an fn that
+// writes nothing.
+func recordInTx(s *Store, ctx context.Context, p Payment) (Payment, error) {
+	return s.RecordPaymentFunc(ctx, p, func(context.Context, pgx.Tx, Payment) error { return nil })
+}
+
 type bundle struct {
 	store *Store
 	url   string    // DATABASE_URL with search_path set to the test's schema
@@ -46,7 +66,7 @@ type bundle struct {
 // setup gives the test a schema of its own, migrated with the default
 // Config, a Store on it with the options applied to its Config, and an admin
 // connection for arranging faults.
-func setup(t *testing.T, opts ...func(*Config)) *bundle {
+func setup(t testing.TB, opts ...func(*Config)) *bundle {
 	t.Helper()
 	u := testenv.Schema(t)
 	ctx := context.Background()
@@ -123,69 +143,71 @@ func isSuccessLike(err error) bool {
 
 func TestRecordPaymentRecordsOnceAndConfirmsDuplicates(t *testing.T) {
 	t.Parallel()
-	for _, mode := range insertModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.store.insert = mode.sql
-			ctx := context.Background()
-			p := newPayment("tx_1")
+	for _, path := range recordPaths {
+		for _, mode := range insertModes {
+			t.Run(path.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				b.store.insert = mode.sql
+				ctx := context.Background()
+				p := newPayment("tx_1")
 
-			rec, err := b.store.RecordPayment(ctx, p)
-			if err != nil {
-				t.Fatalf("first delivery: %v", err)
-			}
-			if rec.ReceivedAt.IsZero() {
-				t.Error("first delivery: ReceivedAt not set")
-			}
-			stored, err := b.store.Payment(ctx, p.TransactionID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if stored.Amount != p.Amount || stored.Currency != p.Currency || stored.EventID != p.EventID ||
-				!stored.ReceivedAt.Equal(rec.ReceivedAt) || !jsonEqual(t, stored.Payload, p.Payload) {
-				t.Errorf("stored %+v, recorded %+v", stored, rec)
-			}
-
-			t.Run("SameAgainIsDuplicate", func(t *testing.T) {
-				got, err := b.store.RecordPayment(ctx, p)
-				if !errors.Is(err, ErrDuplicate) || errors.Is(err, ErrMismatch) || errors.Is(err, ErrUnavailable) {
-					t.Fatalf("got %v, want ErrDuplicate only", err)
+				rec, err := path.record(b.store, ctx, p)
+				if err != nil {
+					t.Fatalf("first delivery: %v", err)
 				}
-				if !got.ReceivedAt.Equal(rec.ReceivedAt) || got.Amount != p.Amount || got.EventID != p.EventID || got.Payload != nil {
-					t.Errorf("returned %+v, want the stored row's summary (no payload) of %+v", got, stored)
+				if rec.ReceivedAt.IsZero() {
+					t.Error("first delivery: ReceivedAt not set")
 				}
-			})
+				stored, err := b.store.Payment(ctx, "", p.TransactionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stored.Amount != p.Amount || stored.Currency != p.Currency || stored.EventID != p.EventID ||
+					!stored.ReceivedAt.Equal(rec.ReceivedAt) || !jsonEqual(t, stored.Payload, p.Payload) {
+					t.Errorf("stored %+v, recorded %+v", stored, rec)
+				}
 
-			for name, change := range map[string]func(*Payment){
-				"OtherAmountIsMismatch":   func(q *Payment) { q.Amount++ },
-				"OtherCurrencyIsMismatch": func(q *Payment) { q.Currency = "USD" },
-			} {
-				t.Run(name, func(t *testing.T) {
-					q := p
-					q.Payload = []byte(`{"changed":true}`)
-					change(&q)
-					got, err := b.store.RecordPayment(ctx, q)
-					if !errors.Is(err, ErrMismatch) || errors.Is(err, ErrDuplicate) {
-						t.Fatalf("got %v, want ErrMismatch", err)
+				t.Run("SameAgainIsDuplicate", func(t *testing.T) {
+					got, err := path.record(b.store, ctx, p)
+					if !errors.Is(err, ErrDuplicate) || errors.Is(err, ErrMismatch) || errors.Is(err, ErrUnavailable) {
+						t.Fatalf("got %v, want ErrDuplicate only", err)
 					}
-					if got.Amount != p.Amount || got.Currency != p.Currency {
-						t.Errorf("returned %+v, want the stored row", got)
-					}
-					after, err := b.store.Payment(ctx, p.TransactionID)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !reflect.DeepEqual(after, stored) {
-						t.Errorf("stored row changed: %+v, was %+v", after, stored)
+					if !got.ReceivedAt.Equal(rec.ReceivedAt) || got.Amount != p.Amount || got.EventID != p.EventID || got.Payload != nil {
+						t.Errorf("returned %+v, want the stored row's summary (no payload) of %+v", got, stored)
 					}
 				})
-			}
 
-			if n := b.countRows(t, p.TransactionID); n != 1 {
-				t.Errorf("%d rows, want 1", n)
-			}
-		})
+				for name, change := range map[string]func(*Payment){
+					"OtherAmountIsMismatch":   func(q *Payment) { q.Amount++ },
+					"OtherCurrencyIsMismatch": func(q *Payment) { q.Currency = "USD" },
+				} {
+					t.Run(name, func(t *testing.T) {
+						q := p
+						q.Payload = []byte(`{"changed":true}`)
+						change(&q)
+						got, err := path.record(b.store, ctx, q)
+						if !errors.Is(err, ErrMismatch) || errors.Is(err, ErrDuplicate) {
+							t.Fatalf("got %v, want ErrMismatch", err)
+						}
+						if got.Amount != p.Amount || got.Currency != p.Currency {
+							t.Errorf("returned %+v, want the stored row", got)
+						}
+						after, err := b.store.Payment(ctx, "", p.TransactionID)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if !reflect.DeepEqual(after, stored) {
+							t.Errorf("stored row changed: %+v, was %+v", after, stored)
+						}
+					})
+				}
+
+				if n := b.countRows(t, p.TransactionID); n != 1 {
+					t.Errorf("%d rows, want 1", n)
+				}
+			})
+		}
 	}
 }
 
@@ -206,7 +228,7 @@ func TestEmptyEventIDIsStoredAsNull(t *testing.T) {
 	if !isNull {
 		t.Error("event_id is not NULL")
 	}
-	got, err := b.store.Payment(ctx, p.TransactionID)
+	got, err := b.store.Payment(ctx, "", p.TransactionID)
 	if err != nil || got.EventID != "" {
 		t.Errorf("Payment: %+v, %v", got, err)
 	}
@@ -214,75 +236,79 @@ func TestEmptyEventIDIsStoredAsNull(t *testing.T) {
 
 func TestConcurrentDeliveriesRecordOnce(t *testing.T) {
 	t.Parallel()
-	for _, mode := range insertModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.store.insert = mode.sql
-			p := newPayment("tx_concurrent")
+	for _, path := range recordPaths {
+		for _, mode := range insertModes {
+			t.Run(path.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				b.store.insert = mode.sql
+				p := newPayment("tx_concurrent")
 
-			const n = 50
-			errs := make(chan error, n)
-			var wg sync.WaitGroup
-			for range n {
-				wg.Go(func() {
-					_, err := b.store.RecordPayment(context.Background(), p)
-					errs <- err
-				})
-			}
-			wg.Wait()
-			close(errs)
-
-			var recorded, duplicates int
-			for err := range errs {
-				switch {
-				case err == nil:
-					recorded++
-				case errors.Is(err, ErrDuplicate):
-					duplicates++
-				default:
-					t.Errorf("unexpected outcome: %v", err)
+				const n = 50
+				errs := make(chan error, n)
+				var wg sync.WaitGroup
+				for range n {
+					wg.Go(func() {
+						_, err := path.record(b.store, context.Background(), p)
+						errs <- err
+					})
 				}
-			}
-			if recorded != 1 || duplicates != n-1 {
-				t.Errorf("%d recorded, %d duplicates; want 1 and %d", recorded, duplicates, n-1)
-			}
-			if got := b.countRows(t, p.TransactionID); got != 1 {
-				t.Errorf("%d rows, want 1", got)
-			}
-		})
+				wg.Wait()
+				close(errs)
+
+				var recorded, duplicates int
+				for err := range errs {
+					switch {
+					case err == nil:
+						recorded++
+					case errors.Is(err, ErrDuplicate):
+						duplicates++
+					default:
+						t.Errorf("unexpected outcome: %v", err)
+					}
+				}
+				if recorded != 1 || duplicates != n-1 {
+					t.Errorf("%d recorded, %d duplicates; want 1 and %d", recorded, duplicates, n-1)
+				}
+				if got := b.countRows(t, p.TransactionID); got != 1 {
+					t.Errorf("%d rows, want 1", got)
+				}
+			})
+		}
 	}
 }
 
 func TestUniqueViolationOnAnotherIndexIsNotADuplicate(t *testing.T) {
 	t.Parallel()
-	for _, mode := range insertModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.store.insert = mode.sql
-			b.exec(t, "CREATE UNIQUE INDEX payments_ref_key ON payments ((payload->>'ref'))")
-			ctx := context.Background()
+	for _, path := range recordPaths {
+		for _, mode := range insertModes {
+			t.Run(path.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				b.store.insert = mode.sql
+				b.exec(t, "CREATE UNIQUE INDEX payments_ref_key ON payments ((payload->>'ref'))")
+				ctx := context.Background()
 
-			first := newPayment("tx_a")
-			first.Payload = []byte(`{"ref":"shared"}`)
-			if _, err := b.store.RecordPayment(ctx, first); err != nil {
-				t.Fatal(err)
-			}
-			second := newPayment("tx_b")
-			second.Payload = []byte(`{"ref":"shared"}`)
-			_, err := b.store.RecordPayment(ctx, second)
-			if isSuccessLike(err) || errors.Is(err, ErrUnavailable) {
-				t.Fatalf("got %v, want a plain error", err)
-			}
-			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) || pgErr.Code != codeUniqueViolation || pgErr.ConstraintName != "payments_ref_key" {
-				t.Errorf("got %v, want the driver's 23505 on payments_ref_key wrapped", err)
-			}
-			if n := b.countRows(t, second.TransactionID); n != 0 {
-				t.Errorf("%d rows for %s, want 0", n, second.TransactionID)
-			}
-		})
+				first := newPayment("tx_a")
+				first.Payload = []byte(`{"ref":"shared"}`)
+				if _, err := path.record(b.store, ctx, first); err != nil {
+					t.Fatal(err)
+				}
+				second := newPayment("tx_b")
+				second.Payload = []byte(`{"ref":"shared"}`)
+				_, err := path.record(b.store, ctx, second)
+				if isSuccessLike(err) || errors.Is(err, ErrUnavailable) {
+					t.Fatalf("got %v, want a plain error", err)
+				}
+				var pgErr *pgconn.PgError
+				if !errors.As(err, &pgErr) || pgErr.Code != codeUniqueViolation || pgErr.ConstraintName != "payments_ref_key" {
+					t.Errorf("got %v, want the driver's 23505 on payments_ref_key wrapped", err)
+				}
+				if n := b.countRows(t, second.TransactionID); n != 0 {
+					t.Errorf("%d rows for %s, want 0", n, second.TransactionID)
+				}
+			})
+		}
 	}
 }
 
@@ -378,7 +404,7 @@ func TestUniqueViolationAbortsTheTransaction(t *testing.T) {
 	// The store, driven down the same path, answers from a fresh read.
 	b.store.insert = plainInsertSQL
 	p := Payment{TransactionID: "tx_1", Amount: 1, Currency: "EUR", Payload: []byte(`{}`)}
-	if _, err := b.store.RecordPayment(ctx, p); !errors.Is(err, ErrDuplicate) {
+	if _, err := recordInTx(b.store, ctx, p); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("RecordPayment: %v, want ErrDuplicate", err)
 	}
 }
@@ -387,26 +413,31 @@ func TestUniqueViolationAbortsTheTransaction(t *testing.T) {
 // surfaces only at COMMIT, as a deferrable constraint would raise it.
 func TestUniqueViolationAtCommitIsConfirmedAsDuplicate(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.exec(t, `ALTER TABLE payments DROP CONSTRAINT payments_transaction_id_key,
-		ADD CONSTRAINT payments_transaction_id_key UNIQUE (transaction_id) DEFERRABLE INITIALLY DEFERRED`)
-	// ON CONFLICT cannot use a deferrable arbiter, so the plain insert runs.
-	b.store.insert = plainInsertSQL
-	ctx := context.Background()
-	p := newPayment("tx_deferred")
-	if _, err := b.store.RecordPayment(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.store.RecordPayment(ctx, p); !errors.Is(err, ErrDuplicate) {
-		t.Errorf("same again: %v, want ErrDuplicate", err)
-	}
-	q := p
-	q.Amount++
-	if _, err := b.store.RecordPayment(ctx, q); !errors.Is(err, ErrMismatch) {
-		t.Errorf("other amount: %v, want ErrMismatch", err)
-	}
-	if n := b.countRows(t, p.TransactionID); n != 1 {
-		t.Errorf("%d rows, want 1", n)
+	for _, path := range recordPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.exec(t, `ALTER TABLE payments DROP CONSTRAINT payments_transaction_id_key,
+				ADD CONSTRAINT payments_transaction_id_key UNIQUE (source, transaction_id) DEFERRABLE INITIALLY DEFERRED`)
+			// ON CONFLICT cannot use a deferrable arbiter, so the plain insert runs.
+			b.store.insert = plainInsertSQL
+			ctx := context.Background()
+			p := newPayment("tx_deferred")
+			if _, err := path.record(b.store, ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := path.record(b.store, ctx, p); !errors.Is(err, ErrDuplicate) {
+				t.Errorf("same again: %v, want ErrDuplicate", err)
+			}
+			q := p
+			q.Amount++
+			if _, err := path.record(b.store, ctx, q); !errors.Is(err, ErrMismatch) {
+				t.Errorf("other amount: %v, want ErrMismatch", err)
+			}
+			if n := b.countRows(t, p.TransactionID); n != 1 {
+				t.Errorf("%d rows, want 1", n)
+			}
+		})
 	}
 }
 
@@ -466,7 +497,7 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("RecordPayment: %v, want ErrUnavailable", err)
 		}
-		if _, err := s.Payment(ctx, "tx_before"); !errors.Is(err, ErrUnavailable) {
+		if _, err := s.Payment(ctx, "", "tx_before"); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("Payment: %v, want ErrUnavailable", err)
 		}
 		if err := s.Ping(ctx); !errors.Is(err, ErrUnavailable) {
@@ -499,105 +530,133 @@ func sleepTrigger(seconds float64, deferred, ignoreCancel bool) string {
 
 func TestStatementTimeoutIsUnavailable(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.StatementTimeout = 100 * time.Millisecond })
-	b.exec(t, sleepTrigger(2, false, false))
-	ctx := context.Background()
-	p := newPayment("tx_slow")
+	for _, path := range recordPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(c *Config) { c.StatementTimeout = 100 * time.Millisecond })
+			b.exec(t, sleepTrigger(2, false, false))
+			ctx := context.Background()
+			p := newPayment("tx_slow")
 
-	_, err := b.store.RecordPayment(ctx, p)
-	if !errors.Is(err, ErrUnavailable) || isSuccessLike(err) {
-		t.Fatalf("got %v, want ErrUnavailable", err)
-	}
-	// The context has no deadline: 57014 can only be the server's
-	// statement_timeout, so the session parameter took effect.
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != codeQueryCanceled {
-		t.Errorf("got %v, want the server's 57014 wrapped", err)
-	}
-	if n := b.countRows(t, p.TransactionID); n != 0 {
-		t.Errorf("%d rows, want 0", n)
+			_, err := path.record(b.store, ctx, p)
+			if !errors.Is(err, ErrUnavailable) || isSuccessLike(err) {
+				t.Fatalf("got %v, want ErrUnavailable", err)
+			}
+			// The context has no deadline: 57014 can only be the server's
+			// statement_timeout, so the session parameter took effect. The
+			// server answered, so the outcome is known: not recorded.
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != codeQueryCanceled || errors.Is(err, ErrCommitUnknown) {
+				t.Errorf("got %v, want the server's 57014 wrapped, not ErrCommitUnknown", err)
+			}
+			if n := b.countRows(t, p.TransactionID); n != 0 {
+				t.Errorf("%d rows, want 0", n)
+			}
+		})
 	}
 }
 
 func TestCancelledInsertIsAnErrorAndRecordsNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.exec(t, sleepTrigger(1, false, false))
-	p := newPayment("tx_cancelled")
+	for _, path := range recordPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.exec(t, sleepTrigger(1, false, false))
+			p := newPayment("tx_cancelled")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err := b.store.RecordPayment(ctx, p)
-	if isSuccessLike(err) {
-		t.Fatalf("got %v, want an error", err)
-	}
-	if !errors.Is(err, ErrUnavailable) {
-		t.Errorf("got %v, want ErrUnavailable", err)
-	}
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			_, err := path.record(b.store, ctx, p)
+			if isSuccessLike(err) {
+				t.Fatalf("got %v, want an error", err)
+			}
+			if !errors.Is(err, ErrUnavailable) {
+				t.Errorf("got %v, want ErrUnavailable", err)
+			}
 
-	// DROP TRIGGER waits for the abandoned insert's transaction to end; then
-	// recording again must be new, not a duplicate.
-	b.exec(t, "DROP TRIGGER slow_insert ON payments")
-	if _, err := b.store.RecordPayment(context.Background(), p); err != nil {
-		t.Errorf("retry: %v, want nil (nothing was recorded before)", err)
+			// DROP TRIGGER waits for the abandoned insert's transaction to
+			// end; then recording again must be new, not a duplicate.
+			b.exec(t, "DROP TRIGGER slow_insert ON payments")
+			if _, err := path.record(b.store, context.Background(), p); err != nil {
+				t.Errorf("retry: %v, want nil (nothing was recorded before)", err)
+			}
+		})
 	}
 }
 
-// TestInterruptedCommitIsUnknownAndRetryConverges stalls COMMIT past
-// CommitTimeout. The client cannot know the outcome: pgx sends a cancel
-// request and drops the connection, and the server may roll back (the cancel
-// landed) or commit (it came too late). Either way the retry converges.
+// TestInterruptedCommitIsUnknownAndRetryConverges stalls the commit: in a
+// transaction, COMMIT past CommitTimeout; in autocommit, the statement (whose
+// implicit transaction commits before the server answers) past the caller's
+// deadline. The client cannot know the outcome: pgx sends a cancel request
+// and drops the connection, and the server may roll back (the cancel landed)
+// or commit (it came too late). Either way the answer is not success, it is
+// ErrCommitUnknown whenever the server did commit, and the retry converges.
 func TestInterruptedCommitIsUnknownAndRetryConverges(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name      string
-		committed bool // whether the server commits despite the cancel
-		retry     error
-	}{
-		{"ServerRollsBack", false, nil},
-		{"ServerCommitsAnyway", true, ErrDuplicate},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, func(c *Config) { c.CommitTimeout = 100 * time.Millisecond })
-			// Long enough that only the cancel request, not the sleep's end,
-			// decides the outcome.
-			b.exec(t, sleepTrigger(5, true, tc.committed))
-			ctx := context.Background()
-			p := newPayment("tx_commit")
+	for _, path := range recordPaths {
+		for _, tc := range []struct {
+			name      string
+			committed bool // whether the server commits despite the cancel
+			retry     error
+		}{
+			{"ServerRollsBack", false, nil},
+			{"ServerCommitsAnyway", true, ErrDuplicate},
+		} {
+			t.Run(path.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, func(c *Config) { c.CommitTimeout = 100 * time.Millisecond })
+				// Long enough that only the cancel request, not the sleep's
+				// end, decides the outcome.
+				b.exec(t, sleepTrigger(5, true, tc.committed))
+				ctx := context.Background()
+				p := newPayment("tx_commit")
 
-			_, err := b.store.RecordPayment(ctx, p)
-			if !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, ErrUnavailable) || isSuccessLike(err) {
-				t.Fatalf("got %v, want ErrCommitUnknown and ErrUnavailable", err)
-			}
+				rctx, cancel := context.WithTimeout(ctx, time.Minute)
+				if path.name == "Autocommit" {
+					rctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+				}
+				_, err := path.record(b.store, rctx, p)
+				cancel()
+				if !errors.Is(err, ErrUnavailable) || isSuccessLike(err) {
+					t.Fatalf("got %v, want ErrUnavailable", err)
+				}
+				// In a transaction COMMIT was sent and no answer came. In
+				// autocommit the server may answer the cancel with an ERROR
+				// (rolled back, a known outcome); when it commits anyway, no
+				// answer ever says so.
+				if (tc.committed || path.name == "Transaction") && !errors.Is(err, ErrCommitUnknown) {
+					t.Fatalf("got %v, want ErrCommitUnknown", err)
+				}
 
-			// DROP TRIGGER waits until the sent COMMIT has finished on the
-			// server, whichever way it went; the sender's retry, which may
-			// reach another replica, then sees its outcome.
-			b.exec(t, "DROP TRIGGER slow_insert ON payments")
-			replica, err := Open(ctx, Config{URL: b.url})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer replica.Close()
-			_, err = replica.RecordPayment(ctx, p)
-			if err != nil && !errors.Is(err, ErrDuplicate) {
-				t.Fatalf("retry: %v, want nil or ErrDuplicate", err)
-			}
-			if !errors.Is(err, tc.retry) {
-				t.Errorf("retry: %v, want %v", err, tc.retry)
-			}
-			if n := b.countRows(t, p.TransactionID); n != 1 {
-				t.Errorf("%d rows, want 1", n)
-			}
-		})
+				// DROP TRIGGER waits until the sent commit has finished on
+				// the server, whichever way it went; the sender's retry,
+				// which may reach another replica, then sees its outcome.
+				b.exec(t, "DROP TRIGGER slow_insert ON payments")
+				replica, err := Open(ctx, Config{URL: b.url})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer replica.Close()
+				_, err = path.record(replica, ctx, p)
+				if err != nil && !errors.Is(err, ErrDuplicate) {
+					t.Fatalf("retry: %v, want nil or ErrDuplicate", err)
+				}
+				if !errors.Is(err, tc.retry) {
+					t.Errorf("retry: %v, want %v", err, tc.retry)
+				}
+				if n := b.countRows(t, p.TransactionID); n != 1 {
+					t.Errorf("%d rows, want 1", n)
+				}
+			})
+		}
 	}
 }
 
 func TestPaymentNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.store.Payment(context.Background(), "tx_missing")
+	_, err := b.store.Payment(context.Background(), "", "tx_missing")
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("got %v, want ErrNotFound", err)
 	}
@@ -926,12 +985,12 @@ func TestCancelledContextAfterTheInsertDoesNotCommit(t *testing.T) {
 	lost := errors.New("lease lost")
 	// Cancel from inside the transaction, after the INSERT: the lease was
 	// lost while the statement ran.
-	st.afterInsert = func() { cancel(lost) }
-	_, err := st.RecordPayment(ctx, Payment{TransactionID: "tx-lost", Amount: 1, Currency: "JPY", Payload: []byte(`{}`)})
+	_, err := st.RecordPaymentFunc(ctx, Payment{TransactionID: "tx-lost", Amount: 1, Currency: "JPY", Payload: []byte(`{}`)},
+		func(context.Context, pgx.Tx, Payment) error { cancel(lost); return nil })
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, lost) {
 		t.Fatalf("err = %v, want ErrUnavailable wrapping the cause", err)
 	}
-	if _, err := st.Payment(context.Background(), "tx-lost"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Payment(context.Background(), "", "tx-lost"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("committed anyway: %v", err)
 	}
 }
