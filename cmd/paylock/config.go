@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -65,7 +66,38 @@ type config struct {
 	DBExecMode            store.ExecMode
 	MigrateDatabaseURL    string
 
-	secretsRaw string // parsed once the scheme is known
+	// Webhook sources (sources.go): the built-in loans and payouts sources'
+	// schemes, and the file adding or overriding sources. loadSources turns
+	// them, with the payments settings above, into []sourceSpec.
+	LoanSignatureScheme   signature.Scheme // PAYLOCK_LOAN_SIGNATURE_SCHEME
+	PayoutSignatureScheme signature.Scheme // PAYLOCK_PAYOUT_SIGNATURE_SCHEME
+	SourcesFile           string           // PAYLOCK_SOURCES_FILE; "": the built-in sources only
+
+	// Hardening: admission, the admin listener, profiling.
+	MaxInflight int    // PAYLOCK_MAX_INFLIGHT: webhook requests handled at once (at least 1)
+	AdminAddr   string // PAYLOCK_ADMIN_ADDR; "": no admin listener (PAYLOCK_ADMIN_ADDR=off)
+	AdminToken  string // PAYLOCK_ADMIN_TOKEN; never printed; required off loopback
+	Pprof       bool   // PAYLOCK_PPROF: serve net/http/pprof
+
+	Forward forwardSettings // forwarding recorded payments to the team's own service
+
+	// Raw secret lists, read by loadSources (never printed). secretsRaw is
+	// PAYLOCK_WEBHOOK_SECRETS, also parsed into WebhookSecrets.
+	secretsRaw       string
+	loanSecretsRaw   string // PAYLOCK_LOAN_SECRETS
+	payoutSecretsRaw string // PAYLOCK_PAYOUT_SECRETS
+}
+
+// forwardSettings are the PAYLOCK_FORWARD_* settings: where and how recorded
+// payments are forwarded (a River job inserted with the payment).
+type forwardSettings struct {
+	URL         string             // PAYLOCK_FORWARD_URL; "": no global forward (a source may set its own forward_url)
+	Secrets     []signature.Secret // PAYLOCK_FORWARD_SECRETS: Standard Webhooks (whsec_) secrets signing forwards; never printed
+	Concurrency int                // PAYLOCK_FORWARD_CONCURRENCY: forwards in flight per process
+	Timeout     time.Duration      // PAYLOCK_FORWARD_TIMEOUT: one forward attempt
+	MaxAttempts int                // PAYLOCK_FORWARD_MAX_ATTEMPTS: attempts before River discards the job
+
+	secretsRaw string // parsed in loadConfig
 }
 
 // LogValue keeps credentials in the database and Redis URLs out of logs.
@@ -91,8 +123,30 @@ func (c config) LogValue() slog.Value {
 		slog.Bool("redis_tls", c.RedisTLS),
 		slog.String("db_exec_mode", string(c.DBExecMode)),
 		slog.String("migrate_database_url", redactURL(c.MigrateDatabaseURL)),
+		slog.String("loan_signature_scheme", string(c.LoanSignatureScheme)),
+		slog.String("payout_signature_scheme", string(c.PayoutSignatureScheme)),
+		slog.String("sources_file", c.SourcesFile),
+		slog.Int("max_inflight", c.MaxInflight),
+		slog.String("admin_addr", c.AdminAddr),
+		slog.Bool("admin_token_set", c.AdminToken != ""),
+		slog.Bool("pprof", c.Pprof),
+		slog.String("forward_url", redactURL(c.Forward.URL)),
+		slog.Any("forward_secrets", c.Forward.Secrets),
+		slog.Int("forward_concurrency", c.Forward.Concurrency),
+		slog.Duration("forward_timeout", c.Forward.Timeout),
+		slog.Int("forward_max_attempts", c.Forward.MaxAttempts),
 	)
 }
+
+// String and Format print the config as LogValue does, so that no verb of
+// fmt (%v, %+v, %#v, %s) can print a password, a token or a secret.
+func (c config) String() string { return c.LogValue().String() }
+
+// Format implements fmt.Formatter with String for every verb.
+func (c config) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
+
+// MarshalJSON writes what LogValue shows.
+func (c config) MarshalJSON() ([]byte, error) { return groupJSON(c.LogValue()) }
 
 var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
 
@@ -141,7 +195,8 @@ type setting struct {
 
 // secretSettings are never echoed in an error or a log.
 var secretSettings = map[string]bool{"PAYLOCK_WEBHOOK_SECRETS": true,
-	"PAYLOCK_REDIS_PASSWORD": true, "PAYLOCK_REDIS_SENTINEL_PASSWORD": true, "PAYLOCK_MIGRATE_DATABASE_URL": true}
+	"PAYLOCK_REDIS_PASSWORD": true, "PAYLOCK_REDIS_SENTINEL_PASSWORD": true, "PAYLOCK_MIGRATE_DATABASE_URL": true,
+	"PAYLOCK_LOAN_SECRETS": true, "PAYLOCK_PAYOUT_SECRETS": true, "PAYLOCK_ADMIN_TOKEN": true, "PAYLOCK_FORWARD_SECRETS": true}
 
 func settings() []setting {
 	return []setting{
@@ -241,6 +296,22 @@ func settings() []setting {
 			func(c *config, v string) (err error) { c.SignatureScheme, err = signature.ParseScheme(v); return err }},
 		{"PAYLOCK_WEBHOOK_SECRETS", "webhook-secrets", "", "comma-separated signing secrets (several during a rotation)",
 			func(c *config, v string) error { c.secretsRaw = v; return nil }},
+		{"PAYLOCK_LOAN_SIGNATURE_SCHEME", "loan-signature-scheme", "standard", "signature scheme of the loans source (POST /webhooks/loans): standard or stripe",
+			func(c *config, v string) (err error) {
+				c.LoanSignatureScheme, err = signature.ParseScheme(v)
+				return err
+			}},
+		{"PAYLOCK_LOAN_SECRETS", "loan-secrets", "", "comma-separated signing secrets of the loans source (empty: /webhooks/loans is not served, unless PAYLOCK_ALLOW_UNSIGNED=true)",
+			func(c *config, v string) error { c.loanSecretsRaw = v; return nil }},
+		{"PAYLOCK_PAYOUT_SIGNATURE_SCHEME", "payout-signature-scheme", "standard", "signature scheme of the payouts source (POST /webhooks/payouts): standard or stripe",
+			func(c *config, v string) (err error) {
+				c.PayoutSignatureScheme, err = signature.ParseScheme(v)
+				return err
+			}},
+		{"PAYLOCK_PAYOUT_SECRETS", "payout-secrets", "", "comma-separated signing secrets of the payouts source (empty: /webhooks/payouts is not served, unless PAYLOCK_ALLOW_UNSIGNED=true)",
+			func(c *config, v string) error { c.payoutSecretsRaw = v; return nil }},
+		{"PAYLOCK_SOURCES_FILE", "sources-file", "", "YAML file adding webhook sources (POST /webhooks/<name>) or overriding the built-in ones; secrets stay in the environment",
+			func(c *config, v string) error { c.SourcesFile = v; return nil }},
 		{"PAYLOCK_SIGNATURE_TOLERANCE", "signature-tolerance", "5m", "replay window: how far a signature timestamp may be from now",
 			durationAtLeast(func(c *config) *time.Duration { return &c.SigTolerance }, time.Second)},
 		{"PAYLOCK_MIGRATE", "migrate", "true", "apply database migrations when serve starts",
@@ -294,6 +365,38 @@ func settings() []setting {
 			durationAtLeast(func(c *config) *time.Duration { return &c.Payout.Poll }, 10*time.Millisecond)},
 		{"PAYLOCK_EVENT_RETENTION", "event-retention", "", "serve purges webhook_events older than this, hourly (e.g. 90d; at least 7d; empty: never)",
 			func(c *config, v string) (err error) { c.EventRetention, err = parseRetention(v); return err }},
+		{"PAYLOCK_MAX_INFLIGHT", "max-inflight", "256", "webhook requests handled at once per process; more wait or are refused",
+			func(c *config, v string) (err error) { c.MaxInflight, err = positiveInt(v); return err }},
+		{"PAYLOCK_ADMIN_ADDR", "admin-addr", "127.0.0.1:9091", "admin listener address (River UI, review queue; off: none); off loopback it needs PAYLOCK_ADMIN_TOKEN",
+			func(c *config, v string) error {
+				c.AdminAddr = v
+				if v == "off" {
+					c.AdminAddr = ""
+					return nil
+				}
+				_, _, err := net.SplitHostPort(v)
+				return err
+			}},
+		{"PAYLOCK_ADMIN_TOKEN", "admin-token", "", fmt.Sprintf("bearer token of the admin listener (at least %d characters; required unless the admin address is loopback)", minAdminToken),
+			func(c *config, v string) error {
+				c.AdminToken = v
+				if v != "" && len(v) < minAdminToken {
+					return fmt.Errorf("must be at least %d characters", minAdminToken)
+				}
+				return nil
+			}},
+		{"PAYLOCK_PPROF", "pprof", "false", "serve the net/http/pprof profiling endpoints",
+			func(c *config, v string) (err error) { c.Pprof, err = strconv.ParseBool(v); return err }},
+		{"PAYLOCK_FORWARD_URL", "forward-url", "", "http(s) URL every recorded payment is forwarded to, signed with PAYLOCK_FORWARD_SECRETS (empty: none)",
+			func(c *config, v string) error { c.Forward.URL = v; return checkForwardURL(v) }},
+		{"PAYLOCK_FORWARD_SECRETS", "forward-secrets", "", "comma-separated Standard Webhooks secrets (whsec_...) signing forwarded payments",
+			func(c *config, v string) error { c.Forward.secretsRaw = v; return nil }},
+		{"PAYLOCK_FORWARD_CONCURRENCY", "forward-concurrency", "10", "forwards in flight at once per process",
+			func(c *config, v string) (err error) { c.Forward.Concurrency, err = positiveInt(v); return err }},
+		{"PAYLOCK_FORWARD_TIMEOUT", "forward-timeout", "10s", "timeout of one forward attempt",
+			durationAtLeast(func(c *config) *time.Duration { return &c.Forward.Timeout }, 100*time.Millisecond)},
+		{"PAYLOCK_FORWARD_MAX_ATTEMPTS", "forward-max-attempts", "25", "attempts of one forward before it is discarded",
+			func(c *config, v string) (err error) { c.Forward.MaxAttempts, err = positiveInt(v); return err }},
 	}
 }
 
@@ -379,7 +482,26 @@ func loadConfig(name string, args []string, getenv func(string) string) (config,
 		if err != nil {
 			return c, nil, fmt.Errorf("invalid PAYLOCK_WEBHOOK_SECRETS: %v", err)
 		}
-		c.WebhookSecrets, c.secretsRaw = secrets, ""
+		c.WebhookSecrets = secrets
+	}
+	for _, s := range []struct {
+		env    string
+		scheme signature.Scheme
+		raw    string
+	}{{"PAYLOCK_LOAN_SECRETS", c.LoanSignatureScheme, c.loanSecretsRaw}, {"PAYLOCK_PAYOUT_SECRETS", c.PayoutSignatureScheme, c.payoutSecretsRaw}} {
+		entries := splitList(s.raw) // as loadSources reads them: trimmed, empty entries dropped
+		if len(entries) == 0 {
+			continue
+		}
+		if _, err := signature.ParseSecrets(s.scheme, strings.Join(entries, ",")); err != nil {
+			return c, nil, fmt.Errorf("invalid %s: %v", s.env, err)
+		}
+	}
+	if err := checkForward(&c); err != nil {
+		return c, nil, err
+	}
+	if err := checkAdmin(c); err != nil {
+		return c, nil, err
 	}
 	if c.DefaultCurrency != "" {
 		if err := handler.CheckCurrencies(c.DefaultCurrency, c.Currencies); err != nil {
@@ -396,6 +518,62 @@ func loadConfig(name string, args []string, getenv func(string) string) (config,
 		return c, nil, err
 	}
 	return c, fs.Args(), nil
+}
+
+// minAdminToken is the shortest PAYLOCK_ADMIN_TOKEN accepted.
+const minAdminToken = 16
+
+// checkAdmin refuses an admin listener reachable from other hosts without a
+// token: it lists and acts on payments and jobs.
+func checkAdmin(c config) error {
+	if c.AdminAddr == "" || c.AdminToken != "" || isLoopback(c.AdminAddr) {
+		return nil
+	}
+	return fmt.Errorf("invalid PAYLOCK_ADMIN_ADDR=%q: not a loopback address, so PAYLOCK_ADMIN_TOKEN must be set (or PAYLOCK_ADMIN_ADDR=off)", c.AdminAddr)
+}
+
+// isLoopback reports whether a host:port listens on loopback only: localhost
+// or a loopback IP. An empty host (":9091") is every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkForwardURL accepts "" (no forward) or an absolute http(s) URL with a
+// host and no fragment.
+func checkForwardURL(v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
+		return errors.New("want an absolute http:// or https:// URL")
+	}
+	return nil
+}
+
+// checkForward parses PAYLOCK_FORWARD_SECRETS and refuses a forward URL
+// without them: the receiving service must be able to tell paylock's
+// forwards from anyone's.
+func checkForward(c *config) error {
+	if c.Forward.secretsRaw != "" {
+		secrets, err := signature.ParseSecrets(signature.SchemeStandard, c.Forward.secretsRaw)
+		if err != nil {
+			return fmt.Errorf("invalid PAYLOCK_FORWARD_SECRETS: %v", err)
+		}
+		c.Forward.Secrets, c.Forward.secretsRaw = secrets, ""
+	}
+	if c.Forward.URL != "" && len(c.Forward.Secrets) == 0 {
+		return fmt.Errorf("invalid PAYLOCK_FORWARD_URL=%q: PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments", redactURL(c.Forward.URL))
+	}
+	return nil
 }
 
 type discard struct{}

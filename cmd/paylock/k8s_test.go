@@ -348,6 +348,23 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 		t.Errorf("the replicas migrate (PAYLOCK_MIGRATE=true) as well as the Job")
 	}
 
+	// The sources serve loads: every served one signed, none unsigned.
+	specs, unsigned, err := loadSources(cfg, envMap(containerEnv(t, objs, c, workingSecrets)))
+	if err != nil {
+		t.Fatalf("the manifests' sources: %v", err)
+	}
+	if len(specs) == 0 || specs[0].Name != "payments" || len(unsigned) != 0 || cfg.AllowUnsigned {
+		t.Errorf("sources %v, unsigned %v (PAYLOCK_ALLOW_UNSIGNED=%v): want payments first and every source signed", specs, unsigned, cfg.AllowUnsigned)
+	}
+	// Hardening: no profiling in production, and an admin listener that is
+	// neither published nor open without a token.
+	if cfg.Pprof {
+		t.Errorf("PAYLOCK_PPROF=true in the manifests")
+	}
+	if cfg.AdminAddr != "" && cfg.AdminToken == "" && !isLoopback(cfg.AdminAddr) {
+		t.Errorf("admin listener %s without PAYLOCK_ADMIN_TOKEN", cfg.AdminAddr)
+	}
+
 	// Ports and probes are the ones paylock serves.
 	ports := map[string]int{}
 	for _, p := range c.Ports {
@@ -358,6 +375,13 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 	}
 	if ports["metrics"] != k8sPort(t, cfg.MetricsAddr) {
 		t.Errorf("container port metrics = %d, paylock serves metrics on %s", ports["metrics"], cfg.MetricsAddr)
+	}
+	if cfg.AdminAddr != "" && isLoopback(cfg.AdminAddr) {
+		for name, p := range ports {
+			if p == k8sPort(t, cfg.AdminAddr) {
+				t.Errorf("container port %s publishes the loopback admin listener %s", name, cfg.AdminAddr)
+			}
+		}
 	}
 	for name, p := range map[string]*k8sProbe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe} {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != name || p.HTTPGet.Port != "http" {
