@@ -86,6 +86,13 @@ type config struct {
 	secretsRaw       string
 	loanSecretsRaw   string // PAYLOCK_LOAN_SECRETS
 	payoutSecretsRaw string // PAYLOCK_PAYOUT_SECRETS
+
+	// adminListener, when set (tests), is used instead of listening on
+	// AdminAddr.
+	adminListener net.Listener
+	// getenv is the environment loadConfig read, for loadSources (serve
+	// reads each source's secrets_env variable from it).
+	getenv func(string) string
 }
 
 // forwardSettings are the PAYLOCK_FORWARD_* settings: where and how recorded
@@ -458,7 +465,7 @@ const maxBodyLimit = 64 << 20
 // value is an error naming the variable or flag. It returns the arguments
 // left after the flags.
 func loadConfig(name string, args []string, getenv func(string) string) (config, []string, error) {
-	var c config
+	c := config{getenv: getenv}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(discard{})
 	for _, s := range settings() {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,19 +111,19 @@ func newWorkerRegistry(st *store.Store) *prometheus.Registry {
 	return reg
 }
 
-// serveMetrics serves reg (and pprof) on mln, or on a listener of its own
-// at addr when mln is nil; with neither, it does nothing. stop closes it.
-func serveMetrics(reg *prometheus.Registry, addr string, mln net.Listener, logger *slog.Logger) (stop func(), err error) {
+// serveMetrics serves reg (and pprof, with withPprof) on mln, or on a
+// listener of its own at addr when mln is nil; with neither, it does
+// nothing. stop closes it.
+func serveMetrics(reg *prometheus.Registry, addr string, mln net.Listener, withPprof bool, logger *slog.Logger) (stop func(), err error) {
 	if mln == nil && addr == "" {
 		return func() {}, nil
 	}
-	if mln == nil {
-		if mln, err = net.Listen("tcp", addr); err != nil {
-			return nil, fmt.Errorf("metrics listener (PAYLOCK_METRICS_ADDR, off: none): %w", err)
-		}
+	if mln, err = listen(mln, addr, "metrics (PAYLOCK_METRICS_ADDR, off: none)"); err != nil {
+		return nil, err
 	}
-	msrv := &http.Server{Handler: metricsMux(reg), ReadHeaderTimeout: 5 * time.Second}
+	msrv := newServer(metricsMux(reg, withPprof), logger)
+	msrv.WriteTimeout = 0 // a CPU profile streams for as long as it was asked to run
 	go msrv.Serve(mln)
-	logger.Info("metrics listening", slog.String("url", "http://"+mln.Addr().String()+"/metrics"))
+	logger.Info("metrics listening", slog.String("url", "http://"+mln.Addr().String()+"/metrics"), slog.Bool("pprof", withPprof))
 	return func() { msrv.Close() }, nil
 }

@@ -78,12 +78,15 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(redisPool, prometheus.CounterValue, float64(r.Timeouts), "timeout")
 }
 
-// metricsMux serves /metrics and, on this listener only, pprof. The pprof
-// cmdline handler is left out: it would print flags such as
-// --webhook-secrets or --database-url.
-func metricsMux(reg *prometheus.Registry) *http.ServeMux {
+// metricsMux serves /metrics and, with withPprof (PAYLOCK_PPROF=true), on
+// this listener only, pprof. The pprof cmdline handler is left out: it would
+// print flags such as --webhook-secrets or --database-url.
+func metricsMux(reg *prometheus.Registry, withPprof bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if !withPprof {
+		return mux
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)

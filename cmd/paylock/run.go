@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,25 +170,68 @@ func migrate(ctx context.Context, cfg config) error {
 	return st.Migrate(ctx)
 }
 
-// errNoSecrets stops serve when deliveries could not be verified.
-var errNoSecrets = errors.New("no PAYLOCK_WEBHOOK_SECRETS: refusing to accept unsigned webhooks (set PAYLOCK_ALLOW_UNSIGNED=true for local development only)")
-
-// newVerifier builds the signature check, or nil when unsigned deliveries
-// are explicitly allowed.
-func newVerifier(cfg config, logger *slog.Logger) (handler.Verifier, error) {
-	if len(cfg.WebhookSecrets) == 0 {
-		if !cfg.AllowUnsigned {
-			return nil, errNoSecrets
-		}
-		logger.Warn("!!! PAYLOCK_ALLOW_UNSIGNED=true: webhook signatures are NOT verified; anyone who can reach this endpoint can record payments. For local development only. !!!")
-		return nil, nil
+// handlerSources loads the sources serve serves (loadSources) and builds
+// each one's own verifier from its own secrets: a secret verifies only its
+// own source. Every source that will accept unsigned deliveries is logged
+// loudly.
+func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, error) {
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
 	}
-	v, err := signature.NewVerifier(cfg.SignatureScheme, cfg.WebhookSecrets, cfg.SigTolerance)
+	specs, unsigned, err := loadSources(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("verifying webhook signatures", slog.String("scheme", string(cfg.SignatureScheme)), slog.Int("secrets", len(cfg.WebhookSecrets)))
-	return v, nil
+	out := make([]handler.Source, 0, len(specs))
+	for _, spec := range specs {
+		src := handler.Source{Name: spec.Name, Adapter: spec.Adapter, Events: spec.Events, Fields: spec.Fields,
+			LegacyLockKey: spec.Builtin && spec.Name == "payments"}
+		if !spec.unsigned() {
+			secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
+			if err != nil {
+				return nil, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
+			}
+			v, err := signature.NewVerifier(spec.Scheme, secrets, cfg.SigTolerance)
+			if err != nil {
+				return nil, fmt.Errorf("source %q: %w", spec.Name, err)
+			}
+			src.Verifier = v
+			logger.Info("verifying webhook signatures", slog.String("source", spec.Name),
+				slog.String("scheme", string(spec.Scheme)), slog.Int("secrets", len(secrets)))
+		}
+		out = append(out, src)
+	}
+	for _, name := range unsigned {
+		logger.Warn("!!! PAYLOCK_ALLOW_UNSIGNED=true: webhook signatures are NOT verified for this source; anyone who can reach POST /webhooks/"+name+" can record what it accepts. For local development only. !!!",
+			slog.String("source", name))
+	}
+	return out, nil
+}
+
+// listen returns ln, or a listener on addr when ln is nil.
+func listen(ln net.Listener, addr, what string) (net.Listener, error) {
+	if ln != nil {
+		return ln, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener: %w", what, err)
+	}
+	return l, nil
+}
+
+// newServer is an http.Server with read, write and idle timeouts: no
+// listener of paylock's waits forever on a slow or silent client.
+func newServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // serve runs the webhook server until ctx is cancelled, then stops
@@ -195,7 +239,7 @@ func newVerifier(cfg config, logger *slog.Logger) (handler.Verifier, error) {
 // ShutdownTimeout, and returns nil. A nil ln listens on cfg.Addr, a nil mln
 // on cfg.MetricsAddr (unless that is off).
 func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Listener) error {
-	verifier, err := newVerifier(cfg, logger)
+	sources, err := handlerSources(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -238,14 +282,13 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		Currencies:       cfg.Currencies,
 		RedisUnavailable: cfg.RedisUnavailable,
 		NoLock:           cfg.NoLock,
-		Sources: []handler.Source{handler.PaymentsSource(verifier),
-			{Name: "loans", Adapter: handler.AdapterLoans, Verifier: verifier},
-			{Name: "payouts", Adapter: handler.AdapterPayouts, Verifier: verifier}},
-		Metrics:       metrics,
-		Checks:        checks,
-		Version:       buildVersion(),
-		Logger:        logger,
-		Disbursements: st,
+		Sources:          sources,
+		MaxInFlight:      cfg.MaxInflight,
+		Metrics:          metrics,
+		Checks:           checks,
+		Version:          buildVersion(),
+		Logger:           logger,
+		Disbursements:    st,
 	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
 	if err != nil {
 		return err
@@ -261,34 +304,32 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		defer startPurger(ctx, st, cfg.EventRetention, purgeInterval, logger)()
 	}
 
-	if ln == nil {
-		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return err
-		}
+	if ln, err = listen(ln, cfg.Addr, "webhook"); err != nil {
+		return err
 	}
 	var inflight sync.WaitGroup
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			inflight.Add(1)
-			defer inflight.Done()
-			h.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Done()
+		h.ServeHTTP(w, r)
+	}), logger)
+	stopMetrics, err := serveMetrics(reg, cfg.MetricsAddr, mln, cfg.Pprof, logger)
+	if err != nil {
+		return err
 	}
-	if mln == nil && cfg.MetricsAddr != "" {
-		if mln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
+	defer stopMetrics()
+	if cfg.AdminAddr != "" {
+		aln, err := listen(cfg.adminListener, cfg.AdminAddr, "admin")
+		if err != nil {
+			return err
 		}
-	}
-	if mln != nil {
-		msrv := &http.Server{Handler: metricsMux(reg), ReadHeaderTimeout: 5 * time.Second}
-		go msrv.Serve(mln)
-		defer msrv.Close()
-		logger.Info("metrics listening", slog.String("url", "http://"+mln.Addr().String()+"/metrics"))
+		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Disbursements: st, Logger: logger}), logger)
+		go asrv.Serve(aln)
+		defer asrv.Close()
+		if cfg.AdminToken == "" {
+			logger.Warn("admin listener without PAYLOCK_ADMIN_TOKEN: anyone who can reach this loopback address can use it", slog.String("addr", aln.Addr().String()))
+		}
+		logger.Info("admin listening", slog.String("url", "http://"+aln.Addr().String()+"/"))
 	}
 	logger.Info("paylock listening", slog.String("url", "http://"+ln.Addr().String()), slog.String("version", buildVersion()), slog.Any("config", cfg))
 

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paylock/paylock/internal/testenv"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -124,11 +126,17 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 		"REDIS_URL":              testenv.RedisURL(t),
 		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
 		"PAYLOCK_ALLOW_UNSIGNED": "true",
+		"PAYLOCK_PPROF":          "true",
+		"PAYLOCK_ADMIN_TOKEN":    "admin-token-of-the-test",
 	}
 	cfg, _, err := loadConfig("serve", nil, envMap(env))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.adminListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	adminBase := "http://" + cfg.adminListener.Addr().String()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +183,7 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 		}
 		if path == "/metrics" {
 			for _, want := range []string{
-				`paylock_webhook_requests_total{code="200",endpoint="payments",result="processed"} 1`,
+				`paylock_webhook_requests_total{code="200",result="processed",source="payments"} 1`,
 				`paylock_lock_obtain_total{outcome="acquired"} 1`,
 				`paylock_lock_release_total{outcome="released"} 1`,
 				"paylock_lock_ttl_seconds 5", "paylock_db_pool_connections", "paylock_redis_pool_connections",
@@ -189,6 +197,12 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	}
 	if res, err := http.Get(base + "/debug/pprof/"); err == nil && res.StatusCode == 200 {
 		t.Error("pprof is served on the webhook listener")
+	}
+	// The admin listener: 401 without the token, whatever the path.
+	for _, path := range []string{"/", "/disbursements/L-1/1"} {
+		if res, err := http.Get(adminBase + path); err != nil || res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("admin GET %s without the token: %v %v, want 401", path, res.StatusCode, err)
+		}
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		var out bytes.Buffer
@@ -235,5 +249,20 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/"); err == nil {
 		t.Fatal("still accepting connections after shutdown")
+	}
+}
+
+func TestPprofOnlyWithPaylockPprof(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(metricsMux(prometheus.NewRegistry(), on))
+		res, err := http.Get(srv.URL + "/debug/pprof/")
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got := res.StatusCode == http.StatusOK; got != on {
+			t.Errorf("PAYLOCK_PPROF=%v: GET /debug/pprof/ answered %d", on, res.StatusCode)
+		}
 	}
 }

@@ -42,7 +42,7 @@ const (
 // The schemes a source may name besides signature.SchemeStandard and
 // signature.SchemeStripe.
 const (
-	schemeAdyen signature.Scheme = "adyen" // Adyen's HMAC in additionalData.hmacSignature
+	schemeAdyen = signature.SchemeAdyen // Adyen's HMAC in additionalData.hmacSignature
 	schemeNone  signature.Scheme = "none"  // no signature: needs PAYLOCK_ALLOW_UNSIGNED=true
 )
 

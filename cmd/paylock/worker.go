@@ -89,7 +89,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := serveMetrics(reg, cfg.MetricsAddr, mln, logger)
+	stopMetrics, err := serveMetrics(reg, cfg.MetricsAddr, mln, cfg.Pprof, logger)
 	if err != nil {
 		return err
 	}
