@@ -42,8 +42,8 @@ const (
 // The schemes a source may name besides signature.SchemeStandard and
 // signature.SchemeStripe.
 const (
-	schemeAdyen = signature.SchemeAdyen // Adyen's HMAC in additionalData.hmacSignature
-	schemeNone  signature.Scheme = "none"  // no signature: needs PAYLOCK_ALLOW_UNSIGNED=true
+	schemeAdyen                  = signature.SchemeAdyen // Adyen's HMAC in additionalData.hmacSignature
+	schemeNone  signature.Scheme = "none"                // no signature: needs PAYLOCK_ALLOW_UNSIGNED=true
 )
 
 // The Stripe event types the stripe adapter can read a payment from, and
