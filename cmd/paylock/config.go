@@ -300,19 +300,19 @@ func settings() []setting {
 		{"PAYLOCK_ALLOW_UNSIGNED", "allow-unsigned", "false", "accept unsigned webhooks (local development only)",
 			func(c *config, v string) (err error) { c.AllowUnsigned, err = strconv.ParseBool(v); return err }},
 		{"PAYLOCK_SIGNATURE_SCHEME", "signature-scheme", "standard", "webhook signature scheme: standard (Standard Webhooks) or stripe",
-			func(c *config, v string) (err error) { c.SignatureScheme, err = signature.ParseScheme(v); return err }},
+			func(c *config, v string) (err error) { c.SignatureScheme, err = headerScheme(v); return err }},
 		{"PAYLOCK_WEBHOOK_SECRETS", "webhook-secrets", "", "comma-separated signing secrets (several during a rotation)",
 			func(c *config, v string) error { c.secretsRaw = v; return nil }},
 		{"PAYLOCK_LOAN_SIGNATURE_SCHEME", "loan-signature-scheme", "standard", "signature scheme of the loans source (POST /webhooks/loans): standard or stripe",
 			func(c *config, v string) (err error) {
-				c.LoanSignatureScheme, err = signature.ParseScheme(v)
+				c.LoanSignatureScheme, err = headerScheme(v)
 				return err
 			}},
 		{"PAYLOCK_LOAN_SECRETS", "loan-secrets", "", "comma-separated signing secrets of the loans source (empty: /webhooks/loans is not served, unless PAYLOCK_ALLOW_UNSIGNED=true)",
 			func(c *config, v string) error { c.loanSecretsRaw = v; return nil }},
 		{"PAYLOCK_PAYOUT_SIGNATURE_SCHEME", "payout-signature-scheme", "standard", "signature scheme of the payouts source (POST /webhooks/payouts): standard or stripe",
 			func(c *config, v string) (err error) {
-				c.PayoutSignatureScheme, err = signature.ParseScheme(v)
+				c.PayoutSignatureScheme, err = headerScheme(v)
 				return err
 			}},
 		{"PAYLOCK_PAYOUT_SECRETS", "payout-secrets", "", "comma-separated signing secrets of the payouts source (empty: /webhooks/payouts is not served, unless PAYLOCK_ALLOW_UNSIGNED=true)",
@@ -586,3 +586,15 @@ func checkForward(c *config) error {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// headerScheme parses the scheme of a built-in source, whose signature
+// travels in headers: standard or stripe. Adyen's signatures sit inside an
+// Adyen notification's items, which only the adyen adapter reads (a source
+// of PAYLOCK_SOURCES_FILE).
+func headerScheme(v string) (signature.Scheme, error) {
+	s, err := signature.ParseScheme(v)
+	if err == nil && s == signature.SchemeAdyen {
+		return "", errors.New(`want "standard" or "stripe" ("adyen" is for a source with the adyen adapter, in PAYLOCK_SOURCES_FILE)`)
+	}
+	return s, err
+}

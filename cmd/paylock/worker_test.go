@@ -15,6 +15,7 @@ import (
 
 	"github.com/paylock/paylock/internal/fakeprovider"
 	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
 
@@ -102,6 +103,10 @@ func TestServeWithWorkerTakesALoanFromWebhookToPayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.adminListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	admin := "http://" + cfg.adminListener.Addr().String()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +135,7 @@ func TestServeWithWorkerTakesALoanFromWebhookToPayout(t *testing.T) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		res, err := http.Get(base + "/disbursements/L-serve/1")
+		res, err := http.Get(admin + "/disbursements/L-serve/1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,4 +255,78 @@ func TestOlderThanAcceptsDurationsAndDays(t *testing.T) {
 	if code := Run(context.Background(), []string{"disbursements", "pending"}, envMap(nil), nil, io.Discard, &stderr); code != 2 {
 		t.Errorf("unknown disbursements subcommand: exit %d", code)
 	}
+}
+
+func TestServeGivesEachBuiltinSourceItsOwnSecret(t *testing.T) {
+	const pspSecret, lenderSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_bGVuZGVyLXNlY3JldC1mb3ItdGVzdHMtb25seQ=="
+	send := func(t *testing.T, base, path, secret, id, body string) int {
+		t.Helper()
+		secrets, err := signature.ParseSecrets(signature.SchemeStandard, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		for k, vs := range signature.Sign(signature.SchemeStandard, secrets[0], id, time.Now(), []byte(body)) {
+			req.Header[k] = vs
+		}
+		req.Header.Set("Content-Type", "application/json")
+		var res *http.Response
+		for i := 0; ; i++ {
+			if res, err = http.DefaultClient.Do(req); err == nil || i > 100 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+			req.Body, _ = req.GetBody()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	start := func(t *testing.T, env map[string]string) string {
+		t.Helper()
+		cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return "http://" + ln.Addr().String()
+	}
+	loan := `{"event_id":"evt_own","loan_id":"L-own","tranche":1,"amount":500000,"currency":"JPY"}`
+
+	t.Run("loans without their own secrets are not served", func(t *testing.T) {
+		env, _ := lendingEnv(t)
+		delete(env, "PAYLOCK_ALLOW_UNSIGNED")
+		env["PAYLOCK_WEBHOOK_SECRETS"] = pspSecret
+		env["PAYLOCK_ADMIN_ADDR"] = "off"
+		base := start(t, env)
+		if code := send(t, base, "/webhooks/loans", pspSecret, "msg-1", loan); code != http.StatusNotFound {
+			t.Fatalf("a loan signed with the PSP's secret, no loans source: %d, want 404", code)
+		}
+	})
+	t.Run("a loan signed with the payments secret is refused", func(t *testing.T) {
+		env, _ := lendingEnv(t)
+		delete(env, "PAYLOCK_ALLOW_UNSIGNED")
+		env["PAYLOCK_WEBHOOK_SECRETS"] = pspSecret
+		env["PAYLOCK_LOAN_SECRETS"] = lenderSecret
+		env["PAYLOCK_ADMIN_ADDR"] = "off"
+		base := start(t, env)
+		if code := send(t, base, "/webhooks/loans", pspSecret, "msg-2", loan); code != http.StatusUnauthorized {
+			t.Fatalf("a loan signed with the PSP's secret: %d, want 401", code)
+		}
+		if code := send(t, base, "/webhooks/payments", lenderSecret, "msg-3", `{"transaction_id":"tx-own","amount":1,"currency":"JPY"}`); code != http.StatusUnauthorized {
+			t.Fatalf("a payment signed with the lender's secret: %d, want 401", code)
+		}
+		if code := send(t, base, "/webhooks/loans", lenderSecret, "msg-4", loan); code != http.StatusOK {
+			t.Fatalf("a loan signed with the lender's secret: %d, want 200", code)
+		}
+	})
 }
