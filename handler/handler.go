@@ -17,7 +17,6 @@ import (
 // Locker is what the handler needs from the lock package.
 type Locker interface {
 	Obtain(ctx context.Context, key string, ttl time.Duration, opts ...lock.ObtainOption) (*lock.Lock, error)
-	KeyTTL(ctx context.Context, key string) (time.Duration, error)
 }
 
 // Store is what the handler needs from the store package.

@@ -215,7 +215,7 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 		o.lockMode = "off"
 		return h.write(ctx, nil, u, o)
 	}
-	lk, waited, err := h.obtain(ctx, key, o)
+	lk, waited, err := h.obtain(ctx, key, o, true)
 	var busy busyError
 	if errors.As(err, &busy) {
 		// The holder did not finish within LockWait. If it (or an earlier
@@ -224,7 +224,7 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 		if res, err := u.confirm(ctx); !errors.Is(err, store.ErrNotFound) {
 			return res, err
 		}
-		lk, err = h.obtainOnce(ctx, key, o)
+		lk, _, err = h.obtain(ctx, key, o, false)
 	}
 	if errors.Is(err, errFinished) {
 		// Another delivery settled this unit moments ago: a read confirms

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
-
 	"github.com/paylock/paylock/lock"
 )
 
@@ -18,69 +16,39 @@ type held struct {
 	at time.Time
 }
 
-// obtain takes key, waiting up to LockWait (polling with backoff and
-// jitter) while another request holds it. It returns a nil lock and nil
-// error when Redis is unreachable and the policy is Backstop, and a
-// busyError when the key is still held after the wait. waited reports
-// whether the key was busy at least once.
-func (h *Handler) obtain(ctx context.Context, key string, o *outcome) (lk *held, waited bool, err error) {
+// busyPolling is how a delivery polls a busy key: randomized exponential
+// backoff, so that replicas waiting on one key do not poll in step.
+var busyPolling = lock.ExponentialBackoff(10*time.Millisecond, 250*time.Millisecond)
+
+// obtain takes key. With wait, it polls up to LockWait while another
+// request holds the key (the retry strategy is the lock's; the policy, how
+// long, is the handler's). It returns a nil lock and nil error when Redis is
+// unreachable and the policy is Backstop, errFinished when the key holds
+// the finished marker, and a busyError carrying the holder's remaining TTL
+// (for Retry-After) when the key is still held. waited reports whether the
+// key was busy at least once.
+func (h *Handler) obtain(ctx context.Context, key string, o *outcome, wait bool) (lk *held, waited bool, err error) {
+	var opts []lock.ObtainOption
+	if wait && h.cfg.LockWait > 0 {
+		opts = append(opts, lock.WithRetry(lock.MaxWait(busyPolling, h.cfg.LockWait)))
+	}
 	start := time.Now()
-	defer func() { o.lockWait += time.Since(start) }()
-	deadline := start.Add(h.cfg.LockWait)
-	// Randomized exponential backoff: replicas waiting on one key do not poll
-	// in step.
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     10 * time.Millisecond,
-		RandomizationFactor: 0.5,
-		Multiplier:          2,
-		MaxInterval:         250 * time.Millisecond,
-	}
-	bo.Reset()
-	for {
-		lk, busy, err := h.tryObtain(ctx, key, o)
-		if !busy {
-			return lk, waited, err
-		}
-		waited, o.waited = true, true
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, true, busyError{}
-		}
-		t := time.NewTimer(min(bo.NextBackOff(), left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, true, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// obtainOnce makes one attempt at key. A busy key is a busyError carrying
-// the holder's remaining TTL, for Retry-After.
-func (h *Handler) obtainOnce(ctx context.Context, key string, o *outcome) (*held, error) {
-	lk, busy, err := h.tryObtain(ctx, key, o)
-	if !busy {
-		return lk, err
-	}
-	ttl, err := h.locker.KeyTTL(ctx, key)
-	if err != nil || ttl <= 0 {
-		ttl = h.cfg.LockTTL
-	}
-	return nil, busyError{retryAfter: ttl}
-}
-
-// tryObtain makes one attempt at key and reports whether it was busy. It
-// returns a nil lock and nil error when Redis is unreachable and the policy
-// is Backstop.
-func (h *Handler) tryObtain(ctx context.Context, key string, o *outcome) (lk *held, busy bool, err error) {
-	l, err := h.locker.Obtain(ctx, key, h.cfg.LockTTL)
+	l, err := h.locker.Obtain(ctx, key, h.cfg.LockTTL, opts...)
+	o.lockWait += time.Since(start)
+	var busy *lock.BusyError
 	switch {
 	case err == nil:
 		o.lockMode = "locked"
-		return &held{Lock: l, at: time.Now()}, false, nil
-	case errors.Is(err, lock.ErrNotObtained):
-		return nil, true, err
+		waited = l.Attempts() > 1
+		o.waited = o.waited || waited
+		return &held{Lock: l, at: time.Now()}, waited, nil
+	case errors.As(err, &busy):
+		o.waited = true
+		retryAfter := busy.TTL
+		if retryAfter <= 0 {
+			retryAfter = h.cfg.LockTTL
+		}
+		return nil, true, busyError{retryAfter: retryAfter}
 	case errors.Is(err, lock.ErrFinished):
 		return nil, false, errFinished
 	case ctx.Err() != nil:
