@@ -59,6 +59,7 @@ func newInputRules(defaultCurrency string, extraCurrencies []string) *inputRules
 		c := fl.Field().String()
 		return !nonTender[c] || allowed[c]
 	}))
+	iso4217() // asked once per process, at start-up rather than on a first delivery
 	return &inputRules{v: v, defaultCurrency: defaultCurrency, allowed: allowed}
 }
 
@@ -145,8 +146,9 @@ func printableASCII(s string) bool {
 }
 
 // iso4217 is the set of codes validator's iso4217 rule admits, asked of
-// validator once per process: every code it admits is three upper-case
-// ASCII letters, so the 17,576 of them are all there is to ask about.
+// validator once per process (tens of milliseconds): every code it admits
+// is three upper-case ASCII letters, so the 17,576 of them are all there
+// is to ask about.
 var iso4217 = sync.OnceValue(func() map[string]bool {
 	v := validator.New()
 	codes := make(map[string]bool, 200)
