@@ -21,7 +21,30 @@ type field struct {
 	// a wrong type, null, another spelling or a repeat is ignored, never
 	// refused.
 	lenient bool
-	decode  func(raw json.RawMessage) error
+	// decode, when set, is handed the raw JSON value. Without it, str or
+	// num receive the value under decodeString's or decodeAmount's rules,
+	// with no closure to build per body.
+	decode func(raw json.RawMessage) error
+	str    *string
+	num    *int64
+	// seen, when set, records that the key appeared (see present).
+	seen *bool
+}
+
+// apply hands raw, the value of f's key, to f's decoder.
+func (f *field) apply(raw []byte) error {
+	if f.seen != nil {
+		*f.seen = true
+	}
+	switch {
+	case f.decode != nil:
+		return f.decode(raw)
+	case f.str != nil:
+		return stringInto(f.name, raw, f.str)
+	case f.num != nil:
+		return amountInto(f.name, raw, f.num)
+	}
+	return nil
 }
 
 // deliveryEventID is a delivery's event id: the body's event_id, trimmed,
@@ -63,6 +86,144 @@ func decodeObject(body []byte, fields []field) error {
 	if hugeExponent(body) {
 		return unprocessable("", fmt.Sprintf("numbers with an exponent beyond ±%d are not accepted", maxExponent))
 	}
+	if len(fields) <= 64 && json.Valid(body) {
+		return walkObject(body, fields)
+	}
+	// Not JSON: the token walk names the first thing wrong, as it always
+	// has (a refused key before a syntax error further on, say).
+	return tokenWalk(body, fields)
+}
+
+// walkObject is decodeObject's walk of a body known to be valid JSON (and
+// of at most 64 fields): it slices keys and values out of body in place
+// instead of decoding a token at a time, and refuses exactly what
+// tokenWalk refuses, with the same problems (FuzzObjectWalksAgree).
+func walkObject(body []byte, fields []field) error {
+	i := skipSpace(body, 0)
+	if body[i] != '{' {
+		return badRequest("", "body must be a JSON object")
+	}
+	var seen uint64 // bit k: fields[k] appeared
+	i = skipSpace(body, i+1)
+	for body[i] != '}' {
+		end, escaped := stringEnd(body, i)
+		key := body[i+1 : end-1]
+		if escaped {
+			var k string
+			if err := json.Unmarshal(body[i:end], &k); err != nil {
+				return malformed(err)
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(body, skipSpace(body, end)+1) // past the ':'
+		vend := valueEnd(body, i)
+		if err := matchKey(key, body[i:vend], fields, &seen); err != nil {
+			return err
+		}
+		i = skipSpace(body, vend)
+		if body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	for k := range fields {
+		if fields[k].required && seen&(1<<k) == 0 {
+			return unprocessable(fields[k].name, fields[k].name+" is required")
+		}
+	}
+	return nil
+}
+
+// matchKey hands raw to the fields named key, refusing a known key in
+// another case, a repeat or null.
+func matchKey(key, raw []byte, fields []field, seen *uint64) error {
+	for k := range fields {
+		f := &fields[k]
+		if f.lenient {
+			if string(key) == f.name {
+				_ = f.apply(raw)
+			}
+			continue
+		}
+		if !strings.EqualFold(string(key), f.name) {
+			continue
+		}
+		if string(key) != f.name {
+			return badRequest(f.name, fmt.Sprintf("key %q must be spelled %q", string(key), f.name))
+		}
+		if *seen&(1<<k) != 0 {
+			return badRequest(f.name, fmt.Sprintf("key %q appears more than once", f.name))
+		}
+		*seen |= 1 << k
+		if string(raw) == "null" {
+			return badRequest(f.name, fmt.Sprintf("%s must not be null", f.name))
+		}
+		if err := f.apply(raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skipSpace returns the index of the first non-space byte of b at or after
+// i (len(b) if none).
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the JSON string that starts at
+// b[i] (a '"'), and whether it holds an escape. b is valid JSON.
+func stringEnd(b []byte, i int) (end int, escaped bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return len(b), escaped
+}
+
+// valueEnd returns the index just past the JSON value that starts at
+// b[i]. b is valid JSON.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		end, _ := stringEnd(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _ := stringEnd(b, j)
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	default: // a number, true, false or null
+		j := i
+		for j < len(b) && !(b[j] == ',' || b[j] == '}' || b[j] == ']' || b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+			j++
+		}
+		return j
+	}
+}
+
+// tokenWalk is decodeObject's walk with encoding/json's tokenizer, for
+// bodies that are not valid JSON: it reports the first thing wrong in
+// body order.
+func tokenWalk(body []byte, fields []field) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
 	if err != nil {
@@ -82,10 +243,11 @@ func decodeObject(body []byte, fields []field) error {
 		if err := dec.Decode(&raw); err != nil {
 			return malformed(err)
 		}
-		for _, f := range fields {
+		for k := range fields {
+			f := &fields[k]
 			if f.lenient {
 				if key == f.name {
-					_ = f.decode(raw)
+					_ = f.apply(raw)
 				}
 				continue
 			}
@@ -102,7 +264,7 @@ func decodeObject(body []byte, fields []field) error {
 			if string(raw) == "null" {
 				return badRequest(f.name, fmt.Sprintf("%s must not be null", f.name))
 			}
-			if err := f.decode(raw); err != nil {
+			if err := f.apply(raw); err != nil {
 				return err
 			}
 		}
@@ -221,19 +383,37 @@ func hex4(b []byte, at int) (rune, bool) {
 	return rune(v), err == nil
 }
 
-var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
-
 // decodeString decodes a JSON string value into *dst, refusing other types.
 func decodeString(name string, dst *string) func(json.RawMessage) error {
-	return func(raw json.RawMessage) error {
-		if len(raw) == 0 || raw[0] != '"' {
-			return badRequest(name, name+" must be a JSON string")
-		}
-		if err := json.Unmarshal(raw, dst); err != nil {
-			return badRequest(name, name+" must be a JSON string")
-		}
+	return func(raw json.RawMessage) error { return stringInto(name, raw, dst) }
+}
+
+// stringInto is decodeString's rule: raw, a JSON value, must be a string.
+// One without escapes (the usual case) is sliced out without the JSON
+// decoder; its bytes are valid UTF-8 (decodeObject checked the body).
+func stringInto(name string, raw []byte, dst *string) error {
+	if len(raw) < 2 || raw[0] != '"' {
+		return badRequest(name, name+" must be a JSON string")
+	}
+	if inner := raw[1 : len(raw)-1]; raw[len(raw)-1] == '"' && plainString(inner) {
+		*dst = string(inner)
 		return nil
 	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return badRequest(name, name+" must be a JSON string")
+	}
+	return nil
+}
+
+// plainString reports whether b, between a JSON string's quotes, has no
+// escape, quote or control character: its text is its bytes.
+func plainString(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c == '"' || c < ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeAmount decodes a JSON integer in minor units into *dst: a number
@@ -241,18 +421,46 @@ func decodeString(name string, dst *string) func(json.RawMessage) error {
 // rather than rounded, and a string is a type error.
 func decodeAmount(name string, dst *int64, set *bool) func(json.RawMessage) error {
 	return func(raw json.RawMessage) error {
-		s := string(raw)
-		if len(s) == 0 || !(s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) {
-			return badRequest(name, name+" must be a JSON number (an integer in minor units)")
+		if err := amountInto(name, raw, dst); err != nil {
+			return err
 		}
-		if !integerLiteral.MatchString(s) {
-			return unprocessable(name, name+" must be an integer in minor units, without a fraction or exponent")
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return unprocessable(name, name+" is out of range")
-		}
-		*dst, *set = v, true
+		*set = true
 		return nil
 	}
+}
+
+// amountInto is decodeAmount's rule.
+func amountInto(name string, raw []byte, dst *int64) error {
+	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+		return badRequest(name, name+" must be a JSON number (an integer in minor units)")
+	}
+	if !isIntegerLiteral(raw) {
+		return unprocessable(name, name+" must be an integer in minor units, without a fraction or exponent")
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return unprocessable(name, name+" is out of range")
+	}
+	*dst = v
+	return nil
+}
+
+// integerLiteral is what an amount in minor units looks like.
+var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// isIntegerLiteral reports whether b matches integerLiteral, without the
+// regexp engine.
+func isIntegerLiteral(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +35,72 @@ type Metrics struct {
 	redisUnavailable *prometheus.CounterVec
 	dbWrites         *prometheus.CounterVec
 	shedTotal        prometheus.Counter
+	// children caches the per-delivery series by their labels, so that
+	// observe neither hashes label values nor formats a status code on
+	// every delivery. Its keys are bounded: sources are configured, results
+	// and status codes are the handler's own, secret indexes are the
+	// sources' secrets.
+	children seriesCache
+}
+
+// Families of the cached series.
+const (
+	famRequests = iota
+	famDuration
+	famSigFailures
+	famSigVerified
+	famDBWrites
+)
+
+// seriesKey names one child series: its family and label values.
+type seriesKey struct {
+	family int
+	source string
+	label  string
+	code   int
+}
+
+// seriesCache is a copy-on-write map of child series: reads are a map
+// lookup with no lock, a first use copies the map under mu.
+type seriesCache struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[seriesKey]any]
+}
+
+// get returns k's series, made by newSeries on first use.
+func (c *seriesCache) get(k seriesKey, newSeries func() any) any {
+	if m := c.m.Load(); m != nil {
+		if s, ok := (*m)[k]; ok {
+			return s
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil {
+		if s, ok := (*old)[k]; ok {
+			return s
+		}
+	}
+	next := make(map[seriesKey]any, 1+len(ptrMap(old)))
+	for key, s := range ptrMap(old) {
+		next[key] = s
+	}
+	s := newSeries()
+	next[k] = s
+	c.m.Store(&next)
+	return s
+}
+
+func ptrMap(m *map[seriesKey]any) map[seriesKey]any {
+	if m == nil {
+		return nil
+	}
+	return *m
+}
+
+func (m *Metrics) counter(k seriesKey, vec *prometheus.CounterVec, labels ...string) prometheus.Counter {
+	return m.children.get(k, func() any { return vec.WithLabelValues(labels...) }).(prometheus.Counter)
 }
 
 // ttlBuckets spreads histogram buckets around the lock TTL, so that the
@@ -160,8 +228,8 @@ func (m *Metrics) sources(names []string) {
 		return
 	}
 	for _, n := range names {
-		m.duration.WithLabelValues(n)
-		m.dbWrites.WithLabelValues(n)
+		m.durationOf(n)
+		m.counter(seriesKey{family: famDBWrites, source: n}, m.dbWrites, n)
 	}
 }
 
@@ -177,8 +245,11 @@ func (m *Metrics) observe(o outcome, took time.Duration) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(o.source, o.metricResult(), strconv.Itoa(o.status)).Inc()
-	m.duration.WithLabelValues(o.source).Observe(took.Seconds())
+	result := o.metricResult()
+	m.children.get(seriesKey{family: famRequests, source: o.source, label: result, code: o.status}, func() any {
+		return m.requests.WithLabelValues(o.source, result, strconv.Itoa(o.status))
+	}).(prometheus.Counter).Inc()
+	m.durationOf(o.source).Observe(took.Seconds())
 	if o.waited {
 		m.lockWait.Observe(o.lockWait.Seconds())
 	}
@@ -189,17 +260,26 @@ func (m *Metrics) observe(o outcome, took time.Duration) {
 		m.mismatches.Inc()
 	}
 	if o.sigFailure != "" {
-		m.sigFailures.WithLabelValues(o.source, o.sigFailure).Inc()
+		m.counter(seriesKey{family: famSigFailures, source: o.source, label: o.sigFailure}, m.sigFailures, o.source, o.sigFailure).Inc()
 	}
 	if o.secretIndex >= 0 {
-		m.sigVerified.WithLabelValues(o.source, strconv.Itoa(o.secretIndex)).Inc()
+		m.children.get(seriesKey{family: famSigVerified, source: o.source, code: o.secretIndex}, func() any {
+			return m.sigVerified.WithLabelValues(o.source, strconv.Itoa(o.secretIndex))
+		}).(prometheus.Counter).Inc()
 	}
 	if o.redisDown != "" {
 		m.redisUnavailable.WithLabelValues(o.redisDown).Inc()
 	}
 	if o.dbWrites > 0 {
-		m.dbWrites.WithLabelValues(o.source).Add(float64(o.dbWrites))
+		m.counter(seriesKey{family: famDBWrites, source: o.source}, m.dbWrites, o.source).Add(float64(o.dbWrites))
 	}
+}
+
+// durationOf is the request duration series of source.
+func (m *Metrics) durationOf(source string) prometheus.Observer {
+	return m.children.get(seriesKey{family: famDuration, source: source}, func() any {
+		return m.duration.WithLabelValues(source)
+	}).(prometheus.Observer)
 }
 
 // metricResult is the bounded label value for an outcome.

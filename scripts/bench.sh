@@ -6,11 +6,13 @@
 # DATABASE_URL, else starting throwaway local servers that are stopped on
 # exit), builds paylock, the lock benchmarks and bench/paybench, and runs
 # `paybench run`, which creates a database of its own on the server, runs
-# the lock benchmarks, pgbench and paylock replicas under load, drops the
-# database and renders the report. Takes about six minutes.
+# the lock benchmarks, the handler's BenchmarkPaymentDelivery (-count 6),
+# pgbench and paylock replicas under load, drops the database and renders
+# the report. Takes about seven minutes.
 #
-# Extra arguments go to paybench run, e.g. -reps 1 -measure 5s for a quick
-# look, or -profile-dir /tmp/prof to keep CPU and allocation profiles.
+# Extra arguments go to paybench run, e.g. -reps 1 -measure 5s -rounds 1
+# -handler-count 1 for a quick look, or -profile-dir /tmp/prof to keep CPU
+# and allocation profiles of the replicas.
 # Needs pgbench (apt-get install postgresql-client).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +39,7 @@ fi
 echo "== build" >&2
 go build -o "$work/paylock" ./cmd/paylock
 go test -c -o "$work/lock.test" ./lock
+go test -c -o "$work/handler.test" ./handler
 (
   cd bench
   GOFLAGS=-mod=mod go build -o "$work/paybench" ./paybench
@@ -48,6 +51,7 @@ echo "== run (paybench run)" >&2
   -paylock "$work/paylock" \
   -lock-test "$work/lock.test" -lock-dir "$root/lock" \
   -locks-test "$work/locks.test" -locks-dir "$root/bench/locks" \
+  -handler-test "$work/handler.test" -handler-dir "$root/handler" \
   -database-url "$DATABASE_URL" -redis-url "$REDIS_URL" \
   -out "$root/BENCHMARKS.md" \
   -commit "$commit" \

@@ -17,7 +17,9 @@ import (
 type benchBinary struct {
 	Path    string
 	Pattern string
-	Dir     string // working directory (the package's)
+	Dir     string   // working directory (the package's)
+	Count   int      // -test.count; 0 runs once
+	Env     []string // added to the environment
 }
 
 // benchLine is one result line of a Go benchmark.
@@ -52,9 +54,9 @@ func parseBench(out []byte) []benchLine {
 // output.
 func (b benchBinary) run(ctx context.Context, benchtime string) ([]benchLine, []byte, error) {
 	cmd := exec.CommandContext(ctx, b.Path, "-test.run", "^$", "-test.bench", b.Pattern,
-		"-test.benchtime", benchtime, "-test.count", "1", "-test.benchmem")
+		"-test.benchtime", benchtime, "-test.count", strconv.Itoa(max(1, b.Count)), "-test.benchmem")
 	cmd.Dir = b.Dir
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), b.Env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, out, fmt.Errorf("%s -test.bench %s: %w\n%s", b.Path, b.Pattern, err, out)

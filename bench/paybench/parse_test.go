@@ -104,10 +104,10 @@ func TestReadPgbenchLogSkipsFailedTransactions(t *testing.T) {
 }
 
 func TestParseMetricsAndSum(t *testing.T) {
-	s, err := parseMetrics(strings.NewReader(`# HELP paylock_db_write_attempts_total Database write transactions attempted, by endpoint.
+	s, err := parseMetrics(strings.NewReader(`# HELP paylock_db_write_attempts_total Database write transactions attempted, by source.
 # TYPE paylock_db_write_attempts_total counter
-paylock_db_write_attempts_total{endpoint="payments"} 1234
-paylock_db_write_attempts_total{endpoint="loans"} 7
+paylock_db_write_attempts_total{source="payments"} 1234
+paylock_db_write_attempts_total{source="loans"} 7
 paylock_lock_obtain_total{outcome="busy"} 5
 paylock_lock_obtain_total{outcome="acquired"} 6
 paylock_backstop_duplicates_total 2
@@ -120,7 +120,7 @@ paylock_backstop_duplicates_total 2
 		labels []string
 		want   float64
 	}{
-		{"paylock_db_write_attempts_total", []string{`endpoint="payments"`}, 1234},
+		{"paylock_db_write_attempts_total", []string{`source="payments"`}, 1234},
 		{"paylock_db_write_attempts_total", nil, 1241},
 		{"paylock_lock_obtain_total", []string{`outcome="busy"`}, 5},
 		{"paylock_backstop_duplicates_total", nil, 2},

@@ -26,6 +26,15 @@ func fmtFloat(x float64) string {
 	}
 }
 
+// fmtMicros prints a CPU time per operation in whole µs (one decimal
+// below 10).
+func fmtMicros(x float64) string {
+	if x < 10 {
+		return strconv.FormatFloat(x, 'f', 1, 64) + " µs"
+	}
+	return strconv.FormatFloat(x, 'f', 0, 64) + " µs"
+}
+
 func fmtRatio(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) + "×" }
 
 func fmtRate(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
@@ -51,11 +60,51 @@ type target struct {
 	ok, known              bool
 }
 
+// hotFigure is one line of issue #13's table (the hot path): a figure
+// measured before the work, its target, and what this run measured.
+type hotFigure struct {
+	what, before, goal string
+	measured, spread   string
+	ok, known          bool
+}
+
+// The issue #13 figures, in the order of its table.
+const (
+	hotFloorRatio  = iota // webhook throughput ÷ pgbench INSERT floor
+	hotLockVsOff          // lock mode ÷ database-only mode
+	hotPaylockCPU         // paylock's own CPU per unique delivery
+	hotPostgresCPU        // Postgres backend CPU per delivery
+	hotFigures
+)
+
+// The issue #13 targets.
+const (
+	floorRatioTarget  = 0.45 // ≥, webhook deliveries/s ÷ pgbench INSERT tps
+	lockVsOffTarget   = 0.90 // ≥, lock mode ÷ database-only deliveries/s
+	paylockCPUTarget  = 90.0 // ≤, µs of paylock's CPU per delivery
+	postgresCPUTarget = 110  // ≤, µs of Postgres backends' CPU per delivery
+)
+
+// newHotPath returns the issue #13 table, every figure not yet measured.
+func newHotPath(senders int) [hotFigures]hotFigure {
+	return [hotFigures]hotFigure{
+		hotFloorRatio: {what: fmt.Sprintf("webhook throughput ÷ pgbench INSERT floor (unique deliveries, %d senders)", senders),
+			before: "0.25×", goal: "≥ " + fmtRatio(floorRatioTarget)},
+		hotLockVsOff: {what: "lock mode ÷ database-only mode (PAYLOCK_LOCK=off), unique deliveries",
+			before: "0.74×", goal: "≥ " + fmtRatio(lockVsOffTarget)},
+		hotPaylockCPU: {what: "paylock's own CPU per unique delivery (from /proc)",
+			before: "181 µs", goal: "≤ " + fmtMicros(paylockCPUTarget)},
+		hotPostgresCPU: {what: "Postgres backend CPU per delivery",
+			before: "156 µs (pgbench floor ≈ 100 µs all-in)", goal: "≤ " + fmtMicros(postgresCPUTarget)},
+	}
+}
+
 // report holds the derived figures of a run.
 type report struct {
 	r       *results
 	b       strings.Builder
 	targets []target
+	hot     [hotFigures]hotFigure
 }
 
 func (rp *report) p(format string, args ...any) { fmt.Fprintf(&rp.b, format+"\n", args...) }
@@ -90,10 +139,11 @@ func valuesOf[T any](xs []T, f func(T) float64) []float64 {
 func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func renderReport(r *results) string {
-	rp := &report{r: r}
+	rp := &report{r: r, hot: newHotPath(r.Config.Senders)}
 	body := rp.sections()
 	var out strings.Builder
 	rp.header(&out)
+	rp.hotPathTable(&out)
 	rp.targetTable(&out)
 	out.WriteString(body)
 	rp.method(&out)
@@ -127,9 +177,28 @@ func (rp *report) header(out *strings.Builder) {
 	w("")
 }
 
+func (rp *report) hotPathTable(out *strings.Builder) {
+	w := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	w("## The hot path (issue #13)")
+	w("")
+	w("| figure | before | target | measured (median) | range over repetitions | |")
+	w("| --- | --- | --- | --- | --- | --- |")
+	for _, f := range rp.hot {
+		verdict := yesNo(f.ok)
+		if !f.known {
+			verdict = "not measured"
+		}
+		w("| %s | %s | %s | %s | %s | %s |", f.what, f.before, f.goal, f.measured, f.spread, verdict)
+	}
+	w("")
+	w("All four come from the same run: the throughput ratios from sections 2 and 3, the CPU figures from")
+	w("`/proc` over the measured phase of the lock-mode unique-delivery run (section 2).")
+	w("")
+}
+
 func (rp *report) targetTable(out *strings.Builder) {
 	w := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
-	w("## Targets")
+	w("## Other targets")
 	w("")
 	w("| target | measured (median) | range over runs | |")
 	w("| --- | --- | --- | --- |")
@@ -147,6 +216,7 @@ func (rp *report) sections() string {
 	rp.lockSection()
 	rp.webhookSection()
 	rp.modeSection()
+	rp.handlerSection()
 	rp.repsSection()
 	return rp.b.String()
 }
@@ -224,6 +294,33 @@ func (rp *report) lockSection() {
 	}
 }
 
+// floorRatios returns, per repetition, runs' deliveries/s ÷ the pgbench
+// run of the same repetition.
+func floorRatios(runs []webhookRun, floor []pgbenchRun) []float64 {
+	var rs []float64
+	for _, w := range runs {
+		for _, p := range floor {
+			if p.Rep == w.Rep && p.TPS > 0 {
+				rs = append(rs, w.Meas.DeliveriesPerSec()/p.TPS)
+			}
+		}
+	}
+	return rs
+}
+
+// labelled returns the unique-delivery scenarios of section 2 that ran,
+// each with its runs.
+func (rp *report) labelled() ([]scenario, [][]webhookRun) {
+	var scs []scenario
+	var runs [][]webhookRun
+	for _, sc := range scenarios {
+		if ws := rp.webhooks(sc.Name); sc.Label != "" && len(ws) > 0 {
+			scs, runs = append(scs, sc), append(runs, ws)
+		}
+	}
+	return scs, runs
+}
+
 func (rp *report) webhookSection() {
 	r := rp.r
 	rp.p("## 2. One replica against pgbench, unique transactions")
@@ -232,7 +329,6 @@ func (rp *report) webhookSection() {
 	if len(lock0) == 0 || len(r.Pgbench) == 0 {
 		rp.p("Not run.")
 		rp.p("")
-		rp.targets = append(rp.targets, target{what: "webhook throughput ≥ 0.6 × pgbench at the same concurrency"})
 		return
 	}
 	c := r.Config
@@ -240,7 +336,8 @@ func (rp *report) webhookSection() {
 	if c.Unsigned {
 		signed = "deliveries unsigned, PAYLOCK_ALLOW_UNSIGNED=true"
 	}
-	rp.p("One `paylock serve` replica (lock on, %s) and %d senders, each on its own keep-alive", signed, c.Senders)
+	scs, runs := rp.labelled()
+	rp.p("One `paylock serve` replica (%s) and %d senders, each on its own keep-alive", signed, c.Senders)
 	rp.p("connection, posting deliveries of new transactions; against `pgbench` with %d clients running the", c.Senders)
 	rp.p("store's INSERT into the same `payments` table of the same database:")
 	rp.p("")
@@ -250,33 +347,25 @@ func (rp *report) webhookSection() {
 	rp.p("| pgbench INSERT (floor) | %s | %s ms | %s ms | floor |", fmtRate(median(tps)),
 		fmtFloat(medOf(r.Pgbench, func(p pgbenchRun) float64 { return durMs(p.Latency.P50) })),
 		fmtFloat(medOf(r.Pgbench, func(p pgbenchRun) float64 { return durMs(p.Latency.P99) })))
-	var rs []float64
-	for _, w := range lock0 {
-		for _, p := range r.Pgbench {
-			if p.Rep == w.Rep {
-				rs = append(rs, w.Meas.DeliveriesPerSec()/p.TPS)
-			}
+	for i, sc := range scs {
+		ws := runs[i]
+		rs := floorRatios(ws, r.Pgbench)
+		rp.p("| %s, acknowledged deliveries | %s | %s ms | %s ms | %s |", sc.Label,
+			fmtRate(medOf(ws, func(w webhookRun) float64 { return w.Meas.DeliveriesPerSec() })),
+			fmtFloat(medOf(ws, func(w webhookRun) float64 { return durMs(w.Meas.Latency.P50) })),
+			fmtFloat(medOf(ws, func(w webhookRun) float64 { return durMs(w.Meas.Latency.P99) })), fmtRatio(median(rs)))
+		if sc.Name == "lock-0" {
+			ratio := median(rs)
+			h := &rp.hot[hotFloorRatio]
+			h.measured, h.spread, h.ok, h.known = fmtRatio(ratio), spread(rs, fmtRatio), ratio >= floorRatioTarget, true
 		}
 	}
-	ratio := median(rs)
-	rp.p("| paylock, acknowledged deliveries | %s | %s ms | %s ms | %s |",
-		fmtRate(medOf(lock0, func(w webhookRun) float64 { return w.Meas.DeliveriesPerSec() })),
-		fmtFloat(medOf(lock0, func(w webhookRun) float64 { return durMs(w.Meas.Latency.P50) })),
-		fmtFloat(medOf(lock0, func(w webhookRun) float64 { return durMs(w.Meas.Latency.P99) })), fmtRatio(ratio))
 	if len(r.PgbenchTx) > 0 {
-		var txr []float64
-		for _, w := range lock0 {
-			for _, p := range r.PgbenchTx {
-				if p.Rep == w.Rep {
-					txr = append(txr, w.Meas.DeliveriesPerSec()/p.TPS)
-				}
-			}
-		}
-		rp.p("| pgbench `BEGIN; INSERT; COMMIT`, paylock's shape (for information) | %s | %s ms | %s ms | paylock ÷ this: %s |",
+		rp.p("| pgbench `BEGIN; INSERT; COMMIT` (for information) | %s | %s ms | %s ms | paylock, lock on ÷ this: %s |",
 			fmtRate(medOf(r.PgbenchTx, func(p pgbenchRun) float64 { return p.TPS })),
 			fmtFloat(medOf(r.PgbenchTx, func(p pgbenchRun) float64 { return durMs(p.Latency.P50) })),
 			fmtFloat(medOf(r.PgbenchTx, func(p pgbenchRun) float64 { return durMs(p.Latency.P99) })),
-			fmtRatio(median(txr)))
+			fmtRatio(median(floorRatios(lock0, r.PgbenchTx))))
 	}
 	rp.p("")
 	rp.p("Where the CPUs went during the measured phase (CPU time per transaction or delivery, from")
@@ -291,21 +380,34 @@ func (rp *report) webhookSection() {
 		fmtFloat(medOf(r.Pgbench, func(p pgbenchRun) float64 { return cpuPer(p.CPU.MachineBusy, p.Done) })),
 		fmtFloat(medOf(r.Pgbench, func(p pgbenchRun) float64 { return cpuPer(p.CPU.Children, p.Done) })),
 		fmtFloat(medOf(r.Pgbench, func(p pgbenchRun) float64 { return cpuPer(p.CPU.MachineBusy-p.CPU.Children, p.Done) })))
-	per := func(f func(w webhookRun) time.Duration) string {
-		return fmtFloat(medOf(lock0, func(w webhookRun) float64 { return cpuPer(f(w), w.Meas.Sent) }))
+	for i, sc := range scs {
+		ws := runs[i]
+		per := func(f func(w webhookRun) time.Duration) string {
+			return fmtFloat(medOf(ws, func(w webhookRun) float64 { return cpuPer(f(w), w.Meas.Sent) }))
+		}
+		rp.p("| %s | %s | %s | %s | %s | %s | %s | %s |", sc.Label,
+			pct(medOf(ws, func(w webhookRun) float64 { return w.CPU.Busy() })),
+			per(func(w webhookRun) time.Duration { return w.CPU.MachineBusy }),
+			per(func(w webhookRun) time.Duration { return w.CPU.Generator }),
+			per(func(w webhookRun) time.Duration { return w.CPU.Groups["paylock"] }),
+			per(func(w webhookRun) time.Duration { return w.CPU.Groups["postgres"] }),
+			per(func(w webhookRun) time.Duration { return w.CPU.Groups["redis"] }),
+			per(func(w webhookRun) time.Duration {
+				u := w.CPU
+				return u.MachineBusy - u.Generator - u.Groups["paylock"] - u.Groups["postgres"] - u.Groups["redis"]
+			}))
 	}
-	rp.p("| paylock, lock on | %s | %s | %s | %s | %s | %s | %s |",
-		pct(medOf(lock0, func(w webhookRun) float64 { return w.CPU.Busy() })),
-		per(func(w webhookRun) time.Duration { return w.CPU.MachineBusy }),
-		per(func(w webhookRun) time.Duration { return w.CPU.Generator }),
-		per(func(w webhookRun) time.Duration { return w.CPU.Groups["paylock"] }),
-		per(func(w webhookRun) time.Duration { return w.CPU.Groups["postgres"] }),
-		per(func(w webhookRun) time.Duration { return w.CPU.Groups["redis"] }),
-		per(func(w webhookRun) time.Duration {
-			u := w.CPU
-			return u.MachineBusy - u.Generator - u.Groups["paylock"] - u.Groups["postgres"] - u.Groups["redis"]
-		}))
 	rp.p("")
+	for _, f := range []struct {
+		fig   int
+		group string
+		goal  float64
+	}{{hotPaylockCPU, "paylock", paylockCPUTarget}, {hotPostgresCPU, "postgres", postgresCPUTarget}} {
+		vs := valuesOf(lock0, func(w webhookRun) float64 { return cpuPer(w.CPU.Groups[f.group], w.Meas.Sent) })
+		m := median(vs)
+		h := &rp.hot[f.fig]
+		h.measured, h.spread, h.ok, h.known = fmtMicros(m), spread(vs, fmtMicros), m > 0 && m <= f.goal, m > 0
+	}
 	// What the other processes spend on a delivery bounds the throughput
 	// any change inside paylock could reach on this machine.
 	busyCPUs := medOf(lock0, func(w webhookRun) float64 { return w.CPU.Busy() }) * float64(r.Env.CPUs)
@@ -325,15 +427,31 @@ func (rp *report) webhookSection() {
 	rp.p("```sql")
 	rp.p("%s```", pgbenchScript)
 	rp.p("")
-	rp.p("It is one autocommit statement, one round trip; paylock runs the same INSERT as BEGIN, INSERT,")
-	rp.p("COMMIT (three round trips) on a pool of %.0f connections (pgxpool's default unless set below), and adds HTTP,", lock0[0].PoolMax)
-	rp.p("the signature check, strict decoding, the lock's two Redis round trips, a log line and metrics.")
+	rp.p("It is one autocommit statement, one round trip. paylock runs the same INSERT through")
+	rp.p("`store.RecordPayment` on a pool of %.0f connections (pgxpool's default unless set below), and adds HTTP,", lock0[0].PoolMax)
+	rp.p("the signature check, strict decoding, the lock's Redis round trips (lock on), a log line and metrics.")
 	rp.p("")
-	rp.targets = append(rp.targets, target{what: fmt.Sprintf("webhook throughput ≥ 0.6 × pgbench (%d senders, %d clients)", c.Senders, c.Senders),
-		measured: fmtRatio(ratio), spread: spread(rs, fmtRatio), ok: ratio >= 0.6, known: true})
+}
+
+// lockVsOff returns, per repetition, lock mode's deliveries/s ÷ database-only
+// mode's, for the scenarios lockName and offName.
+func (rp *report) lockVsOff(lockName, offName string) []float64 {
+	lockRuns, offRuns := rp.webhooks(lockName), rp.webhooks(offName)
+	var rs []float64
+	for i := range min(len(lockRuns), len(offRuns)) {
+		if off := offRuns[i].Meas.DeliveriesPerSec(); off > 0 {
+			rs = append(rs, lockRuns[i].Meas.DeliveriesPerSec()/off)
+		}
+	}
+	return rs
 }
 
 func (rp *report) modeSection() {
+	if rs := rp.lockVsOff("lock-0", "off-0"); len(rs) > 0 {
+		ratio := median(rs)
+		h := &rp.hot[hotLockVsOff]
+		h.measured, h.spread, h.ok, h.known = fmtRatio(ratio), spread(rs, fmtRatio), ratio >= lockVsOffTarget, true
+	}
 	rp.p("## 3. Lock mode against database-only mode, by share of duplicate deliveries")
 	rp.p("")
 	if len(rp.webhooks("lock-95")) == 0 {
@@ -353,10 +471,8 @@ func (rp *report) modeSection() {
 	rp.p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, pct := range []int{0, 50, 95} {
 		lockRuns, offRuns := rp.webhooks(fmt.Sprintf("lock-%d", pct)), rp.webhooks(fmt.Sprintf("off-%d", pct))
-		var rs []float64
-		for i := range min(len(lockRuns), len(offRuns)) {
-			rs = append(rs, lockRuns[i].Meas.DeliveriesPerSec()/offRuns[i].Meas.DeliveriesPerSec())
-		}
+		rs := rp.lockVsOff(fmt.Sprintf("lock-%d", pct), fmt.Sprintf("off-%d", pct))
+
 		for _, runs := range [][]webhookRun{lockRuns, offRuns} {
 			if len(runs) == 0 {
 				continue
@@ -427,6 +543,40 @@ func (rp *report) modeSection() {
 	rp.p("")
 }
 
+func (rp *report) handlerSection() {
+	r := rp.r
+	const name = "BenchmarkPaymentDelivery"
+	rp.p("## 4. The handler in process: `%s`", name)
+	rp.p("")
+	if len(r.Handler) == 0 {
+		rp.p("Not run.")
+		rp.p("")
+		return
+	}
+	rp.p("`go test -bench '^%s$' -benchmem -count %d -benchtime %s ./handler`: signed deliveries through", name, r.Config.HandlerCount, r.Config.HandlerBenchtime)
+	rp.p("an `httptest` server on a schema of its own and the same Redis, `b.RunParallel` with 4 × GOMAXPROCS")
+	rp.p("senders; the client's cost is in every figure. B/op and allocs/op are the steady ones on a shared")
+	rp.p("machine; ns/op moves with whatever else runs. Medians over the runs:")
+	rp.p("")
+	rp.p("| variant | µs/op | range | deliveries/s | B/op | allocs/op | runs |")
+	rp.p("| --- | --- | --- | --- | --- | --- | --- |")
+	for _, v := range []struct{ sub, label string }{
+		{"unique", "unique transactions, lock on"},
+		{"unique-nolock", "unique transactions, database only (`Config.NoLock`)"},
+		{"duplicate", "duplicates of recorded transactions, lock on"},
+	} {
+		samples := r.Handler[name+"/"+v.sub]
+		if len(samples) == 0 {
+			continue
+		}
+		m := r.Handler.med(name + "/" + v.sub)
+		us := valuesOf(samples, func(l benchLine) float64 { return l.NsPerOp / 1000 })
+		rp.p("| %s | %s | %s | %s | %.0f | %.0f | %d |", v.label, fmtFloat(m.NsPerOp/1000), spread(us, fmtFloat),
+			fmtRate(1e9/m.NsPerOp), m.BPerOp, m.AllocsOp, len(samples))
+	}
+	rp.p("")
+}
+
 func (rp *report) repsSection() {
 	r := rp.r
 	if len(r.Webhooks) == 0 && len(r.Pgbench) == 0 {
@@ -490,8 +640,9 @@ func (rp *report) method(out *strings.Builder) {
 	w("  Each run starts a fresh replica on an emptied `payments` table; pgbench's runs start from an")
 	w("  emptied table too, after a warm-up run of the same length as the load generator's.")
 	w("- Order: each lock benchmark runs as its own invocation, in an order that rotates from round to")
-	w("  round; every webhook repetition runs pgbench (the INSERT, then `BEGIN; INSERT; COMMIT`), then")
-	w("  each scenario (lock on, lock off; 0 %%, 50 %%, 95 %% duplicates).")
+	w("  round; then `BenchmarkPaymentDelivery` (`-count` runs in one invocation); then every webhook")
+	w("  repetition runs pgbench (the INSERT, then `BEGIN; INSERT; COMMIT`), then each scenario (lock on,")
+	w("  lock off; 0 %%, 50 %%, 95 %% duplicates).")
 	w("- Profiles: `paybench run -profile-dir DIR` saves a CPU profile (from the replica's")
 	w("  `/debug/pprof/profile`) and an allocation profile of every replica run.")
 }

@@ -27,6 +27,12 @@ type runConfig struct {
 	LockDir   string
 	LocksTest string // go test -c of ./bench/locks
 	LocksDir  string
+	// HandlerTest is go test -c of ./handler, whose BenchmarkPaymentDelivery
+	// runs HandlerCount times (-test.count) of HandlerBenchtime each.
+	HandlerTest      string
+	HandlerDir       string
+	HandlerCount     int
+	HandlerBenchtime string
 
 	DatabaseURL string // the shared server (any database); the benchmark creates its own
 	DBName      string
@@ -41,7 +47,7 @@ type runConfig struct {
 	Benchtime  string
 	Unsigned   bool
 	PgbenchTx  bool   // also run pgbench with BEGIN, INSERT, COMMIT
-	Only       string // "", "locks" or "webhooks"
+	Only       string // "", "locks", "handler" or "webhooks"
 	Scenarios  string // comma-separated scenario names; "" runs them all
 	ReplicaEnv string // comma-separated NAME=value settings added to every replica
 
@@ -58,6 +64,12 @@ type scenario struct {
 	Name   string
 	NoLock bool
 	Copies int // deliveries per transaction: 1, 2 or 20
+	// Env are replica settings of this scenario alone (NAME=value), added
+	// after -replica-env.
+	Env []string
+	// Label names the scenario's replica in the throughput table (section
+	// 2); "" for the scenarios that only section 3 reports.
+	Label string
 }
 
 // DupPercent is the share of deliveries that are duplicates.
@@ -70,10 +82,16 @@ func (s scenario) Mode() string {
 	return "lock (PAYLOCK_LOCK=on)"
 }
 
+// scenarios are the replica runs of every repetition, in order. Those with
+// a Label are unique-delivery runs compared with pgbench in section 2: a
+// variant of the replica (a forward URL, say) is one more entry here with
+// its Env and Label, and gets its row there. lock-0 and off-0 give the
+// issue #13 figures.
 var scenarios = []scenario{
-	{"lock-0", false, 1}, {"off-0", true, 1},
-	{"lock-50", false, 2}, {"off-50", true, 2},
-	{"lock-95", false, 20}, {"off-95", true, 20},
+	{Name: "lock-0", Copies: 1, Label: "paylock, lock on"},
+	{Name: "off-0", NoLock: true, Copies: 1, Label: "paylock, database only (PAYLOCK_LOCK=off)"},
+	{Name: "lock-50", Copies: 2}, {Name: "off-50", NoLock: true, Copies: 2},
+	{Name: "lock-95", Copies: 20}, {Name: "off-95", NoLock: true, Copies: 20},
 }
 
 // webhookRun is one replica's run of one scenario.
@@ -126,6 +144,7 @@ type results struct {
 	Config            runConfig
 	LockPkg           benchSamples // lock's own benchmarks, per round
 	Locks             benchSamples // bench/locks, per round
+	Handler           benchSamples // handler's BenchmarkPaymentDelivery, per -test.count run
 	Pgbench           []pgbenchRun
 	PgbenchTx         []pgbenchRun // BEGIN, INSERT, COMMIT: for information
 	Webhooks          []webhookRun
@@ -143,6 +162,10 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&c.LockDir, "lock-dir", "", "working directory for -lock-test")
 	fs.StringVar(&c.LocksTest, "locks-test", "", "test binary of ./bench/locks (go test -c)")
 	fs.StringVar(&c.LocksDir, "locks-dir", "", "working directory for -locks-test")
+	fs.StringVar(&c.HandlerTest, "handler-test", "", "test binary of ./handler (go test -c), for BenchmarkPaymentDelivery")
+	fs.StringVar(&c.HandlerDir, "handler-dir", "", "working directory for -handler-test")
+	fs.IntVar(&c.HandlerCount, "handler-count", 6, "-test.count of BenchmarkPaymentDelivery")
+	fs.StringVar(&c.HandlerBenchtime, "handler-benchtime", "1s", "-test.benchtime of BenchmarkPaymentDelivery")
 	fs.StringVar(&c.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "Postgres server (DATABASE_URL)")
 	fs.StringVar(&c.DBName, "db", fmt.Sprintf("paylock_bench_%d", os.Getpid()), "database to create, use and drop")
 	fs.StringVar(&c.RedisURL, "redis-url", os.Getenv("REDIS_URL"), "Redis server (REDIS_URL)")
@@ -155,7 +178,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&c.Benchtime, "benchtime", "1s", "-test.benchtime of each lock benchmark round")
 	fs.BoolVar(&c.Unsigned, "unsigned", false, "send unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED=true) instead of signed ones")
 	fs.BoolVar(&c.PgbenchTx, "pgbench-tx", true, "also run pgbench with BEGIN, INSERT, COMMIT (for information)")
-	fs.StringVar(&c.Only, "only", "", "run only locks or webhooks (for profiling by hand; the report then lacks the rest)")
+	fs.StringVar(&c.Only, "only", "", "run only locks, handler or webhooks (for profiling by hand; the report then lacks the rest)")
 	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,lock-50,off-50,lock-95,off-95; default all)")
 	fs.StringVar(&c.ReplicaEnv, "replica-env", "", "comma-separated NAME=value settings for every replica (e.g. PAYLOCK_DB_MAX_CONNS=16); named in the report")
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "report to write")
@@ -167,16 +190,22 @@ func runAll(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.Paylock == "" && c.Only != "locks" {
+	if c.Paylock == "" && (c.Only == "" || c.Only == "webhooks") {
 		return errors.New("-paylock is required")
 	}
 	if c.DatabaseURL == "" || c.RedisURL == "" {
 		return errors.New("-database-url and -redis-url (DATABASE_URL, REDIS_URL) are required")
 	}
-	if c.Reps < 1 || c.Rounds < 1 || c.Senders < 1 || c.Measure < time.Second {
-		return errors.New("-reps, -rounds and -senders must be at least 1, -measure at least 1s")
+	if c.Reps < 1 || c.Rounds < 1 || c.Senders < 1 || c.HandlerCount < 1 || c.Measure < time.Second {
+		return errors.New("-reps, -rounds, -senders and -handler-count must be at least 1, -measure at least 1s")
+	}
+	switch c.Only {
+	case "", "locks", "handler", "webhooks":
+	default:
+		return fmt.Errorf("-only %q: want locks, handler or webhooks", c.Only)
 	}
 	c.Paylock, c.LockTest, c.LocksTest = absPath(c.Paylock), absPath(c.LockTest), absPath(c.LocksTest)
+	c.HandlerTest = absPath(c.HandlerTest)
 	c.Out, c.JSON, c.ProfileDir = absPath(c.Out), absPath(c.JSON), absPath(c.ProfileDir)
 	if c.ProfileDir != "" {
 		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
@@ -189,17 +218,22 @@ func runAll(ctx context.Context, args []string) error {
 	}
 	defer cleanup()
 
-	r := &results{Started: time.Now(), Config: c, LockPkg: benchSamples{}, Locks: benchSamples{}}
+	r := &results{Started: time.Now(), Config: c, LockPkg: benchSamples{}, Locks: benchSamples{}, Handler: benchSamples{}}
 	if r.Env, err = gatherEnv(ctx, c); err != nil {
 		return err
 	}
 
-	if c.Only != "webhooks" {
+	if c.Only == "" || c.Only == "locks" {
 		if err := runLocks(ctx, c, r); err != nil {
 			return err
 		}
 	}
-	if c.Only != "locks" {
+	if (c.Only == "" || c.Only == "handler") && c.HandlerTest != "" {
+		if err := runHandlerBench(ctx, c, r); err != nil {
+			return err
+		}
+	}
+	if c.Only == "" || c.Only == "webhooks" {
 		if err := runWebhooks(ctx, c, dir, r); err != nil {
 			return err
 		}
@@ -265,6 +299,21 @@ func runLocks(ctx context.Context, c runConfig, r *results) error {
 		}
 		logf("lock benchmarks: round %d/%d done", round+1, c.Rounds)
 	}
+	return nil
+}
+
+// runHandlerBench runs handler's BenchmarkPaymentDelivery -test.count
+// times in one invocation (benchstat style), against the shared servers:
+// it makes a schema of its own per run (internal/testenv) and drops it.
+func runHandlerBench(ctx context.Context, c runConfig, r *results) error {
+	b := benchBinary{Path: c.HandlerTest, Pattern: "^BenchmarkPaymentDelivery$", Dir: c.HandlerDir, Count: c.HandlerCount,
+		Env: []string{"DATABASE_URL=" + c.DatabaseURL, "REDIS_URL=" + c.RedisURL}}
+	lines, _, err := b.run(ctx, c.HandlerBenchtime)
+	if err != nil {
+		return err
+	}
+	r.Handler.add(lines)
+	logf("handler benchmark: %d results", len(lines))
 	return nil
 }
 
@@ -361,7 +410,7 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 	rc := replicaConfig{
 		Binary: c.Paylock, DatabaseURL: db.bench, RedisURL: c.RedisURL, Secret: secretText, NoLock: sc.NoLock,
 		LockPrefix: "paylock-bench:" + tag + ":", LogPath: filepath.Join(dir, "paylock-"+tag+".log"),
-		Extra: splitList(c.ReplicaEnv),
+		Extra: append(splitList(c.ReplicaEnv), sc.Env...),
 	}
 	rp, err := startReplica(ctx, rc)
 	if err != nil {
@@ -416,7 +465,7 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 		return w, ctx.Err()
 	}
 	const wr = "paylock_db_write_attempts_total"
-	ep := `endpoint="payments"`
+	ep := `source="payments"`
 	w.Writes = m1.sum(wr, ep) - m0.sum(wr, ep)
 	w.WritesTotal = m1.sum(wr, ep)
 	w.LockBusy = m1.sum("paylock_lock_obtain_total", `outcome="busy"`) - m0.sum("paylock_lock_obtain_total", `outcome="busy"`)
