@@ -50,8 +50,8 @@ func (a paylockAdapter) adapt(body []byte, headerID string) ([]store.Payment, er
 // such as "data.object.amount_received").
 func (r *inputRules) checkPayment(p store.Payment, fields paymentFields) error {
 	in := paymentInput{TransactionID: p.TransactionID, Amount: p.Amount, Currency: p.Currency}
-	if err := r.v.Struct(in); err != nil {
-		return renamed(validationProblem(err), fields)
+	if err := r.check(in); err != nil {
+		return renamed(err, fields)
 	}
 	if len(p.EventID) > 255 {
 		return unprocessable(fields.name("event_id"), fields.name("event_id")+" must be at most 255 characters")

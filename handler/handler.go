@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -22,8 +23,18 @@ type Locker interface {
 // Store is what the handler needs from the store package.
 type Store interface {
 	RecordPayment(ctx context.Context, p store.Payment) (store.Payment, error)
+	RecordPaymentFunc(ctx context.Context, p store.Payment, fn func(ctx context.Context, tx pgx.Tx, p store.Payment) error) (store.Payment, error)
 	Confirm(ctx context.Context, p store.Payment) (store.Payment, error)
 }
+
+// A RecordHook runs inside the transaction that records a payment, after
+// the insert and before COMMIT, only for a newly recorded payment (never
+// for a duplicate): what it writes through tx commits if and only if the
+// payment does. An error rolls the payment back and the delivery is
+// answered 503 with Retry-After, so the PSP retries and the retry records
+// both once. A hook must not commit or roll back tx, and runs under the
+// lock's lease: it is cancelled if the lease is lost.
+type RecordHook func(ctx context.Context, tx pgx.Tx, p store.Payment) error
 
 // Verifier checks a delivery's signature on the raw body bytes; it is
 // satisfied by *signature.Verifier.
@@ -79,6 +90,12 @@ type Config struct {
 	Logger      *slog.Logger // default slog.Default()
 	// Disbursements is the store of the loans and payouts sources.
 	Disbursements Disbursements
+	// OnPayment, when set, runs in the recording transaction of every
+	// newly recorded payment of every payment source, after the source's
+	// own OnRecord (see RecordHook). Teams that embed paylock use it to
+	// act on a payment exactly once: credit a balance, insert their own
+	// outbox row.
+	OnPayment RecordHook
 }
 
 // PaymentsSource is the built-in payments source, POST /webhooks/payments:

@@ -51,6 +51,7 @@ var (
 	errFinished         = errors.New("handler: transaction settled moments ago")
 	errOverloaded       = errors.New("handler: too many webhook deliveries in flight")
 	errAdminToken       = errors.New("handler: admin token missing or wrong")
+	errHook             = errors.New("handler: a record hook failed; the payment was rolled back")
 )
 
 // busyError carries how long the PSP should wait before retrying.
@@ -69,6 +70,12 @@ func toProblem(err error) *problem {
 	}
 	var busy busyError
 	switch {
+	case errors.Is(err, errHook):
+		// Whatever the embedder's hook returned (even one of store's
+		// sentinels), the payment was rolled back: the PSP must retry.
+		p = newProblem(http.StatusServiceUnavailable, "unavailable", "Store unavailable", "",
+			"the outcome could not be confirmed; retry later")
+		p.RetryAfter = time.Second
 	case errors.As(err, &busy):
 		p = newProblem(http.StatusConflict, "in-progress", "Transaction in progress",
 			"", "another delivery of this transaction is being processed; retry later")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/store"
 )
 
@@ -36,6 +37,10 @@ type Source struct {
 	// Fields are the JSON pointers of AdapterMapped: transaction_id,
 	// amount, currency and, optionally, event_id.
 	Fields map[string]string
+	// OnRecord, when set, runs in the recording transaction of each of this
+	// source's newly recorded payments (see RecordHook): paylock inserts the
+	// payment's forward job there.
+	OnRecord RecordHook
 	// LegacyLockKey keeps the lock key of paylock's first releases,
 	// <prefix>payment:<transaction_id>, so that replicas of the old and
 	// the new release exclude each other during a rolling upgrade. Only the
@@ -105,6 +110,7 @@ func (h *Handler) build(s Source) (*source, error) {
 	if s.LegacyLockKey {
 		keyPrefix = h.cfg.LockPrefix + "payment:"
 	}
+	hook := chain(s.OnRecord, h.cfg.OnPayment)
 	src.parse = func(body []byte, headerID string) ([]unit, error) {
 		ps, err := a.adapt(body, headerID)
 		if err != nil {
@@ -113,7 +119,7 @@ func (h *Handler) build(s Source) (*source, error) {
 		units := make([]unit, len(ps))
 		for i, p := range ps {
 			p.Source = s.Name
-			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID}
+			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID, hook: hook}
 		}
 		return units, nil
 	}
@@ -122,16 +128,43 @@ func (h *Handler) build(s Source) (*source, error) {
 
 // paymentUnit is one payment of a delivery.
 type paymentUnit struct {
-	h   *Handler
-	p   store.Payment
-	key string
+	h    *Handler
+	p    store.Payment
+	key  string
+	hook RecordHook // nil: the one-statement record
+}
+
+// chain runs the hooks that are set, in order, as one; nil when none is.
+func chain(hooks ...RecordHook) RecordHook {
+	var set []RecordHook
+	for _, fn := range hooks {
+		if fn != nil {
+			set = append(set, fn)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx, p store.Payment) error {
+		for _, fn := range set {
+			if err := fn(ctx, tx, p); err != nil {
+				return fmt.Errorf("%w: %w", errHook, err)
+			}
+		}
+		return nil
+	}
 }
 
 func (u *paymentUnit) lockKey() string { return u.key }
 func (u *paymentUnit) ref() string     { return u.p.TransactionID }
 
 func (u *paymentUnit) record(ctx context.Context) (string, error) {
-	_, err := u.h.store.RecordPayment(ctx, u.p)
+	var err error
+	if u.hook != nil {
+		_, err = u.h.store.RecordPaymentFunc(ctx, u.p, u.hook)
+	} else {
+		_, err = u.h.store.RecordPayment(ctx, u.p)
+	}
 	if err != nil {
 		return "", err
 	}
