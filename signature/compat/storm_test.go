@@ -124,7 +124,10 @@ func TestStripePaymentIntentSignedByStripeGoIsRecordedOnceAcrossThreeReplicas(t 
 			for attempt := 0; ; attempt++ {
 				code, ans := deliverSigned(t, urls[i%len(urls)], body)
 				if code == http.StatusOK {
-					var a struct{ Result, TransactionID string }
+					var a struct {
+						Result        string `json:"result"`
+						TransactionID string `json:"transaction_id"`
+					}
 					json.Unmarshal([]byte(ans), &a)
 					if a.TransactionID != "pi_storm_1" {
 						t.Errorf("answer names %q", ans)
