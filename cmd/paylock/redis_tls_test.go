@@ -198,9 +198,16 @@ func TestRedisTLSAndPasswordsInEveryMode(t *testing.T) {
 		// Without the CA the server's certificate is not trusted.
 		rdb, _ := newRedis(mustConfig(t, map[string]string{"REDIS_URL": "rediss://:" + password + "@127.0.0.1:" + strconv.Itoa(port) + "/0"}))
 		defer rdb.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := rdb.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "certificate") {
+		// On a loaded machine the handshake can outlast the client's dial
+		// timeout before the certificate is even checked: only a timeout is
+		// tried again.
+		err := rdb.Ping(ctx).Err()
+		for i := 0; i < 10 && err != nil && strings.Contains(err.Error(), "deadline exceeded") && ctx.Err() == nil; i++ {
+			err = rdb.Ping(ctx).Err()
+		}
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("Ping without the CA: %v, want a certificate error", err)
 		}
 	})
