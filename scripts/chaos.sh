@@ -79,7 +79,10 @@ DB_PARAMS=${CHAOS_DB_PARAMS-}
 export PAYLOCK_LOCK_TTL=$LOCK_TTL PAYLOCK_LOCK_WAIT=1s PAYLOCK_SHUTDOWN_TIMEOUT=5s \
   PAYLOCK_LOG_FORMAT=json PAYLOCK_LOG_LEVEL=info
 PAYLOCK_WEBHOOK_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
-export PAYLOCK_WEBHOOK_SECRETS # pspsim signs with it too; kept off command lines
+# The lending platform signs with a secret of its own: a secret verifies
+# only its own source.
+PAYLOCK_LOAN_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
+export PAYLOCK_WEBHOOK_SECRETS PAYLOCK_LOAN_SECRETS # pspsim signs with the first; kept off command lines
 PSPSIM_FLAGS=(--deliveries "$DELIVERIES" --concurrency "$CONCURRENCY"
   --deadline "$DEADLINE" --attempt-timeout 3s --retry-initial 50ms --retry-max 1s --time-scale 0.2)
 
@@ -477,7 +480,7 @@ fp_pid="" fp_port="" worker_pid=()
 # to $work/6.deliveries (CODES: every answer's status, 000 for none).
 loan_deliver() {
   local r=$1 ref=$2 body=$3 id=$4 t=$(date +%s%N) hdr=() line codes="" res="" out code a
-  while IFS= read -r line; do hdr+=(-H "$line"); done < <(printf '%s' "$body" | "$bin/paylock" sign --id "$id")
+  while IFS= read -r line; do hdr+=(-H "$line"); done < <(printf '%s' "$body" | PAYLOCK_WEBHOOK_SECRETS=$PAYLOCK_LOAN_SECRETS "$bin/paylock" sign --id "$id")
   for a in 1 2 3 4 5 6 7 8 9 10; do
     out=$(curl -s --max-time 3 -w '\n%{http_code}' -H 'Content-Type: application/json' "${hdr[@]}" \
       --data-binary "$body" "http://127.0.0.1:${rep_port[$(((r + a - 1) % 3))]}/webhooks/loans" 2>/dev/null) || true
