@@ -74,6 +74,8 @@ func startReplica(ctx context.Context, rc replicaConfig) (*replica, error) {
 		"REDIS_URL="+rc.RedisURL,
 		"PAYLOCK_ADDR="+addr,
 		"PAYLOCK_METRICS_ADDR="+maddr,
+		"PAYLOCK_PPROF=true",     // CPU and allocation profiles from the metrics listener
+		"PAYLOCK_ADMIN_ADDR=off", // several replicas on one host
 		"PAYLOCK_LOCK="+lockMode,
 		"PAYLOCK_LOCK_PREFIX="+rc.LockPrefix,
 		"PAYLOCK_LOG_FORMAT=json",

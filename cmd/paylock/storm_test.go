@@ -41,6 +41,11 @@ type stormReplica struct {
 // migrate together too.
 func startServeReplicas(t *testing.T, n int, env map[string]string) []*stormReplica {
 	t.Helper()
+	if _, ok := env["PAYLOCK_ADMIN_ADDR"]; !ok {
+		// n replicas on one host: the admin listener's default address
+		// would be taken by the first.
+		env["PAYLOCK_ADMIN_ADDR"] = "off"
+	}
 	cfg, _, err := loadConfig("serve", nil, envMap(env))
 	if err != nil {
 		t.Fatal(err)
