@@ -62,6 +62,22 @@ const env = (k) => {
     await page.waitForLoadState('networkidle');
     await page.screenshot({ path: path.join(out, 'river-ui-discarded.png') });
     console.log(`ui-check: discarded jobs rendered: wrote ${path.join(out, 'river-ui-discarded.png')}`);
+
+    // River UI's actions are POSTs from the page with the cookie: the
+    // browser's own Origin/Sec-Fetch-Site must pass the same-origin check.
+    const retried = await page.evaluate(async () => {
+      const list = await (await fetch('/admin/river/api/jobs?state=discarded')).json();
+      const ids = list.data.map((j) => j.id);
+      const res = await fetch('/admin/river/api/jobs/retry', {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ids }),
+      });
+      const after = await (await fetch('/admin/river/api/jobs?state=discarded')).json();
+      return { status: res.status, ids, left: after.data.length };
+    });
+    if (retried.status !== 200 || retried.ids.length === 0 || retried.left !== 0) {
+      throw new Error(`retry from the page: ${JSON.stringify(retried)}`);
+    }
+    console.log(`ui-check: retried discarded job(s) ${retried.ids.join(', ')} from the page with the session cookie: ${retried.status}`);
   } finally {
     await context.close();
   }

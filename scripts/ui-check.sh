@@ -9,7 +9,9 @@
 # runs cmd/riverdemo (jobs completed, retryable, scheduled and one
 # discarded), then drives headless Chromium (playwright-core, installed into
 # a temp dir) through /admin/login to River UI, waits for the job lists to
-# render and writes docs/img/river-ui.png and docs/img/river-ui-discarded.png.
+# render, writes docs/img/river-ui.png and docs/img/river-ui-discarded.png,
+# then retries the discarded job from the page (River UI's POST with the
+# session cookie must pass the same-origin check).
 #
 # Needs Go, psql, Node.js with npm, and Chromium (installed with apt-get when
 # missing and running as root).
