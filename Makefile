@@ -26,3 +26,7 @@ scale: ## Redis Cluster, Sentinel and PgBouncer storms with failovers, from loca
 
 scale-short: ## the same, one failover per storm: the CI form (about 1 minute once compiled)
 	scripts/scale-test.sh -short
+
+.PHONY: ui-check
+ui-check: ## River UI on the admin listener in headless Chromium, through /admin/login; writes docs/img/river-ui*.png
+	scripts/ui-check.sh

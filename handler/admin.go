@@ -52,11 +52,16 @@ func viewOf(d store.Disbursement) disbursementView {
 // AdminConfig configures the admin listener (PAYLOCK_ADMIN_ADDR): reads
 // and tools for operators, never served on the public webhook listener.
 type AdminConfig struct {
-	// Token is the bearer token every request must carry
-	// (Authorization: Bearer <token>, compared in constant time). Empty
-	// serves without authentication: paylock allows that only on a
-	// loopback address.
+	// Token is what every request must carry: the header
+	// Authorization: Bearer <token> (compared in constant time), or, from a
+	// browser, the session cookie that GET/POST /admin/login sets once the
+	// token is typed in (see ServeHTTP). Empty serves without
+	// authentication (and without a login page): paylock allows that only
+	// on a loopback address.
 	Token string
+	// SessionTTL is how long a browser session from /admin/login lasts;
+	// zero means DefaultAdminSessionTTL.
+	SessionTTL time.Duration
 	// Disbursements serves GET /disbursements/{loan_id}/{tranche}; nil
 	// leaves it out.
 	Disbursements Disbursements
@@ -72,6 +77,10 @@ type Admin struct {
 	token []byte
 	mux   *http.ServeMux
 	log   *slog.Logger
+	// origin refuses cross-origin unsafe requests made with the session
+	// cookie (see sameOrigin).
+	origin *http.CrossOriginProtection
+	now    func() time.Time
 }
 
 // NewAdmin returns the admin listener's handler.
@@ -79,7 +88,11 @@ func NewAdmin(cfg AdminConfig) *Admin {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &Admin{cfg: cfg, token: []byte(cfg.Token), mux: http.NewServeMux(), log: cfg.Logger}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultAdminSessionTTL
+	}
+	a := &Admin{cfg: cfg, token: []byte(cfg.Token), mux: http.NewServeMux(), log: cfg.Logger,
+		origin: http.NewCrossOriginProtection(), now: time.Now}
 	if cfg.Disbursements != nil {
 		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
 		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", methodNotAllowed(http.MethodGet))
@@ -92,12 +105,34 @@ func NewAdmin(cfg AdminConfig) *Admin {
 }
 
 // ServeHTTP answers 401 to any request without the token, whatever its
-// path, before routing it.
+// path, before routing it; only /admin/login and /admin/logout are served
+// without it. A request is let through with the bearer header, or with a
+// valid session cookie from /admin/login; with the cookie, an unsafe
+// method (POST, PUT, PATCH, DELETE...) must also come from this origin
+// (see sameOrigin), else 403.
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case adminLoginPath:
+		a.login(w, r)
+		return
+	case adminLogoutPath:
+		a.logout(w, r)
+		return
+	}
 	if len(a.token) > 0 {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
-			writeError(w, errAdminToken)
+		switch {
+		case ok && subtle.ConstantTimeCompare([]byte(got), a.token) == 1:
+		case !ok && a.validSession(r):
+			if err := a.sameOrigin(r); err != nil {
+				a.log.WarnContext(r.Context(), "admin: cross-origin request with the session cookie refused",
+					"method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"),
+					"sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+				writeError(w, err)
+				return
+			}
+		default:
+			a.unauthorized(w, r)
 			return
 		}
 	}

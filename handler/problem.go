@@ -52,6 +52,7 @@ var (
 	errOverloaded       = errors.New("handler: too many webhook deliveries in flight")
 	errAdminToken       = errors.New("handler: admin token missing or wrong")
 	errHook             = errors.New("handler: a record hook failed; the payment was rolled back")
+	errAdminCrossOrigin = errors.New("handler: cross-origin admin request")
 )
 
 // busyError carries how long the PSP should wait before retrying.
@@ -86,7 +87,10 @@ func toProblem(err error) *problem {
 		p.RetryAfter = time.Second
 	case errors.Is(err, errAdminToken):
 		p = newProblem(http.StatusUnauthorized, "admin-token", "Unauthorized", "",
-			"this listener needs Authorization: Bearer <PAYLOCK_ADMIN_TOKEN>")
+			"this listener needs Authorization: Bearer <PAYLOCK_ADMIN_TOKEN> (browsers: log in at /admin/login)")
+	case errors.Is(err, errAdminCrossOrigin):
+		p = newProblem(http.StatusForbidden, "cross-origin", "Forbidden", "",
+			"a request with the admin session cookie must come from this origin")
 	case errors.Is(err, errUnauthenticated):
 		p = newProblem(http.StatusUnauthorized, "signature", "Signature not accepted", "",
 			"the webhook signature could not be verified")

@@ -37,7 +37,8 @@
 // Disbursements: AcceptDisbursement inserts the row's payout job
 // (PayoutArgs, River's InsertTx) in the transaction that creates the row;
 // StartJobs runs a River client that works such jobs over the pool
-// (poll-only behind a pooler in transaction mode). The worker's updates
+// (poll-only behind a pooler in transaction mode); JobClient is the
+// insert-only client itself, for River UI. The worker's updates
 // (BeginAttempt, MarkSent, MarkFailed, NoteRetry, FlagForReview) apply to
 // pending rows only; every status change runs the StatusHook, if one is set,
 // inside its transaction.

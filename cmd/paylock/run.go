@@ -323,7 +323,12 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		if err != nil {
 			return err
 		}
-		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Disbursements: st, Logger: logger}), logger)
+		mounts, stopMounts, err := adminMounts(ctx, st, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMounts()
+		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Disbursements: st, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()
 		if cfg.AdminToken == "" {

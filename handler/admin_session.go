@@ -1,0 +1,229 @@
+package handler
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Browser sessions on the admin listener.
+//
+// A browser cannot send Authorization: Bearer when it navigates to a page
+// (River UI loads its scripts and calls its JSON API from the page), so the
+// admin listener also accepts a session cookie, set by POST /admin/login
+// after the operator types PAYLOCK_ADMIN_TOKEN into a form:
+//
+//   - The cookie holds no token: its value is "v1.<expiry>.<mac>", mac =
+//     HMAC-SHA256 keyed by the token over a fixed label and the expiry
+//     (Unix seconds). Nothing is stored server-side; changing the token
+//     ends every session, and a session ends at its expiry (SessionTTL).
+//   - It is HttpOnly (page scripts cannot read it), SameSite=Strict (the
+//     browser sends it on no request started by another site), Path=/,
+//     and Secure when the listener serves TLS.
+//   - CSRF: besides SameSite=Strict, a request authenticated by the cookie
+//     with an unsafe method (POST, PUT, PATCH, DELETE: River UI's retry,
+//     cancel, delete, pause) must come from this origin: Sec-Fetch-Site
+//     same-origin or none, else an Origin matching the Host
+//     (net/http.CrossOriginProtection), and a request carrying neither
+//     header is refused too (every browser sends one of them on such
+//     requests; tools use the bearer header). POST /admin/login is checked
+//     the same way, against login CSRF. Refusals answer 403.
+//   - The bearer header keeps working for tools, and is never subject to the
+//     origin check: a page on another site cannot set it without CORS,
+//     which the admin listener does not grant.
+
+const (
+	// DefaultAdminSessionTTL is AdminConfig.SessionTTL's default.
+	DefaultAdminSessionTTL = 12 * time.Hour
+
+	adminLoginPath  = "/admin/login"
+	adminLogoutPath = "/admin/logout"
+	// AdminSessionCookie is the name of the admin session cookie.
+	AdminSessionCookie = "paylock_admin_session"
+	adminDefaultNext   = "/admin/river/"
+	adminSessionLabel  = "paylock admin session v1\x00"
+	maxLoginBody       = 4 << 10
+)
+
+// sessionValue returns the cookie value of a session ending at expiry.
+func (a *Admin) sessionValue(expiry time.Time) string {
+	exp := strconv.FormatInt(expiry.Unix(), 10)
+	return "v1." + exp + "." + a.sessionMAC(exp)
+}
+
+func (a *Admin) sessionMAC(exp string) string {
+	m := hmac.New(sha256.New, a.token)
+	m.Write([]byte(adminSessionLabel))
+	m.Write([]byte(exp))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// validSession reports whether r carries an unexpired session cookie made
+// with the current token.
+func (a *Admin) validSession(r *http.Request) bool {
+	c, err := r.Cookie(AdminSessionCookie)
+	if err != nil {
+		return false
+	}
+	rest, ok := strings.CutPrefix(c.Value, "v1.")
+	if !ok {
+		return false
+	}
+	exp, mac, ok := strings.Cut(rest, ".")
+	if !ok {
+		return false
+	}
+	secs, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || !a.now().Before(time.Unix(secs, 0)) {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(a.sessionMAC(exp)))
+}
+
+// sameOrigin returns errAdminCrossOrigin when r uses an unsafe method and
+// does not come from a page of this origin (see the comment at the top).
+func (a *Admin) sameOrigin(r *http.Request) error {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return nil
+	}
+	if a.origin.Check(r) != nil {
+		return errAdminCrossOrigin
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "" && r.Header.Get("Origin") == "" {
+		return errAdminCrossOrigin
+	}
+	return nil
+}
+
+// unauthorized answers 401: problem+json, or to a browser's page load a
+// short page that links to the login form.
+func (a *Admin) unauthorized(w http.ResponseWriter, r *http.Request) {
+	if len(a.token) == 0 || r.Method != http.MethodGet || !strings.Contains(r.Header.Get("Accept"), "text/html") {
+		writeError(w, errAdminToken)
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="paylock admin"`)
+	a.page(w, http.StatusUnauthorized, loginPage{Next: localPath(r.URL.RequestURI()), Error: "Log in with the admin token to see this page."})
+}
+
+// login serves GET /admin/login (the form) and POST /admin/login (checks
+// the token, sets the session cookie, redirects to next).
+func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
+	if len(a.token) == 0 {
+		// No token, no sessions: the listener is open (loopback only).
+		http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		a.page(w, http.StatusOK, loginPage{Next: localPath(r.URL.Query().Get("next"))})
+	case http.MethodPost:
+		if err := a.sameOrigin(r); err != nil {
+			writeError(w, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+		if err := r.ParseForm(); err != nil {
+			writeError(w, newProblem(http.StatusBadRequest, "malformed", "Malformed request", "", "the login form could not be read"))
+			return
+		}
+		next := localPath(r.PostForm.Get("next"))
+		if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("token")), a.token) != 1 {
+			a.log.WarnContext(r.Context(), "admin: login with a wrong token", "remote", r.RemoteAddr)
+			a.page(w, http.StatusUnauthorized, loginPage{Next: next, Error: "Wrong token."})
+			return
+		}
+		expiry := a.now().Add(a.cfg.SessionTTL)
+		http.SetCookie(w, &http.Cookie{
+			Name: AdminSessionCookie, Value: a.sessionValue(expiry), Path: "/",
+			Expires: expiry, MaxAge: int(a.cfg.SessionTTL / time.Second),
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		})
+		a.log.InfoContext(r.Context(), "admin: browser session started", "remote", r.RemoteAddr, "expires", expiry)
+		http.Redirect(w, r, next, http.StatusSeeOther)
+	default:
+		methodNotAllowed("GET, POST")(w, r)
+	}
+}
+
+// logout serves POST /admin/logout: it clears this browser's cookie (other
+// sessions end at their expiry, or all at once when the token changes).
+func (a *Admin) logout(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(http.MethodPost)(w, r)
+		return
+	}
+	if err := a.sameOrigin(r); err != nil {
+		writeError(w, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: AdminSessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, adminLoginPath, http.StatusSeeOther)
+}
+
+// localPath returns next when it is a path on this listener, else the
+// default page: the login form never redirects to another site.
+func localPath(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+		return adminDefaultNext
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path == adminLoginPath || u.Path == adminLogoutPath {
+		return adminDefaultNext
+	}
+	return next
+}
+
+type loginPage struct {
+	Next  string
+	Error string
+}
+
+var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>paylock admin: log in</title>
+<style>
+body { font-family: system-ui, sans-serif; max-width: 26rem; margin: 4rem auto; padding: 0 1rem; color: #1f2937; }
+label { display: block; margin-top: 1rem; }
+input[type=password] { font: inherit; width: 100%; box-sizing: border-box; padding: .5rem; margin: .4rem 0 1rem; }
+button { font: inherit; padding: .5rem 1.2rem; }
+.error { color: #b91c1c; }
+</style>
+</head>
+<body>
+<h1>paylock admin</h1>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+<form method="post" action="/admin/login">
+<label for="token">Admin token (PAYLOCK_ADMIN_TOKEN)</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<input type="hidden" name="next" value="{{.Next}}">
+<button type="submit">Log in</button>
+</form>
+</body>
+</html>
+`))
+
+// page writes the login page with status.
+func (a *Admin) page(w http.ResponseWriter, status int, p loginPage) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.WriteHeader(status)
+	if err := loginTemplate.Execute(w, p); err != nil {
+		a.log.Error("admin: writing the login page failed", "error", err)
+	}
+}
