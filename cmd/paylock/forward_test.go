@@ -283,3 +283,68 @@ func TestParseForwardArgsKeepsServeFlags(t *testing.T) {
 		t.Fatalf("%+v, %v", fa, err)
 	}
 }
+
+func TestServeForwardsEachRecordedPaymentOnceAndNothingForDuplicatesOrRefusals(t *testing.T) {
+	t.Parallel()
+	rc, url := newForwardReceiver(t, http.StatusInternalServerError) // the first attempt fails
+	env := forwardEnv(t, url)
+	env["PAYLOCK_FORWARD_MAX_ATTEMPTS"] = "5"
+	cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
+	pay := func(body string) int {
+		t.Helper()
+		var res *http.Response
+		var err error
+		for i := 0; ; i++ {
+			res, err = http.Post("http://"+ln.Addr().String()+"/webhooks/payments", "application/json", strings.NewReader(body))
+			if err == nil || i > 100 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for range 3 { // the PSP delivers three times
+		if code := pay(`{"transaction_id":"tx-fwd","amount":700,"currency":"JPY"}`); code != 200 {
+			t.Fatalf("payment: %d", code)
+		}
+	}
+	if code := pay(`{"transaction_id":"tx-fwd-bad","amount":-1,"currency":"JPY"}`); code != 422 {
+		t.Fatalf("a refused payment: %d, want 422", code)
+	}
+	waitUntil(t, "the forward", func() bool {
+		types, _ := rc.got()
+		return len(types) == 2 // the failed attempt and the delivered one
+	})
+	time.Sleep(300 * time.Millisecond) // room for a forward that should not exist
+	types, bad := rc.got()
+	if len(types) != 2 || bad != 0 || types[0] != "payment.recorded" || types[1] != "payment.recorded" {
+		t.Fatalf("receiver got %v (%d unverified); want one payment.recorded, sent twice (500, then 200)", types, bad)
+	}
+	st := migratedStore(t, env["DATABASE_URL"])
+	jobs, err := st.ForwardJobs(ctx, store.ForwardJobFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].Args.TransactionID != "tx-fwd" || jobs[0].Args.ID != store.PaymentForwardID("payments", "tx-fwd") {
+		t.Fatalf("forward jobs %+v; want one, for tx-fwd", jobs)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/signature"
@@ -188,27 +190,33 @@ func migrate(ctx context.Context, cfg config) error {
 // each one's own verifier from its own secrets: a secret verifies only its
 // own source. Every source that will accept unsigned deliveries is logged
 // loudly.
-func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, error) {
+// It also returns each payment source's forward URL (its own forward_url,
+// else PAYLOCK_FORWARD_URL), for forwardOnRecord once the store is open.
+func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, map[string]string, error) {
 	getenv := cfg.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	specs, unsigned, err := loadSources(cfg, getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	forwardURLs := map[string]string{}
 	out := make([]handler.Source, 0, len(specs))
 	for _, spec := range specs {
 		src := handler.Source{Name: spec.Name, Adapter: spec.Adapter, Events: spec.Events, Fields: spec.Fields,
 			LegacyLockKey: spec.Builtin && spec.Name == "payments"}
+		if url := cmp.Or(spec.ForwardURL, cfg.Forward.URL); url != "" && spec.Adapter != adapterLoans && spec.Adapter != adapterPayouts {
+			forwardURLs[spec.Name] = url
+		}
 		if !spec.unsigned() {
 			secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
 			if err != nil {
-				return nil, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
+				return nil, nil, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
 			}
 			v, err := signature.NewVerifier(spec.Scheme, secrets, cfg.SigTolerance)
 			if err != nil {
-				return nil, fmt.Errorf("source %q: %w", spec.Name, err)
+				return nil, nil, fmt.Errorf("source %q: %w", spec.Name, err)
 			}
 			src.Verifier = v
 			logger.Info("verifying webhook signatures", slog.String("source", spec.Name),
@@ -220,7 +228,23 @@ func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, error) {
 		logger.Warn("!!! PAYLOCK_ALLOW_UNSIGNED=true: webhook signatures are NOT verified for this source; anyone who can reach POST /webhooks/"+name+" can record what it accepts. For local development only. !!!",
 			slog.String("source", name))
 	}
-	return out, nil
+	return out, forwardURLs, nil
+}
+
+// forwardOnRecord makes each source with a forward URL insert every newly
+// recorded payment's forward job in the recording transaction
+// (st.EnqueueForwardTx): the job exists if and only if the payment does, and
+// a duplicate inserts none.
+func forwardOnRecord(sources []handler.Source, urls map[string]string, st *store.Store) {
+	for i := range sources {
+		url := urls[sources[i].Name]
+		if url == "" {
+			continue
+		}
+		sources[i].OnRecord = func(ctx context.Context, tx pgx.Tx, p store.Payment) error {
+			return st.EnqueueForwardTx(ctx, tx, store.Forward{Source: p.Source, TransactionID: p.TransactionID, URL: url})
+		}
+	}
 }
 
 // listen returns ln, or a listener on addr when ln is nil.
@@ -253,7 +277,7 @@ func newServer(h http.Handler, logger *slog.Logger) *http.Server {
 // ShutdownTimeout, and returns nil. A nil ln listens on cfg.Addr, a nil mln
 // on cfg.MetricsAddr (unless that is off).
 func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Listener) error {
-	sources, err := handlerSources(cfg, logger)
+	sources, forwardURLs, err := handlerSources(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -262,6 +286,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		return err
 	}
 	defer st.Close()
+	forwardOnRecord(sources, forwardURLs, st)
 	rdb, err := newRedis(cfg)
 	if err != nil {
 		return err
