@@ -108,8 +108,8 @@ type Receiver struct {
 
 	mu        sync.Mutex
 	stats     Stats
-	verified  map[string]int      // verified attempts per webhook-id
-	conflicts map[string]bool     // webhook-ids counted in stats.Conflicts
+	verified  map[string]int       // verified attempts per webhook-id
+	conflicts map[string]bool      // webhook-ids counted in stats.Conflicts
 	payments  map[payment][]string // webhook-ids processed per payment
 }
 
