@@ -76,8 +76,10 @@ DB_LATENCY=10ms                     # per packet, for the scenarios that need lo
 # acquire-time pings whose replies are lost; scenario 5d lost transactions
 # before they did). E.g. CHAOS_DB_PARAMS='connect_timeout=0' to see that.
 DB_PARAMS=${CHAOS_DB_PARAMS-}
+# No admin listener: its default address (127.0.0.1:9091) is one for all
+# three replicas, and the second to start would fail to bind it.
 export PAYLOCK_LOCK_TTL=$LOCK_TTL PAYLOCK_LOCK_WAIT=1s PAYLOCK_SHUTDOWN_TIMEOUT=5s \
-  PAYLOCK_LOG_FORMAT=json PAYLOCK_LOG_LEVEL=info
+  PAYLOCK_LOG_FORMAT=json PAYLOCK_LOG_LEVEL=info PAYLOCK_ADMIN_ADDR=off
 PAYLOCK_WEBHOOK_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
 export PAYLOCK_WEBHOOK_SECRETS # pspsim signs with it too; kept off command lines
 PSPSIM_FLAGS=(--deliveries "$DELIVERIES" --concurrency "$CONCURRENCY"
