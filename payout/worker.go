@@ -167,20 +167,37 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // queue with Concurrency workers, polling every PollInterval, attempts
 // bounded by AttemptTimeout and rescued after RescueAfter.
 func (w *Worker) RiverConfig() (*river.Config, error) {
-	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, w); err != nil {
-		return nil, fmt.Errorf("payout: %w", err)
+	rcfg := &river.Config{
+		ID:                w.cfg.ID,
+		Logger:            w.cfg.Logger,
+		FetchPollInterval: w.cfg.PollInterval,
+		FetchCooldown:     min(w.cfg.PollInterval, 100*time.Millisecond),
 	}
-	return &river.Config{
-		ID:                   w.cfg.ID,
-		Logger:               w.cfg.Logger,
-		Queues:               map[string]river.QueueConfig{store.PayoutQueue: {MaxWorkers: w.cfg.Concurrency}},
-		Workers:              workers,
-		FetchPollInterval:    w.cfg.PollInterval,
-		FetchCooldown:        min(w.cfg.PollInterval, 100*time.Millisecond),
-		JobTimeout:           w.cfg.AttemptTimeout(),
-		RescueStuckJobsAfter: w.cfg.RescueAfter,
-	}, nil
+	if err := w.AddTo(rcfg); err != nil {
+		return nil, err
+	}
+	return rcfg, nil
+}
+
+// AddTo registers the worker in rcfg and adds the payout queue with
+// Concurrency workers, so that one River client per process can work the
+// payout queue beside others (the forward queue). It raises rcfg's
+// JobTimeout and RescueStuckJobsAfter to at least AttemptTimeout and
+// RescueAfter; polling and the client's id are rcfg's.
+func (w *Worker) AddTo(rcfg *river.Config) error {
+	if rcfg.Workers == nil {
+		rcfg.Workers = river.NewWorkers()
+	}
+	if err := river.AddWorkerSafely(rcfg.Workers, w); err != nil {
+		return fmt.Errorf("payout: %w", err)
+	}
+	if rcfg.Queues == nil {
+		rcfg.Queues = map[string]river.QueueConfig{}
+	}
+	rcfg.Queues[store.PayoutQueue] = river.QueueConfig{MaxWorkers: w.cfg.Concurrency}
+	rcfg.JobTimeout = max(rcfg.JobTimeout, w.cfg.AttemptTimeout())
+	rcfg.RescueStuckJobsAfter = max(rcfg.RescueStuckJobsAfter, w.cfg.RescueAfter)
+	return nil
 }
 
 // Run works payout jobs until ctx is done, then stops fetching, lets the

@@ -59,6 +59,9 @@ type Config struct {
 	// server: a direct connection to Postgres when URL goes through a
 	// pooler. Required by Migrate when the exec mode is a pooled one.
 	MigrateURL string
+	// ForwardMaxAttempts is how often River runs a forward job (ForwardArgs)
+	// before it discards it; 0 is DefaultForwardMaxAttempts.
+	ForwardMaxAttempts int
 }
 
 // withDefaults returns c with zero durations replaced by the defaults, or an
@@ -69,6 +72,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConns < 0 {
 		return c, fmt.Errorf("store: Config.MaxConns is negative (%d)", c.MaxConns)
+	}
+	switch {
+	case c.ForwardMaxAttempts < 0:
+		return c, fmt.Errorf("store: Config.ForwardMaxAttempts is negative (%d)", c.ForwardMaxAttempts)
+	case c.ForwardMaxAttempts == 0:
+		c.ForwardMaxAttempts = DefaultForwardMaxAttempts
 	}
 	if _, err := ParseExecMode(string(c.ExecMode)); err != nil {
 		return c, fmt.Errorf("store: Config.ExecMode: %w", err)

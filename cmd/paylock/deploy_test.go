@@ -71,6 +71,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 	handler.NewMetrics(describer{names}, 5*time.Second)
 	newPayoutMetrics(describer{names})
+	newForwardMetrics(describer{names})
 	return names
 }
 

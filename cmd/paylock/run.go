@@ -39,6 +39,11 @@ Usage:
   paylock serve [flags]     run the webhook server (migrates first unless PAYLOCK_MIGRATE=false)
   paylock migrate [flags]   apply the database migrations and exit
   paylock worker [flags]    run the payout worker (PAYLOCK_WORKER=true runs it inside serve instead)
+                            and the forward worker (every serve runs it too when forwarding)
+  paylock forward list [--discarded] [--limit N]
+                            list forward jobs (recorded payments and disbursement changes sent on)
+  paylock forward retry <id>|--discarded
+                            put a discarded (or cancelled) forward back in the queue
   paylock disbursements stuck [--older-than 1h]
                             list disbursements pending or sent too long, or flagged for review
   paylock purge --older-than 90d
@@ -79,6 +84,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runPurge(ctx, args, getenv, stdout, stderr)
 	case "reconcile":
 		return runReconcile(ctx, args, getenv, stdout, stderr)
+	case "forward":
+		return runForward(ctx, args, getenv, stdout, stderr)
 	case "serve", "migrate", "worker":
 	default:
 		fmt.Fprintf(stderr, "paylock: unknown command %q\n\n%s", cmd, usage)
@@ -135,6 +142,8 @@ func storeConfig(cfg config) store.Config {
 		StatementTimeout: cfg.StatementTimeout,
 		ExecMode:         cfg.DBExecMode,
 		MigrateURL:       cfg.MigrateDatabaseURL,
+
+		ForwardMaxAttempts: cfg.Forward.MaxAttempts,
 	}
 }
 
@@ -147,6 +156,11 @@ func openStore(ctx context.Context, cfg config) (*store.Store, error) {
 	st, err := store.Open(ctx, storeConfig(cfg))
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Forward.URL != "" {
+		// Every process that changes a disbursement's status (serve's
+		// payout notifications, the payout worker) forwards the change.
+		st.OnStatusChange(st.ForwardStatusHook(cfg.Forward.URL))
 	}
 	if cfg.Migrate {
 		if err := st.Migrate(ctx); err != nil {
@@ -266,6 +280,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	reg := newRegistry(st, rdb)
 	metrics := handler.NewMetrics(reg, cfg.LockTTL)
 	payoutAttempts := newPayoutMetrics(reg)
+	forwards := newForwardMetrics(reg)
 	checks := []handler.Check{
 		{Name: "postgres", Critical: true, Ping: st.Ping},
 		{Name: "redis", Critical: cfg.RedisUnavailable == handler.Reject,
@@ -293,13 +308,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	if err != nil {
 		return err
 	}
-	if cfg.Payout.InServe {
-		stopWorker, err := startWorker(ctx, cfg, st, logger, payoutAttempts.observe)
-		if err != nil {
-			return err
-		}
-		defer stopWorker()
+	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.observe, forward: forwards.observe})
+	if err != nil {
+		return err
 	}
+	defer stopJobs()
 	if cfg.EventRetention > 0 {
 		defer startPurger(ctx, st, cfg.EventRetention, purgeInterval, logger)()
 	}

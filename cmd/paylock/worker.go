@@ -9,11 +9,15 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/riverqueue/river"
+
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/store"
 )
@@ -50,8 +54,9 @@ func positiveInt(v string) (int, error) {
 	return n, nil
 }
 
-// errNoPayoutURL stops a worker that would not know where to send payouts.
-var errNoPayoutURL = errors.New("invalid PAYLOCK_PAYOUT_URL: the payout worker needs the provider's base URL")
+// errNoPayoutURL stops a worker that would have nothing to do: no payout
+// provider to pay out through and nothing to forward.
+var errNoPayoutURL = errors.New("invalid PAYLOCK_PAYOUT_URL: the worker needs the payout provider's base URL (or PAYLOCK_FORWARD_SECRETS, with a forward URL, to forward recorded payments)")
 
 // newWorker builds the payout worker from cfg; observe, when not nil, sees
 // every processed row (paylock_payout_attempts_total{outcome}).
@@ -71,12 +76,66 @@ func newWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(pa
 	}, st)
 }
 
-// runWorker implements "paylock worker": the payout worker as a process of
-// its own, until ctx is cancelled (SIGTERM), after which the rows in hand
-// finish and it returns nil. It serves its metrics on mln, or when mln is
-// nil on PAYLOCK_METRICS_ADDR (unless that is off).
+// jobObservers are the metrics callbacks of a process's River workers.
+type jobObservers struct {
+	payout  func(payout.Event)
+	forward func(forward.Event)
+}
+
+// jobsConfig is the one River client of a process: the payout queue when
+// withPayout, the forward queue when forwarding(cfg); nil when neither.
+// Both share PAYLOCK_WORKER_POLL; the client's rescuer waits for the longer
+// of the two workers' RescueAfter.
+func jobsConfig(cfg config, st *store.Store, logger *slog.Logger, withPayout bool, obs jobObservers) (*river.Config, error) {
+	poll := cfg.Payout.Poll
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	rcfg := &river.Config{Logger: logger, FetchPollInterval: poll, FetchCooldown: min(poll, 100*time.Millisecond)}
+	if withPayout {
+		w, err := newWorker(cfg, st, logger, obs.payout)
+		if err != nil {
+			return nil, err
+		}
+		rcfg.ID = w.ID()
+		if err := w.AddTo(rcfg); err != nil {
+			return nil, err
+		}
+	}
+	if forwarding(cfg) {
+		fw, err := newForwardWorker(cfg, st, logger, obs.forward)
+		if err != nil {
+			return nil, err
+		}
+		if err := fw.AddTo(rcfg); err != nil {
+			return nil, err
+		}
+	}
+	if len(rcfg.Queues) == 0 {
+		return nil, nil
+	}
+	return rcfg, nil
+}
+
+func logJobsStarted(logger *slog.Logger, rcfg *river.Config) func() {
+	return func() {
+		queues := make([]string, 0, len(rcfg.Queues))
+		for q, qc := range rcfg.Queues {
+			queues = append(queues, fmt.Sprintf("%s:%d", q, qc.MaxWorkers))
+		}
+		sort.Strings(queues)
+		logger.Info("job worker started", slog.Any("queues", queues), slog.Duration("rescue_after", rcfg.RescueStuckJobsAfter))
+	}
+}
+
+// runWorker implements "paylock worker": the payout worker (with
+// PAYLOCK_PAYOUT_URL) and the forward worker (with PAYLOCK_FORWARD_SECRETS)
+// in one River client, as a process of its own, until ctx is cancelled
+// (SIGTERM), after which the jobs in hand finish and it returns nil. It
+// serves its metrics on mln, or when mln is nil on PAYLOCK_METRICS_ADDR
+// (unless that is off).
 func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Listener) error {
-	if cfg.Payout.URL == "" {
+	if cfg.Payout.URL == "" && !forwarding(cfg) {
 		return errNoPayoutURL
 	}
 	st, err := openStore(ctx, cfg)
@@ -85,7 +144,8 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 	}
 	defer st.Close()
 	reg := newWorkerRegistry(st)
-	w, err := newWorker(cfg, st, logger, newPayoutMetrics(reg).observe)
+	obs := jobObservers{payout: newPayoutMetrics(reg).observe, forward: newForwardMetrics(reg).observe}
+	rcfg, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
 	if err != nil {
 		return err
 	}
@@ -94,22 +154,25 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 		return err
 	}
 	defer stopMetrics()
-	return w.Run(ctx)
+	err = st.RunJobs(ctx, rcfg, logger, logJobsStarted(logger, rcfg))
+	logger.Info("job worker stopped")
+	return err
 }
 
-// startWorker runs the payout worker in the background of serve
-// (PAYLOCK_WORKER=true). stop cancels it and waits until the rows in hand
-// are done; call it before closing st. observe is as for newWorker.
-func startWorker(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger, observe func(payout.Event)) (stop func(), err error) {
-	w, err := newWorker(cfg, st, logger, observe)
-	if err != nil {
-		return nil, err
+// startJobs runs the process's River client in the background of serve:
+// the payout queue with PAYLOCK_WORKER=true, the forward queue when
+// forwarding. stop cancels it and waits until the jobs in hand are done;
+// call it before closing st. With neither queue, it starts nothing.
+func startJobs(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger, obs jobObservers) (stop func(), err error) {
+	rcfg, err := jobsConfig(cfg, st, logger, cfg.Payout.InServe, obs)
+	if err != nil || rcfg == nil {
+		return func() {}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = w.Run(ctx) // Run returns nil once ctx is done
+		_ = st.RunJobs(ctx, rcfg, logger, logJobsStarted(logger, rcfg)) // returns once ctx is done
 	}()
 	return func() {
 		cancel()

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/store"
+)
+
+// forwarding reports whether this deployment forwards anything: any forward
+// URL (PAYLOCK_FORWARD_URL or a source's forward_url) needs
+// PAYLOCK_FORWARD_SECRETS (checkForward, checkSpec), so the secrets being
+// set is what turns the forward queue on, in serve and in "paylock worker"
+// alike, without reading the sources file.
+func forwarding(cfg config) bool { return len(cfg.Forward.Secrets) > 0 }
+
+// newForwardWorker builds the forward worker from cfg; observe, when not
+// nil, sees every attempt (paylock_forward_total{outcome}).
+func newForwardWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(forward.Event)) (*forward.Worker, error) {
+	if !forwarding(cfg) {
+		return nil, errors.New("invalid PAYLOCK_FORWARD_SECRETS: forwarding needs a signing secret")
+	}
+	return forward.New(forward.Config{
+		Secret:      cfg.Forward.Secrets[0],
+		Timeout:     cfg.Forward.Timeout,
+		Concurrency: cfg.Forward.Concurrency,
+		Logger:      logger,
+		Observe:     observe,
+	}, st)
+}
+
+// forwardOutcomes are exported from the start (at 0) so that increase()
+// and rates exist before the first forward.
+var forwardOutcomes = []forward.Outcome{forward.OutcomeDelivered, forward.OutcomeFailedAttempt, forward.OutcomeDiscarded}
+
+// forwardMetrics counts forward attempts; its observe method is the forward
+// worker's Config.Observe.
+type forwardMetrics struct {
+	total *prometheus.CounterVec
+}
+
+func newForwardMetrics(reg prometheus.Registerer) *forwardMetrics {
+	m := &forwardMetrics{total: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_forward_total",
+		Help: "Forward attempts (recorded payments and disbursement status changes POSTed to PAYLOCK_FORWARD_URL or a source's forward_url), by outcome: delivered (2xx), failed_attempt (anything else; River retries), discarded (the last attempt failed, or the payment is gone: 'paylock forward retry' puts it back).",
+	}, []string{"outcome"})}
+	reg.MustRegister(m.total)
+	for _, o := range forwardOutcomes {
+		m.total.WithLabelValues(string(o))
+	}
+	return m
+}
+
+func (m *forwardMetrics) observe(ev forward.Event) {
+	m.total.WithLabelValues(string(ev.Outcome)).Inc()
+}
+
+const forwardUsage = `Usage:
+  paylock forward list [--discarded] [--limit N] [flags]
+  paylock forward retry <id>|--discarded [flags]
+
+list prints forward jobs, newest first (at most --limit, default 50): id,
+state, attempts, what is forwarded (source/transaction_id, or the loan and
+tranche), when it was created and last attempted, and the last error.
+--discarded lists only those River gave up on (discarded after their last
+attempt, or cancelled because the payment is gone).
+
+retry puts forward job <id>, or with --discarded every discarded or
+cancelled one, back in the queue at once, with one more attempt if it had
+used them all. The forward worker (serve, or "paylock worker") sends it.
+
+The other flags are those of "paylock serve -h" (DATABASE_URL...).
+`
+
+// forwardArgs are the subcommand's own flags, taken out of the arguments
+// before the serve flags are parsed.
+type forwardArgs struct {
+	discarded bool
+	limit     int
+	id        int64
+	rest      []string
+}
+
+func parseForwardArgs(sub string, args []string) (forwardArgs, error) {
+	fa := forwardArgs{limit: 50}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case !strings.HasPrefix(a, "-") && sub == "retry" && fa.id == 0:
+			id, err := strconv.ParseInt(a, 10, 64)
+			if err != nil || id < 1 {
+				return fa, fmt.Errorf("invalid job id %q: want a positive integer", a)
+			}
+			fa.id = id
+		case strings.HasPrefix(a, "-") && name == "discarded" && !hasValue:
+			fa.discarded = true
+		case strings.HasPrefix(a, "-") && name == "limit" && sub == "list":
+			if !hasValue {
+				if i+1 >= len(args) {
+					return fa, errors.New("--limit needs a number")
+				}
+				i++
+				value = args[i]
+			}
+			n, err := positiveInt(value)
+			if err != nil {
+				return fa, fmt.Errorf("invalid --limit %q: %v", value, err)
+			}
+			fa.limit = n
+		default:
+			fa.rest = append(fa.rest, a)
+		}
+	}
+	if sub == "retry" && (fa.id == 0) == !fa.discarded {
+		return fa, errors.New("give one job id or --discarded")
+	}
+	return fa, nil
+}
+
+// runForward implements "paylock forward list|retry".
+func runForward(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, forwardUsage)
+		return 0
+	}
+	if len(args) == 0 || (args[0] != "list" && args[0] != "retry") {
+		fmt.Fprint(stderr, forwardUsage)
+		return 2
+	}
+	sub := args[0]
+	name := "paylock forward " + sub
+	fa, err := parseForwardArgs(sub, args[1:])
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	cfg, _, err := loadConfig(name, fa.rest, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, forwardUsage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	st, err := store.Open(ctx, storeConfig(cfg))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	defer st.Close()
+	switch {
+	case sub == "list":
+		jobs, err := st.ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: fa.discarded, Limit: fa.limit})
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		printForwards(stdout, jobs, fa.discarded)
+	case fa.discarded:
+		n, err := st.RetryGivenUpForwards(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v (%d put back before the error)\n", name, err, n)
+			return 1
+		}
+		fmt.Fprintf(stdout, "put %d discarded or cancelled forward jobs back in the queue\n", n)
+	default:
+		j, err := st.RetryForward(ctx, fa.id)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "forward job %d (%s %s) is %s: attempt %d of %d so far\n",
+			j.ID, j.Args.Type, forwardSubject(j.Args), j.State, j.Attempt, j.MaxAttempts)
+	}
+	return 0
+}
+
+// forwardSubject names what a forward job sends on.
+func forwardSubject(a store.ForwardArgs) string {
+	if a.Disbursement != nil {
+		return fmt.Sprintf("loan %s tranche %d", a.Disbursement.LoanID, a.Disbursement.Tranche)
+	}
+	return a.Source + "/" + a.TransactionID
+}
+
+func printForwards(w io.Writer, jobs []store.ForwardJob, givenUp bool) {
+	if len(jobs) == 0 {
+		if givenUp {
+			fmt.Fprintln(w, "no discarded or cancelled forward jobs")
+		} else {
+			fmt.Fprintln(w, "no forward jobs")
+		}
+		return
+	}
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tTYPE\tSUBJECT\tCREATED\tLAST_ATTEMPT\tFINALIZED\tLAST_ERROR")
+	for _, j := range jobs {
+		lastErr := strings.Join(strings.Fields(j.LastError), " ") // one line per job
+		if lastErr == "" {
+			lastErr = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts,
+			j.Args.Type, forwardSubject(j.Args), stamp(j.CreatedAt), stamp(j.AttemptedAt), stamp(j.FinalizedAt), lastErr)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,59 @@
+// Package forward delivers paylock's outbox: the River worker of the
+// forward jobs (store.ForwardArgs) that POSTs each recorded payment, and each
+// disbursement status change, to the team's own service, signed with
+// Standard Webhooks.
+//
+// # Who owns what
+//
+// River (github.com/riverqueue/river) owns the job: it exists if and only if
+// the event committed (store.EnqueueForwardTx and store.ForwardStatusHook
+// insert it in the event's own transaction, unique by its webhook-id), and
+// River fetches it, retries it after an error at the time Worker.NextRetry
+// says, rescues it when its worker died (Config.RescueAfter, beyond an
+// attempt's bound) and discards it after its last attempt
+// (PAYLOCK_FORWARD_MAX_ATTEMPTS). paylock owns what an attempt sends and
+// what counts as delivered: a 2xx answer, nothing else.
+//
+// # What a receiver gets
+//
+// A POST of application/json:
+//
+//	{"type":"payment.recorded","data":{"source":"stripe","transaction_id":"tx_1",
+//	  "amount":1999,"currency":"EUR","event_id":"evt_1",
+//	  "received_at":"2026-11-30T22:00:00.123456Z","payload":{...the body as received...}}}
+//
+//	{"type":"disbursement.paid","data":{"id":7,"loan_id":"L-1","tranche":1,
+//	  "amount":500000,"currency":"EUR","status":"paid","previous_status":"sent",
+//	  "provider_ref":"po_1","idempotency_key":"disburse-L-1-1","event_id":"loan-evt-1",
+//	  "status_since":"2026-11-30T22:00:01Z"}}
+//
+// amount is an integer in the currency's minor unit; times are RFC 3339;
+// payload is the stored JSON body (jsonb: its own whitespace and key order).
+//
+// Signed with Standard Webhooks (webhook-id, webhook-timestamp,
+// webhook-signature v1) with the first secret of PAYLOCK_FORWARD_SECRETS, so
+// any Standard Webhooks library verifies it. The webhook-id is the job's
+// unique key and the same on every attempt: store.PaymentForwardID
+// ("pay_" + 32 hex digits of SHA-256(source "\n" transaction_id)) or
+// store.DisbursementForwardID ("dsb_" + 32 hex digits of SHA-256(loan_id
+// "\n" tranche "\n" status)). Receivers deduplicate on it: a forward is
+// delivered at least once (an answer lost after the receiver processed it,
+// or a rescued job, sends it again), never "exactly once".
+//
+// # Attempts
+//
+// A 2xx completes the job. Any other status, a timeout (Config.Timeout, on
+// both the request and the job), a refused connection or a lost answer is a
+// failed attempt: River runs the job again after Config.Backoff (default:
+// River's own policy, attempt⁴ seconds), or after the Retry-After of a 429
+// or 503 when that is later (capped at MaxRetryAfter). A Retry-After counts
+// as an attempt like any other failure, so a receiver that answers 429 for
+// ever still ends in a discarded job rather than one that waits for ever
+// (River's JobSnooze would not count it). The last attempt's failure
+// discards the job; `paylock forward retry` puts it back. A payment row
+// that is gone (never, unless restored from an older backup) cancels the
+// job.
+//
+// Config.Observe sees every attempt (delivered, failed_attempt, discarded)
+// for metrics. Neither the secret nor the payload is ever logged.
+package forward

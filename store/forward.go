@@ -1,0 +1,359 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// The forward job: the transactional outbox of recorded payments and
+// disbursement status changes. River schedules, retries and discards it;
+// package forward works it.
+const (
+	// ForwardKind is the River job kind of ForwardArgs.
+	ForwardKind = "forward"
+	// ForwardQueue is the River queue forward jobs go to.
+	ForwardQueue = "forward"
+	// DefaultForwardMaxAttempts is a forward job's attempts when
+	// Config.ForwardMaxAttempts is 0 (River's own default).
+	DefaultForwardMaxAttempts = 25
+
+	// ForwardPaymentRecorded is the type of a recorded payment's forward.
+	ForwardPaymentRecorded = "payment.recorded"
+	// ForwardDisbursementPrefix prefixes a disbursement status change's
+	// type: "disbursement.sent", "disbursement.paid", "disbursement.failed".
+	ForwardDisbursementPrefix = "disbursement."
+)
+
+// ForwardArgs is the River job that forwards one event to one URL, inserted
+// in the transaction that makes the event (EnqueueForwardTx, the
+// ForwardStatusHook), so that it exists if and only if the event committed.
+// It is unique by ID, the webhook-id of every attempt, in every state but
+// cancelled and discarded: a second insert for the same event is skipped.
+//
+// What it carries differs by type, on purpose:
+//
+//   - payment.recorded names the payment (Source, TransactionID) and the
+//     worker reads the row when it runs. A payment row never changes once
+//     recorded, so every attempt sends the same body, and the payload (up
+//     to PAYLOCK_MAX_BODY) is not copied into the job table.
+//   - disbursement.<status> carries the disbursement as it stood in the
+//     transaction that changed its status (Disbursement): the row moves on
+//     (sent, then paid), and the forward must say what changed then.
+//
+// URL is the destination chosen at insert time: a job keeps it even if the
+// configuration changes later.
+type ForwardArgs struct {
+	// ID is the webhook-id of every attempt: PaymentForwardID or
+	// DisbursementForwardID. It is the job's unique key.
+	ID            string                 `json:"id" river:"unique"`
+	Type          string                 `json:"type"`
+	URL           string                 `json:"url"`
+	Source        string                 `json:"source,omitempty"`
+	TransactionID string                 `json:"transaction_id,omitempty"`
+	Disbursement  *ForwardedDisbursement `json:"disbursement,omitempty"`
+}
+
+// Kind is ForwardKind.
+func (ForwardArgs) Kind() string { return ForwardKind }
+
+// InsertOpts puts the job on ForwardQueue, unique by its ID. Its
+// MaxAttempts is the store's Config.ForwardMaxAttempts, given at insert.
+func (ForwardArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       ForwardQueue,
+		MaxAttempts: DefaultForwardMaxAttempts,
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	}
+}
+
+// ForwardedDisbursement is a disbursement as a status change left it, as a
+// forward job carries it.
+type ForwardedDisbursement struct {
+	ID             int64              `json:"id"`
+	LoanID         string             `json:"loan_id"`
+	Tranche        int                `json:"tranche"`
+	Amount         int64              `json:"amount"`
+	Currency       string             `json:"currency"`
+	Status         DisbursementStatus `json:"status"`
+	PreviousStatus DisbursementStatus `json:"previous_status"`
+	ProviderRef    string             `json:"provider_ref,omitempty"`
+	IdempotencyKey string             `json:"idempotency_key"`
+	EventID        string             `json:"event_id"`
+	LastError      string             `json:"last_error,omitempty"`
+	StatusSince    time.Time          `json:"status_since"`
+}
+
+// PaymentForwardID is the webhook-id of a payment's forward: "pay_" and the
+// first 32 hex digits of SHA-256(source + "\n" + transaction_id) (source ""
+// is DefaultSource). A source name holds no newline, so no two payments
+// share the input. It is the same on every attempt, and a receiver can
+// compute it from the payment alone.
+func PaymentForwardID(source, transactionID string) string {
+	if source == "" {
+		source = DefaultSource
+	}
+	return "pay_" + hash32(source+"\n"+transactionID)
+}
+
+// DisbursementForwardID is the webhook-id of a disbursement status change's
+// forward: "dsb_" and the first 32 hex digits of SHA-256(loan_id + "\n" +
+// tranche + "\n" + status). Tranche and status hold no newline, so the input
+// splits one way only.
+func DisbursementForwardID(loanID string, tranche int, status DisbursementStatus) string {
+	return "dsb_" + hash32(loanID+"\n"+strconv.Itoa(tranche)+"\n"+string(status))
+}
+
+func hash32(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Forward names a recorded payment to forward and where to.
+type Forward struct {
+	Source        string // "" is DefaultSource
+	TransactionID string
+	URL           string // the destination: the source's forward URL, or PAYLOCK_FORWARD_URL
+}
+
+// ErrForward means a forward could not be enqueued as asked (no URL, no
+// transaction id): a programming or configuration error, not a transient one.
+var ErrForward = errors.New("store: invalid forward")
+
+// EnqueueForwardTx inserts the payment.recorded forward job of f's payment
+// in tx, the transaction that records it (RecordPaymentFunc's fn): the job
+// commits with the payment or not at all. A job already held for the
+// payment (same webhook-id) is left as it is and nothing is inserted.
+// Errors wrap ErrForward for a bad f, ErrUnavailable when the database
+// failed transiently.
+func (s *Store) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) error {
+	if f.URL == "" || f.TransactionID == "" {
+		return fmt.Errorf("%w: a forward needs a URL and a transaction id", ErrForward)
+	}
+	if f.Source == "" {
+		f.Source = DefaultSource
+	}
+	args := ForwardArgs{
+		ID:            PaymentForwardID(f.Source, f.TransactionID),
+		Type:          ForwardPaymentRecorded,
+		URL:           f.URL,
+		Source:        f.Source,
+		TransactionID: f.TransactionID,
+	}
+	return s.insertForward(ctx, tx, args)
+}
+
+func (s *Store) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {
+	opts := &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}
+	if _, err := s.jobs.InsertTx(ctx, tx, args, opts); err != nil {
+		return translate("insert forward job", err)
+	}
+	return nil
+}
+
+// RecordPaymentForwarded records p as RecordPaymentFunc does and, for a
+// newly recorded payment, inserts its forward to forwardURL in the same
+// transaction (EnqueueForwardTx). A forwardURL of "" forwards nothing:
+// it is RecordPayment. The outcomes are RecordPaymentFunc's: a duplicate
+// or a mismatch inserts no job, and a rolled-back record leaves none.
+func (s *Store) RecordPaymentForwarded(ctx context.Context, p Payment, forwardURL string) (Payment, error) {
+	if forwardURL == "" {
+		return s.RecordPayment(ctx, p)
+	}
+	return s.RecordPaymentFunc(ctx, p, func(ctx context.Context, tx pgx.Tx, rec Payment) error {
+		return s.EnqueueForwardTx(ctx, tx, Forward{Source: rec.Source, TransactionID: rec.TransactionID, URL: forwardURL})
+	})
+}
+
+// ForwardStatusHook returns a StatusHook (for OnStatusChange) that inserts
+// a disbursement.<status> forward job to url in every transaction that
+// moves a disbursement to sent, paid or failed. A row that goes from
+// pending straight to paid (the provider answered paid at once) is
+// forwarded as disbursement.paid only. Compose it with another hook by
+// calling both.
+func (s *Store) ForwardStatusHook(url string) StatusHook {
+	return func(ctx context.Context, tx pgx.Tx, c StatusChange) error {
+		d := c.Disbursement
+		if d.Status.Rank() < StatusSent.Rank() || url == "" {
+			return nil
+		}
+		args := ForwardArgs{
+			ID:   DisbursementForwardID(d.LoanID, d.Tranche, d.Status),
+			Type: ForwardDisbursementPrefix + string(d.Status),
+			URL:  url,
+			Disbursement: &ForwardedDisbursement{
+				ID: d.ID, LoanID: d.LoanID, Tranche: d.Tranche, Amount: d.Amount, Currency: d.Currency,
+				Status: d.Status, PreviousStatus: c.From, ProviderRef: d.ProviderRef,
+				IdempotencyKey: d.IdempotencyKey, EventID: d.EventID, LastError: d.LastError,
+				StatusSince: d.StatusSince,
+			},
+		}
+		return s.insertForward(ctx, tx, args)
+	}
+}
+
+// ForwardJob is a forward job as River holds it.
+type ForwardJob struct {
+	ID          int64
+	State       string // River's: available, scheduled, running, retryable, completed, cancelled, discarded
+	Attempt     int
+	MaxAttempts int
+	Args        ForwardArgs
+	LastError   string // the last attempt's error, "" when none failed
+	CreatedAt   time.Time
+	AttemptedAt time.Time // zero before the first attempt
+	ScheduledAt time.Time // when it is (or was) due
+	FinalizedAt time.Time // zero until completed, cancelled or discarded
+}
+
+// GivenUp reports whether River stopped trying the job: discarded after
+// its last attempt, or cancelled by the worker (its payment is gone).
+func (j ForwardJob) GivenUp() bool { return j.State == "discarded" || j.State == "cancelled" }
+
+func forwardJob(row *rivertype.JobRow) (ForwardJob, error) {
+	j := ForwardJob{
+		ID: row.ID, State: string(row.State), Attempt: row.Attempt, MaxAttempts: row.MaxAttempts,
+		CreatedAt: row.CreatedAt, ScheduledAt: row.ScheduledAt,
+	}
+	if err := json.Unmarshal(row.EncodedArgs, &j.Args); err != nil {
+		return ForwardJob{}, fmt.Errorf("store: forward job %d: args: %w", row.ID, err)
+	}
+	if row.AttemptedAt != nil {
+		j.AttemptedAt = *row.AttemptedAt
+	}
+	if row.FinalizedAt != nil {
+		j.FinalizedAt = *row.FinalizedAt
+	}
+	if n := len(row.Errors); n > 0 {
+		j.LastError = row.Errors[n-1].Error
+	}
+	return j, nil
+}
+
+// ForwardJobFilter selects forward jobs.
+type ForwardJobFilter struct {
+	GivenUp bool // only discarded and cancelled jobs
+	Limit   int  // at most this many, newest first; 0: 100
+}
+
+// ForwardJobs lists forward jobs, newest first. Errors wrap ErrUnavailable
+// when the database failed transiently.
+func (s *Store) ForwardJobs(ctx context.Context, f ForwardJobFilter) ([]ForwardJob, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	p := river.NewJobListParams().Kinds(ForwardKind).First(min(limit, 10000)).
+		OrderBy(river.JobListOrderByID, river.SortOrderDesc)
+	if f.GivenUp {
+		p = p.States(rivertype.JobStateDiscarded, rivertype.JobStateCancelled)
+	}
+	res, err := s.jobs.JobList(ctx, p)
+	if err != nil {
+		return nil, translate("list forward jobs", err)
+	}
+	out := make([]ForwardJob, 0, len(res.Jobs))
+	for _, row := range res.Jobs {
+		j, err := forwardJob(row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// RetryForward makes forward job id available again at once (River's
+// JobRetry), with one more attempt if it had used them all, and returns it
+// as it stands afterwards. A running job is left alone. An id that is no
+// forward job is ErrNotFound.
+func (s *Store) RetryForward(ctx context.Context, id int64) (ForwardJob, error) {
+	row, err := s.jobs.JobGet(ctx, id)
+	switch {
+	case errors.Is(err, rivertype.ErrNotFound):
+		return ForwardJob{}, fmt.Errorf("%w: forward job %d", ErrNotFound, id)
+	case err != nil:
+		return ForwardJob{}, translate("retry forward job: get", err)
+	case row.Kind != ForwardKind:
+		return ForwardJob{}, fmt.Errorf("%w: job %d is a %s job, not a forward", ErrNotFound, id, row.Kind)
+	}
+	row, err = s.jobs.JobRetry(ctx, id)
+	if err != nil {
+		return ForwardJob{}, translate("retry forward job", err)
+	}
+	return forwardJob(row)
+}
+
+// RetryGivenUpForwards retries (RetryForward) every discarded or cancelled
+// forward job and returns how many it put back.
+func (s *Store) RetryGivenUpForwards(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		jobs, err := s.ForwardJobs(ctx, ForwardJobFilter{GivenUp: true, Limit: 500})
+		if err != nil {
+			return n, err
+		}
+		if len(jobs) == 0 {
+			return n, nil
+		}
+		for _, j := range jobs {
+			if _, err := s.jobs.JobRetry(ctx, j.ID); err != nil {
+				return n, translate("retry forward job", err)
+			}
+			n++
+		}
+	}
+}
+
+// RunJobs works cfg's queues (StartJobs) until ctx is done, then stops
+// fetching, lets the jobs in hand finish and returns nil. While the
+// database cannot be reached at start it tries again with backoff (logged
+// on logger); once started, River reconnects by itself. started, when not
+// nil, is called once the client runs.
+func (s *Store) RunJobs(ctx context.Context, cfg *river.Config, logger *slog.Logger, started func()) error {
+	bo := &backoff.ExponentialBackOff{
+		InitialInterval:     500 * time.Millisecond,
+		RandomizationFactor: 0.5,
+		Multiplier:          2,
+		MaxInterval:         30 * time.Second,
+	}
+	bo.Reset()
+	var stop func(context.Context) error
+	for {
+		var err error
+		if stop, err = s.StartJobs(ctx, cfg); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := bo.NextBackOff()
+		logger.WarnContext(ctx, "starting the job worker failed; trying again", slog.Any("error", err), slog.Duration("in", wait))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+	if started != nil {
+		started()
+	}
+	<-ctx.Done()
+	if err := stop(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("store: stop jobs: %w", err)
+	}
+	return nil
+}
