@@ -2,7 +2,9 @@ package compat
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,55 +12,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/fakereceiver"
+	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/store"
 )
 
-// libraryVerdicts wraps the fake receiver (which verifies with paylock's
-// signature package) in a handler that first verifies the same request with
-// the Standard Webhooks library, and records the library's verdict per
-// webhook-id: the two must agree on every delivery.
-type libraryVerdicts struct {
-	wh   *standardwebhooks.Webhook
-	next http.Handler
-
-	mu       sync.Mutex
-	accepted map[string]bool
-}
-
-func (l *libraryVerdicts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		ok := l.wh.Verify(body, r.Header) == nil
-		l.mu.Lock()
-		l.accepted[r.Header.Get("webhook-id")] = ok
-		l.mu.Unlock()
-	}
-	l.next.ServeHTTP(w, r)
-}
-
-func (l *libraryVerdicts) verdict(id string) (accepted, seen bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	accepted, seen = l.accepted[id]
-	return accepted, seen
-}
-
-func startReceiver(t *testing.T) (*fakereceiver.Receiver, *libraryVerdicts, string) {
+func startReceiver(t *testing.T) (*fakereceiver.Receiver, *libraryLog, string) {
 	t.Helper()
 	v, _ := standardVerifier(t)
 	rcv, err := fakereceiver.New(fakereceiver.Config{Verifier: v})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := &libraryVerdicts{wh: newWebhook(t, standardCur), next: rcv, accepted: map[string]bool{}}
+	lib := &libraryLog{wh: newWebhook(t, standardCur), next: rcv}
 	srv := httptest.NewServer(lib)
 	t.Cleanup(srv.Close)
 	return rcv, lib, srv.URL
@@ -125,9 +97,9 @@ func TestFakeReceiverAndStandardWebhooksAgree(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status := deliver(t, url, tc.h, tc.body)
-			accepted, seen := lib.verdict(tc.id)
-			if !seen || accepted != tc.want {
-				t.Errorf("library verdict %v (seen %v), want %v", accepted, seen, tc.want)
+			seen := lib.log()
+			if last := seen[len(seen)-1]; last.id != tc.id || (last.err == nil) != tc.want {
+				t.Errorf("library: %q: %v, want accepted=%v", last.id, last.err, tc.want)
 			}
 			if got := status == http.StatusNoContent; got != tc.want || (!tc.want && status != http.StatusUnauthorized) {
 				t.Errorf("fake receiver answered %d, want accepted=%v", status, tc.want)
@@ -138,4 +110,101 @@ func TestFakeReceiverAndStandardWebhooksAgree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The exact requests paylock's forward worker sends (a recorded payment,
+// read back from Postgres, through the fake receiver's first-attempt
+// failures) are accepted by the Standard Webhooks library on every attempt,
+// under one webhook-id: the payment's, the same each time.
+func TestForwardWorkerDeliveriesAreAcceptedByStandardWebhooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.RecordPayment(ctx, store.Payment{Source: "payments", TransactionID: "tx-fwd-1", Amount: 1999,
+		Currency: "EUR", EventID: "evt-1", Payload: []byte(`{"transaction_id":"tx-fwd-1","note":"caf\u00e9 ☃ <&>"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	v, secrets := standardVerifier(t)
+	rcv, err := fakereceiver.New(fakereceiver.Config{Verifier: v, FailFirst: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := &libraryLog{wh: newWebhook(t, standardCur), next: rcv}
+	srv := httptest.NewServer(lib)
+	t.Cleanup(srv.Close)
+	w, err := forward.New(forward.Config{Secret: secrets[1], Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	id := store.PaymentForwardID(p.Source, p.TransactionID)
+	args := store.ForwardArgs{ID: id, Type: store.ForwardPaymentRecorded, URL: srv.URL + "/paylock/events",
+		Source: p.Source, TransactionID: p.TransactionID}
+	for attempt := 1; attempt <= 3; attempt++ {
+		job := &river.Job[store.ForwardArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: attempt, MaxAttempts: 25}, Args: args}
+		err := w.Work(ctx, job)
+		if attempt < 3 && err == nil || attempt == 3 && err != nil {
+			t.Fatalf("attempt %d: Work = %v", attempt, err)
+		}
+	}
+	seen := lib.log()
+	if len(seen) != 3 {
+		t.Fatalf("library saw %d requests, want 3", len(seen))
+	}
+	for i, r := range seen {
+		if r.id != id || r.err != nil {
+			t.Errorf("attempt %d: webhook-id %q, library Verify: %v", i+1, r.id, r.err)
+		}
+	}
+	s := rcv.Stats()
+	ev := s.Events[id]
+	if s.SignatureFailures != 0 || s.WebhookIDs != 1 || ev.Attempts != 3 || ev.Deliveries != 1 ||
+		ev.Source != "payments" || ev.TransactionID != "tx-fwd-1" {
+		t.Errorf("receiver stats %+v, event %+v", s, ev)
+	}
+}
+
+// libraryLog verifies every POST with the Standard Webhooks library before
+// passing it on to the fake receiver (which verifies with paylock's
+// signature package), and keeps the library's verdicts in order: the two
+// must agree on every delivery.
+type libraryLog struct {
+	wh   *standardwebhooks.Webhook
+	next http.Handler
+
+	mu   sync.Mutex
+	seen []libraryVerdict
+}
+
+type libraryVerdict struct {
+	id  string
+	err error
+}
+
+func (l *libraryLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	l.mu.Lock()
+	l.seen = append(l.seen, libraryVerdict{r.Header.Get("webhook-id"), l.wh.Verify(body, r.Header)})
+	l.mu.Unlock()
+	l.next.ServeHTTP(w, r)
+}
+
+func (l *libraryLog) log() []libraryVerdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]libraryVerdict(nil), l.seen...)
 }
