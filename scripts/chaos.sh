@@ -628,7 +628,7 @@ if $short; then FWD_TXS=100; else FWD_TXS=300; fi
 FWD_DELIVERIES=5 FWD_RATE=150 FWD_FAIL_FIRST=2 FWD_DROP=0.1
 FWD_KIND=forward                            # store.ForwardKind
 FWD_WAIT=${CHAOS_FORWARD_WAIT:-600}         # seconds for forwarding to settle after the storm
-FWD_SETTINGS=(PAYLOCK_FORWARD_TIMEOUT=2s)   # an attempt's bound; River rescues a killed replica's jobs after 2×(it + 5s)
+FWD_SETTINGS=(PAYLOCK_FORWARD_TIMEOUT=2s PAYLOCK_WORKER_POLL=200ms) # an attempt's bound (River rescues a killed replica's jobs after 2×(it + 5s)); River's poll
 rc_pid="" rc_port=""
 
 start_receiver() {
@@ -673,6 +673,13 @@ run_forwarding() {
   if [[ -n $only && ",$only," != *",$id,"* ]]; then return 0; fi
   scenario=$id timeline="" prefix="chaos-$id-$$-"
   say "scenario $id: $title"
+  # River's own retry policy waits attempt⁴ seconds (1s, 16s, 81s, 256s...):
+  # a payment whose answer is dropped twice after the two 500s waits
+  # minutes. A cap on the forward backoff, when paylock has one, keeps the
+  # wait short.
+  if "$bin/paylock" serve -h 2>&1 | grep -q PAYLOCK_FORWARD_BACKOFF_CAP; then
+    FWD_SETTINGS+=(PAYLOCK_FORWARD_BACKOFF_CAP=1s)
+  fi
   psql=$(_svc_find_pg_bin psql)
   PAYLOCK_FORWARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
   export PAYLOCK_FORWARD_SECRETS # the replicas sign and the receiver verifies with it; kept off command lines
