@@ -1,0 +1,437 @@
+package forward_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/store"
+)
+
+var forwardSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("forward-test-secret-0123456789"))
+
+// delivery is one request the receiver got.
+type delivery struct {
+	header http.Header
+	body   []byte
+	err    error // the signature check's
+}
+
+// receiver is the team's service: it verifies each forward with a Standard
+// Webhooks verifier and answers the scripted statuses in turn (the last one
+// for ever after).
+type receiver struct {
+	t        *testing.T
+	verifier *signature.Verifier
+
+	mu      sync.Mutex
+	answers []int
+	delay   time.Duration // before answering the first request
+	got     []delivery
+	arrived chan struct{}
+}
+
+func newReceiver(t *testing.T, answers ...int) *receiver {
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signature.NewVerifier(signature.SchemeStandard, secrets, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(answers) == 0 {
+		answers = []int{http.StatusOK}
+	}
+	return &receiver{t: t, verifier: v, answers: answers, arrived: make(chan struct{}, 100)}
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	_, err := rc.verifier.Verify(r.Header, body)
+	rc.mu.Lock()
+	n := len(rc.got)
+	rc.got = append(rc.got, delivery{header: r.Header.Clone(), body: body, err: err})
+	status := rc.answers[min(n, len(rc.answers)-1)]
+	delay := rc.delay
+	rc.delay = 0
+	rc.mu.Unlock()
+	rc.arrived <- struct{}{}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+}
+
+func (rc *receiver) deliveries() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.got...)
+}
+
+// outcomes collects what the worker reports.
+type outcomes struct {
+	mu  sync.Mutex
+	all []forward.Event
+}
+
+func (o *outcomes) observe(ev forward.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.all = append(o.all, ev)
+}
+
+func (o *outcomes) list() []forward.Outcome {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]forward.Outcome, len(o.all))
+	for i, ev := range o.all {
+		out[i] = ev.Outcome
+	}
+	return out
+}
+
+// waitFor polls cond for up to 15s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type bundle struct {
+	store    *store.Store
+	outcomes *outcomes
+}
+
+// setup migrates a schema of the test's own, opens a store on it whose
+// forward jobs get maxAttempts, and starts a River client working the
+// forward queue with short timings.
+func setup(t *testing.T, maxAttempts int) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	dsn := testenv.Schema(t)
+	st, err := store.Open(ctx, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &outcomes{}
+	w, err := forward.New(forward.Config{
+		Secret:  secrets[0],
+		Timeout: 300 * time.Millisecond,
+		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
+		Logger:  slog.New(slog.DiscardHandler),
+		Observe: o.observe,
+	}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcfg := &river.Config{
+		Logger:            slog.New(slog.DiscardHandler),
+		FetchCooldown:     10 * time.Millisecond,
+		FetchPollInterval: 50 * time.Millisecond,
+	}
+	if err := w.AddTo(rcfg); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := st.StartJobs(ctx, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = stop(sctx)
+	})
+	return &bundle{store: st, outcomes: o}
+}
+
+func payment(id string) store.Payment {
+	return store.Payment{
+		Source:        "acme",
+		TransactionID: id,
+		Amount:        1999,
+		Currency:      "EUR",
+		Payload:       []byte(`{"id":"` + id + `","amount":19.99,"nested":{"k":[1,2]}}`),
+		EventID:       "evt_" + id,
+	}
+}
+
+func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 25)
+	rc := newReceiver(t, 500, 500, 200)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+
+	rec, err := b.store.RecordPaymentForwarded(ctx, payment("tx-fwd-1"), srv.URL+"/paylock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivered outcome", func() bool {
+		o := b.outcomes.list()
+		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDelivered
+	})
+	time.Sleep(200 * time.Millisecond) // nothing more may come
+	got := rc.deliveries()
+	if len(got) != 3 {
+		t.Fatalf("%d deliveries, want 3 (500, 500, 200)", len(got))
+	}
+	if want := []forward.Outcome{forward.OutcomeFailedAttempt, forward.OutcomeFailedAttempt, forward.OutcomeDelivered}; !reflect.DeepEqual(b.outcomes.list(), want) {
+		t.Fatalf("outcomes %v, want %v", b.outcomes.list(), want)
+	}
+	wantID := store.PaymentForwardID("acme", "tx-fwd-1")
+	for i, d := range got {
+		if d.err != nil {
+			t.Errorf("delivery %d does not verify: %v", i, d.err)
+		}
+		if id := d.header.Get("webhook-id"); id != wantID {
+			t.Errorf("delivery %d: webhook-id %q, want %q", i, id, wantID)
+		}
+		if string(d.body) != string(got[0].body) {
+			t.Errorf("delivery %d's body differs from the first", i)
+		}
+		if ct := d.header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("delivery %d: Content-Type %q", i, ct)
+		}
+	}
+
+	var msg struct {
+		Type string `json:"type"`
+		Data struct {
+			Source        string          `json:"source"`
+			TransactionID string          `json:"transaction_id"`
+			Amount        json.Number     `json:"amount"`
+			Currency      string          `json:"currency"`
+			EventID       string          `json:"event_id"`
+			ReceivedAt    string          `json:"received_at"`
+			Payload       json.RawMessage `json:"payload"`
+		} `json:"data"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(got[0].body))
+	dec.UseNumber()
+	if err := dec.Decode(&msg); err != nil {
+		t.Fatalf("body %s: %v", got[0].body, err)
+	}
+	d := msg.Data
+	if msg.Type != "payment.recorded" || d.Source != "acme" || d.TransactionID != "tx-fwd-1" || d.Amount.String() != "1999" ||
+		d.Currency != "EUR" || d.EventID != "evt_tx-fwd-1" {
+		t.Fatalf("body %s", got[0].body)
+	}
+	at, err := time.Parse(time.RFC3339, d.ReceivedAt)
+	if err != nil || !at.Equal(rec.ReceivedAt) {
+		t.Errorf("received_at %q (%v), want %v in RFC 3339", d.ReceivedAt, err, rec.ReceivedAt)
+	}
+	var payload, stored any
+	_ = json.Unmarshal(d.Payload, &payload)
+	_ = json.Unmarshal(payment("tx-fwd-1").Payload, &stored)
+	if !reflect.DeepEqual(payload, stored) {
+		t.Errorf("payload %s, want the stored body %s", d.Payload, payment("tx-fwd-1").Payload)
+	}
+}
+
+func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 25)
+	// A port nobody listens on yet: connections are refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx := context.Background()
+	if _, err := b.store.RecordPaymentForwarded(ctx, payment("tx-down"), "http://"+addr+"/paylock"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two failed attempts", func() bool { return len(b.outcomes.list()) >= 2 })
+
+	rc := newReceiver(t)
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(rc)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	waitFor(t, "the delivery", func() bool { return len(rc.deliveries()) == 1 })
+	waitFor(t, "the delivered outcome", func() bool {
+		o := b.outcomes.list()
+		return o[len(o)-1] == forward.OutcomeDelivered
+	})
+	if err := rc.deliveries()[0].err; err != nil {
+		t.Fatalf("the delivery does not verify: %v", err)
+	}
+}
+
+func TestASlowReceiverTimesOutAndIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 25)
+	rc := newReceiver(t)
+	rc.delay = time.Second // past the 300ms timeout, once
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	if _, err := b.store.RecordPaymentForwarded(context.Background(), payment("tx-slow"), srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivered outcome", func() bool {
+		o := b.outcomes.list()
+		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDelivered
+	})
+	if o := b.outcomes.list(); o[0] != forward.OutcomeFailedAttempt {
+		t.Fatalf("outcomes %v: the slow answer should have failed the first attempt", o)
+	}
+	got := rc.deliveries()
+	if len(got) != 2 || got[0].header.Get("webhook-id") != got[1].header.Get("webhook-id") {
+		t.Fatalf("%d deliveries; want 2 with one webhook-id", len(got))
+	}
+}
+
+func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	rc := newReceiver(t, 502, 502, 200)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	if _, err := b.store.RecordPaymentForwarded(ctx, payment("tx-discard"), srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []store.ForwardJob
+	waitFor(t, "the discarded job", func() bool {
+		var err error
+		jobs, err = b.store.ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true})
+		return err == nil && len(jobs) == 1
+	})
+	if want := []forward.Outcome{forward.OutcomeFailedAttempt, forward.OutcomeDiscarded}; !reflect.DeepEqual(b.outcomes.list(), want) {
+		t.Fatalf("outcomes %v, want %v", b.outcomes.list(), want)
+	}
+	j := jobs[0]
+	if j.State != "discarded" || j.Attempt != 2 || j.LastError == "" || j.FinalizedAt.IsZero() {
+		t.Fatalf("discarded job %+v", j)
+	}
+
+	j, err := b.store.RetryForward(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != "available" || j.MaxAttempts != 3 {
+		t.Fatalf("retried job %+v: want available with one more attempt", j)
+	}
+	waitFor(t, "the delivered outcome", func() bool {
+		o := b.outcomes.list()
+		return o[len(o)-1] == forward.OutcomeDelivered
+	})
+	if got := rc.deliveries(); len(got) != 3 || got[2].header.Get("webhook-id") != got[0].header.Get("webhook-id") {
+		t.Fatalf("%d deliveries, want 3 with one webhook-id", len(got))
+	}
+	if jobs, _ := b.store.ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true}); len(jobs) != 0 {
+		t.Fatalf("given-up jobs after the retry: %+v", jobs)
+	}
+}
+
+func TestARetryAfterPostponesTheNextAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 25)
+	rc := newReceiver(t, http.StatusTooManyRequests, 200) // Retry-After: 1
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	start := time.Now()
+	if _, err := b.store.RecordPaymentForwarded(context.Background(), payment("tx-429"), srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two deliveries", func() bool { return len(rc.deliveries()) == 2 })
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("the second attempt came after %v, before the 1s Retry-After", waited)
+	}
+}
+
+func TestDisbursementStatusChangesAreForwarded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 25)
+	rc := newReceiver(t)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	b.store.OnStatusChange(b.store.ForwardStatusHook(srv.URL))
+
+	d, err := b.store.AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-7", Tranche: 1, Amount: 500000, Currency: "EUR", EventID: "loan-evt-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.MarkSent(ctx, d.ID, "po_7", store.StatusSent); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.store.ApplyPayoutStatus(ctx, "pevt_7", "po_7", store.StatusPaid, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two deliveries", func() bool { return len(rc.deliveries()) == 2 })
+	types := map[string]map[string]any{}
+	for _, dl := range rc.deliveries() {
+		if dl.err != nil {
+			t.Errorf("delivery does not verify: %v", dl.err)
+		}
+		var msg struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal(dl.body, &msg); err != nil {
+			t.Fatal(err)
+		}
+		types[msg.Type] = msg.Data
+		status := msg.Data["status"].(string)
+		if id := dl.header.Get("webhook-id"); id != store.DisbursementForwardID("L-7", 1, store.DisbursementStatus(status)) {
+			t.Errorf("%s: webhook-id %q", msg.Type, id)
+		}
+	}
+	for _, status := range []string{"sent", "paid"} {
+		data, ok := types["disbursement."+status]
+		if !ok {
+			t.Fatalf("no disbursement.%s forward among %v", status, types)
+		}
+		if data["loan_id"] != "L-7" || data["tranche"] != float64(1) || data["amount"] != float64(500000) || data["currency"] != "EUR" ||
+			data["status"] != status || data["provider_ref"] != "po_7" || data["idempotency_key"] != "disburse-L-7-1" {
+			t.Errorf("disbursement.%s data %v", status, data)
+		}
+	}
+}
+
+func TestNewRefusesAMissingSecret(t *testing.T) {
+	t.Parallel()
+	if _, err := forward.New(forward.Config{}, nil); err == nil {
+		t.Fatal("a worker without a secret started")
+	}
+}

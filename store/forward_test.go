@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const forwardURL = "https://orders.internal/paylock"
+
+// forwardJobs returns the forward jobs' args held for the test's schema.
+func (b *bundle) forwardJobs(t *testing.T) []ForwardJob {
+	t.Helper()
+	jobs, err := b.store.ForwardJobs(context.Background(), ForwardJobFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.ForwardMaxAttempts = 7 })
+	ctx := context.Background()
+
+	p := newPayment("fwd-1")
+	p.Source = "stripe"
+	if _, err := b.store.RecordPaymentForwarded(ctx, p, forwardURL); err != nil {
+		t.Fatal(err)
+	}
+	jobs := b.forwardJobs(t)
+	if len(jobs) != 1 {
+		t.Fatalf("%d forward jobs, want 1", len(jobs))
+	}
+	j := jobs[0]
+	want := ForwardArgs{ID: PaymentForwardID("stripe", "fwd-1"), Type: ForwardPaymentRecorded, URL: forwardURL, Source: "stripe", TransactionID: "fwd-1"}
+	if j.Args != want || j.MaxAttempts != 7 || j.State != "available" {
+		t.Fatalf("job %+v, want args %+v, 7 attempts, available", j, want)
+	}
+
+	t.Run("ADuplicateInsertsNoSecondJob", func(t *testing.T) {
+		_, err := b.store.RecordPaymentForwarded(ctx, p, forwardURL)
+		if !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("got %v, want ErrDuplicate", err)
+		}
+		if n := len(b.forwardJobs(t)); n != 1 {
+			t.Fatalf("%d forward jobs after the duplicate, want 1", n)
+		}
+	})
+	t.Run("ASecondEnqueueOfTheSamePaymentIsSkipped", func(t *testing.T) {
+		tx, err := b.store.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.store.EnqueueForwardTx(ctx, tx, Forward{Source: "stripe", TransactionID: "fwd-1", URL: "https://elsewhere.internal/"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if jobs := b.forwardJobs(t); len(jobs) != 1 || jobs[0].Args.URL != forwardURL {
+			t.Fatalf("jobs %+v: want the first one only", jobs)
+		}
+	})
+	t.Run("WithoutAURLNothingIsEnqueued", func(t *testing.T) {
+		if _, err := b.store.RecordPaymentForwarded(ctx, newPayment("fwd-nourl"), ""); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(b.forwardJobs(t)); n != 1 {
+			t.Fatalf("%d forward jobs, want 1", n)
+		}
+	})
+}
+
+func TestARolledBackRecordLeavesNoForward(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	boom := errors.New("the embedder's hook failed")
+	_, err := b.store.RecordPaymentFunc(ctx, newPayment("fwd-rb"), func(ctx context.Context, tx pgx.Tx, p Payment) error {
+		if err := b.store.EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, URL: forwardURL}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the fn's error", err)
+	}
+	if n := b.countRows(t, "fwd-rb"); n != 0 {
+		t.Fatalf("%d payment rows, want 0", n)
+	}
+	if jobs := b.forwardJobs(t); len(jobs) != 0 {
+		t.Fatalf("forward jobs %+v after a rollback, want none", jobs)
+	}
+}
+
+func TestEnqueueForwardRefusesAnIncompleteForward(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for _, f := range []Forward{{TransactionID: "tx"}, {URL: forwardURL}} {
+		_, err := b.store.RecordPaymentFunc(ctx, newPayment("fwd-bad-"+f.URL), func(ctx context.Context, tx pgx.Tx, _ Payment) error {
+			return b.store.EnqueueForwardTx(ctx, tx, f)
+		})
+		if !errors.Is(err, ErrForward) {
+			t.Errorf("%+v: got %v, want ErrForward", f, err)
+		}
+	}
+}
+
+func TestStatusChangesEnqueueDisbursementForwards(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.store.OnStatusChange(b.store.ForwardStatusHook(forwardURL))
+
+	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-fwd", 2, "evt_fwd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.forwardJobs(t)); n != 0 {
+		t.Fatalf("%d forward jobs for a pending row, want 0", n)
+	}
+	if err := b.store.MarkSent(ctx, d.ID, "po_fwd", StatusSent); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.store.ApplyPayoutStatus(ctx, "pevt_1", "po_fwd", StatusPaid, ""); err != nil {
+		t.Fatal(err)
+	}
+	jobs := b.forwardJobs(t) // newest first
+	if len(jobs) != 2 {
+		t.Fatalf("%d forward jobs, want 2 (sent, paid)", len(jobs))
+	}
+	for i, want := range []DisbursementStatus{StatusPaid, StatusSent} {
+		a := jobs[i].Args
+		fd := a.Disbursement
+		if a.Type != ForwardDisbursementPrefix+string(want) || a.ID != DisbursementForwardID("L-fwd", 2, want) || a.URL != forwardURL ||
+			fd == nil || fd.Status != want || fd.LoanID != "L-fwd" || fd.Tranche != 2 || fd.ProviderRef != "po_fwd" ||
+			fd.IdempotencyKey != "disburse-L-fwd-2" || fd.Amount != 500000 || fd.Currency != "JPY" {
+			t.Errorf("job %d: %+v %+v, want a %s forward", i, a, fd, want)
+		}
+	}
+	if jobs[0].Args.Disbursement.PreviousStatus != StatusSent || jobs[1].Args.Disbursement.PreviousStatus != StatusPending {
+		t.Errorf("previous statuses %s, %s; want sent, pending", jobs[0].Args.Disbursement.PreviousStatus, jobs[1].Args.Disbursement.PreviousStatus)
+	}
+
+	t.Run("AStaleStatusChangesNothingAndForwardsNothing", func(t *testing.T) {
+		if _, applied, err := b.store.ApplyPayoutStatus(ctx, "pevt_2", "po_fwd", StatusFailed, "late"); err != nil || applied {
+			t.Fatalf("applied %v, %v", applied, err)
+		}
+		if n := len(b.forwardJobs(t)); n != 2 {
+			t.Fatalf("%d forward jobs, want 2", n)
+		}
+	})
+}
+
+func TestForwardIDsAreStableAndDistinct(t *testing.T) {
+	t.Parallel()
+	ids := map[string]string{}
+	for _, c := range []struct{ name, id string }{
+		{"payments/tx_1", PaymentForwardID("payments", "tx_1")},
+		{"stripe/tx_1", PaymentForwardID("stripe", "tx_1")},
+		{"payments/tx_2", PaymentForwardID("payments", "tx_2")},
+		{"a/b\nc", PaymentForwardID("a", "b\nc")},
+		{"L-1/1/sent", DisbursementForwardID("L-1", 1, StatusSent)},
+		{"L-1/1/paid", DisbursementForwardID("L-1", 1, StatusPaid)},
+		{"L-1/2/sent", DisbursementForwardID("L-1", 2, StatusSent)},
+	} {
+		if prev, ok := ids[c.id]; ok {
+			t.Errorf("%s and %s share webhook-id %s", prev, c.name, c.id)
+		}
+		ids[c.id] = c.name
+		if len(c.id) != 36 {
+			t.Errorf("%s: id %q is %d characters, want 36", c.name, c.id, len(c.id))
+		}
+	}
+	if PaymentForwardID("", "tx_1") != PaymentForwardID(DefaultSource, "tx_1") {
+		t.Error(`source "" is not DefaultSource`)
+	}
+	if got, want := PaymentForwardID("payments", "tx_1"), PaymentForwardID("payments", "tx_1"); got != want {
+		t.Errorf("not deterministic: %s, %s", got, want)
+	}
+}
+
+func TestRetryForwardOfAnUnknownJobIsNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	if _, err := b.store.RetryForward(ctx, 424242); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown id: got %v, want ErrNotFound", err)
+	}
+	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-rf", 1, "evt_rf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var payoutJob int64
+	if err := b.admin.QueryRow(ctx, "SELECT id FROM river_job WHERE kind = $1", PayoutKind).Scan(&payoutJob); err != nil {
+		t.Fatal(err, d.ID)
+	}
+	if _, err := b.store.RetryForward(ctx, payoutJob); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a payout job's id: got %v, want ErrNotFound", err)
+	}
+}
