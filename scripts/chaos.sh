@@ -34,7 +34,8 @@
 # command, to docs/reliability.md (the full form) or to --out FILE.
 # Exits non-zero if any verdict fails.
 #
-#   --short      the CI form: smaller storms, one fault each (about a minute)
+#   --short      the CI form: smaller storms, one fault each (a few minutes,
+#                most of it scenario 7 waiting for River's retries)
 #   --only IDS   run only these scenarios (comma-separated, e.g. 1,3b,5)
 #   --out FILE   write the report there ("-": nowhere); default
 #                docs/reliability.md for the full form, nowhere for --short
