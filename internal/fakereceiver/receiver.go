@@ -33,8 +33,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/paylock/paylock/signature"
 )
@@ -170,8 +172,8 @@ func (r *Receiver) Stats() Stats {
 // WriteDeliveries writes one line per webhook-id seen, sorted by id, with
 // tab-separated fields: webhook-id, source, transaction_id, attempts,
 // signature failures, deliveries (processed attempts). Absent strings are
-// "-". Webhook-ids and the body's strings are written as received: a
-// script reading the lines should only use it with a trusted sender.
+// "-"; control characters (tabs and newlines included) are written as
+// '?', so that a line always has six fields.
 func (r *Receiver) WriteDeliveries(w io.Writer) error {
 	s := r.Stats()
 	ids := make([]string, 0, len(s.Events))
@@ -183,11 +185,16 @@ func (r *Receiver) WriteDeliveries(w io.Writer) error {
 		if v == "" {
 			return "-"
 		}
-		return v
+		return strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return '?'
+			}
+			return r
+		}, v)
 	}
 	for _, id := range ids {
 		e := s.Events[id]
-		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", id, dash(e.Source), dash(e.TransactionID),
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", dash(id), dash(e.Source), dash(e.TransactionID),
 			e.Attempts, e.SignatureFailures, e.Deliveries); err != nil {
 			return err
 		}

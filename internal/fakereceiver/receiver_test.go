@@ -44,7 +44,7 @@ func start(t *testing.T, failFirst int, dropRate float64) (*fakereceiver.Receive
 }
 
 func event(source, tx string) []byte {
-	return fmt.Appendf(nil, `{"type":"payment.recorded","data":{"source":%q,"transaction_id":%q,"amount":1200,"currency":"JPY","event_id":"evt-%s","received_at":"2026-11-30T22:00:00Z","payload":{"amount":1200}}}`, source, tx, tx)
+	return fmt.Appendf(nil, `{"type":"payment.recorded","data":{"source":%q,"transaction_id":%q,"amount":1200,"currency":"JPY","event_id":%q,"received_at":"2026-11-30T22:00:00Z","payload":{"amount":1200}}}`, source, tx, "evt-"+tx)
 }
 
 func signed(t *testing.T, id string, body []byte) http.Header {
@@ -230,17 +230,19 @@ func TestVerifiedBodyThatIsNotAnEventIs400(t *testing.T) {
 func TestDeliveriesListOneLinePerWebhookID(t *testing.T) {
 	t.Parallel()
 	r, url := start(t, 1, 0)
-	a := event("payments", "tx-a")
+	a, c := event("payments", "tx-a"), event("payments", "tx\tc\n")
 	post(t, url, signed(t, "msg_b", a), event("payments", "tx-b")) // tampered: a failure under msg_b
 	post(t, url, signed(t, "msg_a", a), a)
 	post(t, url, signed(t, "msg_a", a), a)
+	post(t, url, signed(t, "msg_c", c), c)
+	post(t, url, signed(t, "msg_c", c), c)
 	res, err := http.Get(url + "/debug/deliveries")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	got, _ := io.ReadAll(res.Body)
-	want := "msg_a\tpayments\ttx-a\t2\t0\t1\nmsg_b\t-\t-\t1\t1\t0\n"
+	want := "msg_a\tpayments\ttx-a\t2\t0\t1\nmsg_b\t-\t-\t1\t1\t0\nmsg_c\tpayments\ttx?c?\t2\t0\t1\n"
 	if string(got) != want {
 		t.Errorf("deliveries\n%q, want\n%q", got, want)
 	}
