@@ -678,7 +678,7 @@ run_forwarding() {
   # a payment whose answer is dropped twice after the two 500s waits
   # minutes. A cap on the forward backoff, when paylock has one, keeps the
   # wait short.
-  if "$bin/paylock" serve -h 2>&1 | grep -q PAYLOCK_FORWARD_BACKOFF_CAP; then
+  if [[ $("$bin/paylock" serve -h 2>&1 || true) == *PAYLOCK_FORWARD_BACKOFF_CAP* ]]; then
     FWD_SETTINGS+=(PAYLOCK_FORWARD_BACKOFF_CAP=1s)
   fi
   psql=$(_svc_find_pg_bin psql)
