@@ -24,12 +24,18 @@
 #   6   disbursements: the payout provider (cmd/fakeprovider) drops answers
 #       after creating payouts while two `paylock worker`s race; one payout per
 #       tranche at the provider
+#   7   forwarding: every recorded payment is forwarded (PAYLOCK_FORWARD_URL)
+#       to cmd/fakereceiver, which answers 500 to the first 2 attempts of
+#       each webhook-id and drops 10% of its answers after processing, while
+#       a replica is killed with SIGKILL mid-storm; every payment forwarded
+#       under one webhook-id, every signature verified, one job per payment
 #
 # Prints the results table and writes it, with the date, the commit and this
 # command, to docs/reliability.md (the full form) or to --out FILE.
 # Exits non-zero if any verdict fails.
 #
-#   --short      the CI form: smaller storms, one fault each (about a minute)
+#   --short      the CI form: smaller storms, one fault each (a few minutes,
+#                most of it scenario 7 waiting for River's retries)
 #   --only IDS   run only these scenarios (comma-separated, e.g. 1,3b,5)
 #   --out FILE   write the report there ("-": nowhere); default
 #                docs/reliability.md for the full form, nowhere for --short
@@ -111,6 +117,7 @@ cleanup() {
   [[ -n $storm_pid ]] && { kill "$storm_pid" 2>/dev/null; wait "$storm_pid" 2>/dev/null; }
   for i in "${!rep_pid[@]}"; do stop_replica "$i"; done
   declare -F stop_disbursement_side >/dev/null && stop_disbursement_side
+  declare -F stop_receiver >/dev/null && stop_receiver
   [[ -n $proxy_pid ]] && { kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; }
   services_stop
   if $keep || [[ $rc -ne 0 || $failed -ne 0 ]]; then
@@ -243,11 +250,11 @@ fault() {
   say "  $scenario: $*"
 }
 
-storm_start() {
+storm_start() { # storm_start [PSPSIM FLAGS]: the flags override PSPSIM_FLAGS
   storm_t0=$(date +%s%N)
   "$bin/pspsim" --targets "$targets" --txs "$TXS" --rate "$RATE" "${PSPSIM_FLAGS[@]}" \
     --run-id "chaos-${scenario}-$$" --seed "$RANDOM" --database-url "$DATABASE_URL" \
-    --json --progress >"$work/$scenario.json" 2>"$logs/pspsim-$scenario.log" &
+    --json --progress "$@" >"$work/$scenario.json" 2>"$logs/pspsim-$scenario.log" &
   storm_pid=$!
 }
 
@@ -608,6 +615,207 @@ run_disbursements() {
   say "scenario $id: ${v:-error}${notes:+ (${notes%; })} ($(json_field "$work/$id.json" unsent) not sent, $(json_field "$work/$id.json" unacknowledged) unacknowledged, $(json_field "$work/$id.json" refused_4xx) refused)"
 }
 
+# Scenario 7 (forwarding): the replicas restart with forwarding on
+# (PAYLOCK_FORWARD_URL, PAYLOCK_FORWARD_SECRETS), so that every newly recorded
+# payment inserts a forward job (River kind FWD_KIND) in its transaction,
+# and every replica works those jobs. The receiver, cmd/fakereceiver,
+# verifies each delivery's Standard Webhooks signature, answers 500 to the
+# first FWD_FAIL_FIRST attempts of each webhook-id and drops FWD_DROP of its
+# answers after processing the event. pspsim storms the replicas
+# (FWD_TXS transactions × FWD_DELIVERIES deliveries) and one replica is
+# SIGKILLed mid-storm, then restarted. Once every payment of the run has
+# reached the receiver (a bounded wait: FWD_WAIT seconds), the verdict
+# compares the database with the receiver: every payment forwarded, under
+# exactly one webhook-id (its job's), no signature failure, exactly one job
+# per payment, and pspsim's own exactly-once verdict.
+if $short; then FWD_TXS=100; else FWD_TXS=300; fi
+FWD_DELIVERIES=5 FWD_RATE=150 FWD_FAIL_FIRST=2 FWD_DROP=0.1
+FWD_KIND=forward                            # store.ForwardKind
+FWD_WAIT=${CHAOS_FORWARD_WAIT:-600}         # seconds for forwarding to settle after the storm
+FWD_SETTINGS=(PAYLOCK_FORWARD_TIMEOUT=2s PAYLOCK_WORKER_POLL=200ms) # an attempt's bound (River rescues a killed replica's jobs after 2×(it + 5s)); River's poll
+rc_pid="" rc_port=""
+
+start_receiver() {
+  pick_port rc_port
+  "$bin/fakereceiver" --addr "127.0.0.1:$rc_port" --fail-first "$FWD_FAIL_FIRST" --drop-rate "$FWD_DROP" \
+    --log-format json >"$logs/fakereceiver.log" 2>&1 &
+  rc_pid=$!
+  for _ in $(seq 1 100); do [[ $(http_status GET "127.0.0.1:$rc_port" /debug/stats) == 200 ]] && return 0; sleep 0.1; done
+  echo "chaos: fakereceiver not ready after 10s; its log ends:" >&2
+  tail -n 5 "$logs/fakereceiver.log" >&2
+  return 1
+}
+
+stop_receiver() {
+  [[ -n $rc_pid ]] || return 0
+  kill -TERM "$rc_pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$rc_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$rc_pid" 2>/dev/null || true
+  wait "$rc_pid" 2>/dev/null || true
+  rc_pid=""
+}
+
+# restart_replicas: restarts the three replicas (SIGTERM, then start) on
+# their servers, with the environment as it is now.
+restart_replicas() {
+  local i
+  for i in 0 1 2; do stop_replica "$i"; done
+  for i in 0 1 2; do start_replica "$i" "${rep_redis[i]}" "${rep_db[i]}"; done
+  for i in 0 1 2; do wait_ready "$i"; done
+}
+
+# received_ids: how many webhook-ids the receiver processed at least once.
+received_ids() {
+  curl -s --max-time 5 "http://127.0.0.1:$rc_port/debug/deliveries" | awk -F '\t' '$6 > 0 { n++ } END { print n + 0 }'
+}
+
+# run_forwarding ID TITLE: scenario 7, reported like the pspsim scenarios
+# (pspsim's JSON, its duplicates, lost and verdict joined with the
+# forwarding's, and the forwarding's own fields added as forward_*).
+run_forwarding() {
+  local id=$1 title=$2 notes="" prefix psql rc=0 i deadline payments=-1 received=-1 settled=false next_say s0 settle_s sig
+  if [[ -n $only && ",$only," != *",$id,"* ]]; then return 0; fi
+  scenario=$id timeline="" prefix="chaos-$id-$$-"
+  say "scenario $id: $title"
+  # River's own retry policy waits attempt⁴ seconds (1s, 16s, 81s, 256s...):
+  # a payment whose answer is dropped twice after the two 500s waits
+  # minutes. A cap on the forward backoff, when paylock has one, keeps the
+  # wait short.
+  if [[ $("$bin/paylock" serve -h 2>&1 || true) == *PAYLOCK_FORWARD_BACKOFF_CAP* ]]; then
+    FWD_SETTINGS+=(PAYLOCK_FORWARD_BACKOFF_CAP=1s)
+  fi
+  psql=$(_svc_find_pg_bin psql)
+  PAYLOCK_FORWARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
+  export PAYLOCK_FORWARD_SECRETS # the replicas sign and the receiver verifies with it; kept off command lines
+  start_receiver
+  export PAYLOCK_FORWARD_URL="http://127.0.0.1:$rc_port/paylock/events" "${FWD_SETTINGS[@]}"
+  restart_replicas
+  say "  $id: replicas restarted with forwarding to the fakereceiver (${FWD_SETTINGS[*]})"
+  mark_logs
+  local s=$((FWD_TXS * FWD_DELIVERIES * 1000 / FWD_RATE))
+  TXS=$FWD_TXS RATE=$FWD_RATE storm_start --deliveries "$FWD_DELIVERIES" --deadline "$((s / 1000 + 45))s"
+  fault "fakereceiver: 500 to the first $FWD_FAIL_FIRST attempts per webhook-id, answers dropped after processing (rate $FWD_DROP)"
+  at $((s / 4)); kill_replica 1; fault "SIGKILL replica 2"
+  storm_wait || rc=$?
+  [[ $rc -eq 0 ]] || dump_goroutines
+  for i in 0 1 2; do
+    if [[ -n ${rep_down[i]} ]]; then
+      restart_replica "$i"
+      fault "replica $((i + 1)) restarted after the storm"
+    elif ! kill -0 "${rep_pid[i]}" 2>/dev/null; then
+      notes+="replica $((i + 1)) exited unexpectedly; "
+    fi
+  done
+
+  # Bounded wait: until the receiver has processed as many webhook-ids as
+  # the run recorded payments.
+  s0=$(date +%s) next_say=$(($(date +%s) + 15))
+  deadline=$((s0 + FWD_WAIT))
+  while :; do
+    payments=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM payments WHERE transaction_id LIKE '$prefix%'" 2>/dev/null || echo -1)
+    received=$(received_ids)
+    if [[ $payments -gt 0 && $received -ge $payments ]]; then settled=true; break; fi
+    (($(date +%s) < deadline)) || break
+    if (($(date +%s) >= next_say)); then
+      say "  $id: $received of $payments payments forwarded so far"
+      next_say=$(($(date +%s) + 15))
+    fi
+    sleep 1
+  done
+  settle_s=$(($(date +%s) - s0))
+  if $settled; then
+    fault "every payment forwarded ${settle_s}s after the storm"
+    sleep 2 # let late redeliveries land before counting
+  else
+    fault "forwarding not settled after ${FWD_WAIT}s ($received of $payments payments forwarded)"
+  fi
+  curl -s --max-time 10 "http://127.0.0.1:$rc_port/debug/stats" >"$work/$id.stats.json" || true
+  curl -s --max-time 10 "http://127.0.0.1:$rc_port/debug/deliveries" >"$work/$id.deliveries" || true
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT source, transaction_id FROM payments WHERE transaction_id LIKE '$prefix%'" \
+    >"$work/$id.rows" 2>/dev/null || notes+="payments unreadable; "
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state FROM river_job
+    WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
+  kill -0 "$rc_pid" 2>/dev/null || notes+="fakereceiver exited unexpectedly; "
+  logs_since_mark >"$work/$id.server.log"
+  stop_receiver
+  for i in "${FWD_SETTINGS[@]}"; do unset "${i%%=*}"; done
+  unset PAYLOCK_FORWARD_URL PAYLOCK_FORWARD_SECRETS
+  restart_replicas # forwarding off again, as every other scenario runs
+
+  # One awk over the payments, the jobs and the receiver's deliveries
+  # (webhook-id, source, transaction_id, attempts, signature failures,
+  # deliveries), joined with the receiver's totals.
+  sig=$(json_field "$work/$id.stats.json" signature_failures)
+  awk -F '\t' -v settled="$settled" -v settle_s="$settle_s" -v sig="${sig:--1}" \
+    -v conflicts="$(json_field "$work/$id.stats.json" conflicts)" -v malformed="$(json_field "$work/$id.stats.json" malformed)" \
+    -v failed_first="$(json_field "$work/$id.stats.json" failed_first)" -v dropped="$(json_field "$work/$id.stats.json" dropped)" '
+    FILENAME ~ /rows$/ { pay[$1 SUBSEP $2] = 1; npay++; next }
+    FILENAME ~ /jobs$/ { k = $2 SUBSEP $3; jobs[k]++; jobid[k] = $1; njobs++; if ($4 != "completed") notdone++; next }
+    {
+      attempts += $4
+      if ($6 > 0) { k = $2 SUBSEP $3; ids[k]++; idof[k] = $1; nids++; redelivered += $6 - 1 }
+    }
+    END {
+      for (k in pay) {
+        if (!(k in ids)) lost++
+        else if (ids[k] > 1) dupids++
+        if (jobs[k] != 1) badjobs++
+        if ((k in ids) && (k in jobs) && idof[k] != jobid[k]) mismatched++
+      }
+      for (k in ids) if (!(k in pay)) unknown++
+      for (k in jobs) if (!(k in pay)) unknown++
+      npay += 0; njobs += 0; nids += 0; lost += 0; dupids += 0; badjobs += 0; mismatched += 0; unknown += 0
+      notdone += 0; attempts += 0; redelivered += 0; conflicts += 0; malformed += 0
+      ok = settled == "true" && npay > 0 && lost == 0 && dupids == 0 && unknown == 0 && njobs == npay && badjobs == 0 &&
+        mismatched == 0 && sig == 0 && conflicts == 0 && malformed == 0
+      printf "forward_verdict\t%s\nforward_payments\t%d\nforward_forwarded\t%d\nforward_webhook_ids\t%d\n", ok ? "pass" : "fail", npay, npay - lost, nids
+      printf "forward_lost\t%d\nforward_duplicate_ids\t%d\nforward_unknown\t%d\nforward_jobs\t%d\nforward_payments_without_one_job\t%d\n", lost, dupids, unknown, njobs, badjobs
+      printf "forward_id_mismatches\t%d\nforward_jobs_not_completed\t%d\nforward_signature_failures\t%d\n", mismatched, notdone, sig
+      printf "forward_conflicts\t%d\nforward_malformed\t%d\nforward_attempts\t%d\nforward_failed_first\t%d\n", conflicts, malformed, attempts, failed_first
+      printf "forward_dropped\t%d\nforward_redelivered\t%d\nforward_settled\t%s\nforward_settle_seconds\t%d\n", dropped, redelivered, settled, settle_s
+    }' "$work/$id.rows" "$work/$id.jobs" "$work/$id.deliveries" >"$work/$id.forward"
+  forward_json "$id"
+  local v; v=$(json_field "$work/$id.json" verdict)
+  [[ $v == pass && -z $notes ]] || failed=1
+  printf '%s\x1f%s\x1f%s\x1f%s\x1f%s\n' "$id" "$title" "$([[ $v == pass ]] && echo 0 || echo 1)" "$timeline" "${notes%; }" >>"$work/results"
+  say "scenario $id: ${v:-error}${notes:+ (${notes%; })} (pspsim $(json_field "$work/$id.json" pspsim_verdict); forwarded $(fwd "$id" forwarded) of $(fwd "$id" payments) payments under $(fwd "$id" webhook_ids) webhook-ids, $(fwd "$id" jobs) jobs, $(fwd "$id" lost) lost, $(fwd "$id" duplicate_ids) duplicated, $(fwd "$id" signature_failures) signature failures)"
+}
+
+fwd() { awk -F '\t' -v k="forward_$2" '$1 == k { print $2 }' "$work/$1.forward"; } # fwd ID FIELD
+
+# forward_json ID: $work/ID.json is pspsim's JSON with its duplicates, lost
+# and verdict joined with the forwarding's, pspsim's own verdict kept as
+# pspsim_verdict and the forwarding's fields added (top-level scalars, which
+# json_field reads with or without jq).
+forward_json() {
+  local id=$1 j=$work/$1.json f=$work/$1.forward
+  [[ -s $j ]] || printf '{\n  "verdict": "fail",\n  "duplicates": 0,\n  "lost": 0\n}\n' >"$j"
+  awk -F '\t' -v fwd="$f" '
+    BEGIN {
+      while ((getline line < fwd) > 0) { split(line, p, "\t"); fv[p[1]] = p[2]; order[++n] = p[1] }
+      extra_dup = fv["forward_duplicate_ids"] + fv["forward_unknown"]
+      extra_lost = fv["forward_lost"]
+    }
+    NR == 1 && /^\{/ {
+      print
+      for (i = 1; i <= n; i++) {
+        v = fv[order[i]]
+        printf "  \"%s\": %s,\n", order[i], (v ~ /^-?[0-9]+$/ || v == "true" || v == "false") ? v : "\"" v "\""
+      }
+      next
+    }
+    /^  "duplicates": / { match($0, /[0-9]+/); n0 = substr($0, RSTART, RLENGTH) + extra_dup; sub(/[0-9]+/, n0); print; next }
+    /^  "lost": / { match($0, /[0-9]+/); n0 = substr($0, RSTART, RLENGTH) + extra_lost; sub(/[0-9]+/, n0); print; next }
+    /^  "verdict": / {
+      pv = $0; sub(/^  "verdict": "/, "", pv); sub(/".*/, "", pv)
+      v = (pv == "pass" && fv["forward_verdict"] == "pass") ? "pass" : "fail"
+      c = ($0 ~ /,$/) ? "," : ""
+      printf "  \"pspsim_verdict\": \"%s\",\n  \"verdict\": \"%s\"%s\n", pv, v, c
+      next
+    }
+    { print }' "$j" >"$j.tmp" && mv "$j.tmp" "$j"
+}
+
 # --- Report -------------------------------------------------------------------
 
 server_side() { # server_side ID: what the replicas logged during the scenario
@@ -652,6 +860,9 @@ report() {
   if grep -q '^6'$'\x1f' "$work/results"; then
     echo "- scenario 6: its own sender approves $LOANS loans (a third with tranche 2) over the 3 replicas' \`POST /webhooks/loans\`, each tranche 3 times at once (twice one event id, once a re-approval under another), $DISB_INFLIGHT in flight at most, non-2xx retried on the next replica (10 attempts at most); two \`paylock worker\`s (PAYLOCK_WORKER_POLL=200ms, PAYLOCK_PAYOUT_BACKOFF_CAP=1s, PAYLOCK_PAYOUT_TIMEOUT=2s) pay through \`fakeprovider --drop-rate $DISB_DROP --fail-rate $DISB_FAIL\`; within ${DISB_WAIT}s every row must be \`sent\`/\`paid\`. Its **duplicates** are tranches with more than one payout at the provider (\`GET /debug/stats\`), row or \`accepted\` answer; its **lost**, tranches without a row or a payout; its verdict also needs every approval acknowledged and no 4xx but 409"
   fi
+  if grep -q '^7'$'\x1f' "$work/results"; then
+    echo "- scenario 7: the replicas restart with PAYLOCK_FORWARD_URL pointing at \`fakereceiver --fail-first $FWD_FAIL_FIRST --drop-rate $FWD_DROP\` (${FWD_SETTINGS[*]}, the other forward settings default); \`pspsim\` sends $FWD_TXS transactions × $FWD_DELIVERIES deliveries at $FWD_RATE deliveries/s; replica 2 is SIGKILLed a quarter into the storm and restarted after it; within ${FWD_WAIT}s the receiver must have processed as many webhook-ids as the run recorded payments. Its **duplicates** add the payments delivered under more than one webhook-id and the deliveries or jobs of no recorded payment; its **lost**, the payments never delivered; its verdict also needs pspsim's, no signature failure, and exactly one forward job (River kind \`$FWD_KIND\`) per payment, whose webhook-id is the one delivered"
+  fi
   echo
   echo "| scenario | deliveries | retries | rows | duplicates | lost | verdict | non-2xx answers | ack p99 / max |"
   echo "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |"
@@ -688,6 +899,38 @@ EOF
     [[ $rc == skip ]] && continue
     echo "- **$id**: ${tl%; }"
   done <"$work/results"
+  if grep -q '^7'$'\x1f' "$work/results" && [[ -s $work/7.forward ]]; then
+    cat <<'EOF'
+
+## Forwarding (scenario 7)
+
+From the database (the run's payments, River's forward jobs) and the
+receiver (`GET /debug/deliveries`, `/debug/stats`): **payments** recorded;
+**forwarded**, those the receiver processed; **webhook-ids** it processed;
+**jobs**, forward jobs of the run's payments; **lost**, payments never
+forwarded; **duplicate ids**, payments forwarded under more than one
+webhook-id; **id mismatches**, payments whose delivered webhook-id is not
+their job's; **signature failures**, deliveries whose Standard Webhooks
+signature did not verify; **attempts** the receiver saw, of which **500s**
+(its first attempts per webhook-id) and processed ones whose answer it
+**dropped**; **redeliveries**, processed attempts of an id already
+processed (at-least-once, deduplicated by webhook-id); **jobs not
+completed** when counted (a killed replica's job stays `running` until
+River rescues it, even when its delivery arrived); **settled**, seconds
+from the storm's end until every payment was forwarded.
+
+| payments | forwarded | webhook-ids | jobs | lost | duplicate ids | id mismatches | signature failures | attempts | 500s | dropped | redeliveries | jobs not completed | settled | verdict |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+EOF
+    local k row="|" fv
+    for k in payments forwarded webhook_ids jobs lost duplicate_ids id_mismatches signature_failures attempts failed_first dropped redelivered jobs_not_completed; do
+      row+=" $(fwd 7 "$k") |"
+    done
+    if [[ $(fwd 7 settled) == true ]]; then row+=" $(fwd 7 settle_seconds)s |"; else row+=" not after ${FWD_WAIT}s |"; fi
+    fv=$(fwd 7 verdict)
+    [[ $fv == pass ]] && row+=" **pass** |" || row+=" **FAIL** |"
+    echo "$row"
+  fi
   if $have_jq; then
     cat <<'EOF'
 
@@ -713,8 +956,8 @@ EOF
 
 # --- Main ---------------------------------------------------------------------
 
-say "building paylock, pspsim, chaosproxy and fakeprovider into $bin"
-go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy ./cmd/fakeprovider
+say "building paylock, pspsim, chaosproxy, fakeprovider and fakereceiver into $bin"
+go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy ./cmd/fakeprovider ./cmd/fakereceiver
 
 SERVICES_THROWAWAY=1 services_start
 : >"$work/results"
@@ -752,6 +995,7 @@ run 5b "connections reset repeatedly, then cut for 1s" scenario_5b
 run 5c "replies dropped after the request was forwarded (Postgres, then Redis)" scenario_5c
 TXS=30 RATE=9 run 5d "Postgres replies dropped at light traffic (30 transactions at 9 deliveries/s)" scenario_5d
 run_disbursements 6 "disbursements: provider drops answers after creating payouts ($DISB_DROP) and answers 503 ($DISB_FAIL); two workers race"
+run_forwarding 7 "forwarding: receiver fails the first $FWD_FAIL_FIRST attempts per webhook-id and drops $FWD_DROP of its answers; replica killed (SIGKILL) mid-storm"
 
 report >"$work/report.md"
 echo

@@ -1,0 +1,305 @@
+// Package fakereceiver is a downstream service that receives the events
+// paylock forwards (PAYLOCK_FORWARD_URL), for tests, demos and chaos runs.
+// It is what a team's own service would be, with faults:
+//
+//	POST <any path>          a payment.recorded event signed with Standard Webhooks
+//	                         (webhook-id, webhook-timestamp, webhook-signature)
+//	GET  /debug/stats        what it received (Stats, JSON)
+//	GET  /debug/deliveries   one line per webhook-id, for scripts (Receiver.WriteDeliveries)
+//
+// Every POST is verified with paylock's own signature package before
+// anything else: a signature that does not verify is answered 401 and
+// counted, per webhook-id and in total. A verified delivery that is not a
+// payment.recorded event naming its source and transaction id is 400.
+// Then, per webhook-id, the first Config.FailFirst verified attempts are
+// answered 500 without being processed. Any later attempt is processed: it
+// is recorded (its first processing time, how many times it was processed)
+// and then, with probability Config.DropRate, its answer is dropped (the
+// connection is closed without one, as when a receiver crashes after its
+// COMMIT); otherwise it is answered 204.
+//
+// A receiver deduplicates by webhook-id, so a sender must send one
+// webhook-id per payment, the same on every attempt: Stats counts the
+// payments that arrived under more than one webhook-id (DuplicatePayments)
+// and the webhook-ids that arrived with more than one payment (Conflicts).
+package fakereceiver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/paylock/paylock/signature"
+)
+
+// EventType is the only event type the receiver accepts.
+const EventType = "payment.recorded"
+
+// maxBody bounds what one delivery may send.
+const maxBody = 1 << 20
+
+// Config configures a Receiver.
+type Config struct {
+	// Verifier checks every delivery's signature; it must be for
+	// signature.SchemeStandard. Required.
+	Verifier *signature.Verifier
+	// FailFirst is how many verified attempts of each webhook-id are
+	// answered 500 before one is processed.
+	FailFirst int
+	// DropRate is the fraction of processed attempts whose answer is
+	// dropped: the connection is closed without an answer.
+	DropRate float64
+	Logger   *slog.Logger // default: discard
+}
+
+// Event is what the receiver knows of one webhook-id.
+type Event struct {
+	// Source and TransactionID are those of the first verified attempt's
+	// body.
+	Source        string `json:"source,omitempty"`
+	TransactionID string `json:"transaction_id,omitempty"`
+	// Attempts counts every POST with this webhook-id, signature failures
+	// included.
+	Attempts int `json:"attempts"`
+	// SignatureFailures counts those whose signature did not verify.
+	SignatureFailures int `json:"signature_failures"`
+	// Deliveries counts the attempts processed (answered 204 or dropped);
+	// more than one means the sender redelivered an event the receiver
+	// already had, which is at-least-once delivery, not a duplicate.
+	Deliveries int `json:"deliveries"`
+	// FirstDeliveredAt is when it was first processed; zero if never.
+	FirstDeliveredAt time.Time `json:"first_delivered_at,omitzero"`
+}
+
+// Stats is what the receiver saw.
+type Stats struct {
+	Requests          int `json:"requests"`           // POSTs received
+	SignatureFailures int `json:"signature_failures"` // POSTs answered 401
+	Malformed         int `json:"malformed"`          // verified POSTs answered 400
+	FailedFirst       int `json:"failed_first"`       // POSTs answered 500 (FailFirst)
+	Delivered         int `json:"delivered"`          // POSTs processed, redeliveries included
+	Dropped           int `json:"dropped"`            // processed POSTs whose answer was dropped
+	// WebhookIDs counts the webhook-ids processed at least once; Payments
+	// the distinct (source, transaction_id) among them.
+	WebhookIDs int `json:"webhook_ids"`
+	Payments   int `json:"payments"`
+	// DuplicatePayments counts the payments processed under more than one
+	// webhook-id; Conflicts the webhook-ids whose attempts named more than
+	// one payment. Both are 0 for a correct sender.
+	DuplicatePayments int `json:"duplicate_payments"`
+	Conflicts         int `json:"conflicts"`
+	// Events is keyed by webhook-id.
+	Events map[string]Event `json:"events"`
+}
+
+// Receiver is the fake downstream service, an http.Handler safe for
+// concurrent use.
+type Receiver struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+
+	mu        sync.Mutex
+	stats     Stats
+	verified  map[string]int       // verified attempts per webhook-id
+	conflicts map[string]bool      // webhook-ids counted in stats.Conflicts
+	payments  map[payment][]string // webhook-ids processed per payment
+}
+
+type payment struct{ source, transactionID string }
+
+// New returns a Receiver. It returns an error when cfg has no Verifier, a
+// negative FailFirst or a DropRate outside [0, 1].
+func New(cfg Config) (*Receiver, error) {
+	switch {
+	case cfg.Verifier == nil:
+		return nil, errors.New("fakereceiver: no verifier")
+	case cfg.FailFirst < 0:
+		return nil, fmt.Errorf("fakereceiver: negative FailFirst %d", cfg.FailFirst)
+	case cfg.DropRate < 0 || cfg.DropRate > 1:
+		return nil, fmt.Errorf("fakereceiver: DropRate %v is not in [0, 1]", cfg.DropRate)
+	}
+	r := &Receiver{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		mux:       http.NewServeMux(),
+		stats:     Stats{Events: make(map[string]Event)},
+		verified:  make(map[string]int),
+		conflicts: make(map[string]bool),
+		payments:  make(map[payment][]string),
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.mux.HandleFunc("POST /", r.receive)
+	r.mux.HandleFunc("GET /debug/stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(r.Stats())
+	})
+	r.mux.HandleFunc("GET /debug/deliveries", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
+		_ = r.WriteDeliveries(w)
+	})
+	return r, nil
+}
+
+// ServeHTTP serves the routes listed in the package documentation.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
+
+// Stats returns a copy of what the receiver saw.
+func (r *Receiver) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.Events = make(map[string]Event, len(r.stats.Events))
+	for k, v := range r.stats.Events {
+		s.Events[k] = v
+	}
+	return s
+}
+
+// WriteDeliveries writes one line per webhook-id seen, sorted by id, with
+// tab-separated fields: webhook-id, source, transaction_id, attempts,
+// signature failures, deliveries (processed attempts). Absent strings are
+// "-"; control characters (tabs and newlines included) are written as
+// '?', so that a line always has six fields.
+func (r *Receiver) WriteDeliveries(w io.Writer) error {
+	s := r.Stats()
+	ids := make([]string, 0, len(s.Events))
+	for id := range s.Events {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	dash := func(v string) string {
+		if v == "" {
+			return "-"
+		}
+		return strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return '?'
+			}
+			return r
+		}, v)
+	}
+	for _, id := range ids {
+		e := s.Events[id]
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", dash(id), dash(e.Source), dash(e.TransactionID),
+			e.Attempts, e.SignatureFailures, e.Deliveries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forwarded is the part of a forwarded event the receiver reads.
+type forwarded struct {
+	Type string `json:"type"`
+	Data struct {
+		Source        string `json:"source"`
+		TransactionID string `json:"transaction_id"`
+	} `json:"data"`
+}
+
+func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err != nil {
+		http.Error(w, "body unreadable or too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	id := req.Header.Get(signature.HeaderWebhookID)
+	if len(id) > 256 {
+		id = "" // not a webhook-id the verifier accepts; kept out of the stats
+	}
+	res, verr := r.cfg.Verifier.Verify(req.Header, body)
+
+	r.mu.Lock()
+	r.stats.Requests++
+	ev := r.stats.Events[id]
+	if id != "" {
+		ev.Attempts++
+	}
+	if verr != nil {
+		r.stats.SignatureFailures++
+		if id != "" {
+			ev.SignatureFailures++
+			r.stats.Events[id] = ev
+		}
+		r.mu.Unlock()
+		r.log.Warn("signature refused", "webhook_id", id, "error", verr)
+		http.Error(w, "signature does not verify", http.StatusUnauthorized)
+		return
+	}
+	id = res.ID // the verified id, the same header
+	var f forwarded
+	if err := json.Unmarshal(body, &f); err != nil || f.Type != EventType || f.Data.Source == "" || f.Data.TransactionID == "" {
+		r.stats.Malformed++
+		r.stats.Events[id] = ev
+		r.mu.Unlock()
+		r.log.Warn("not a payment.recorded event", "webhook_id", id)
+		http.Error(w, "not a payment.recorded event with data.source and data.transaction_id", http.StatusBadRequest)
+		return
+	}
+	p := payment{f.Data.Source, f.Data.TransactionID}
+	if ev.Source == "" && ev.TransactionID == "" {
+		ev.Source, ev.TransactionID = p.source, p.transactionID
+	} else if (payment{ev.Source, ev.TransactionID}) != p && !r.conflicts[id] {
+		r.conflicts[id] = true
+		r.stats.Conflicts++
+	}
+	r.verified[id]++
+	if r.verified[id] <= r.cfg.FailFirst {
+		r.stats.FailedFirst++
+		r.stats.Events[id] = ev
+		r.mu.Unlock()
+		http.Error(w, "failing the first attempts on purpose", http.StatusInternalServerError)
+		return
+	}
+	r.stats.Delivered++
+	if ev.Deliveries == 0 {
+		ev.FirstDeliveredAt = time.Now().UTC()
+		r.stats.WebhookIDs++
+		ids := r.payments[p]
+		switch len(ids) {
+		case 0:
+			r.stats.Payments++
+		case 1:
+			r.stats.DuplicatePayments++
+		}
+		r.payments[p] = append(ids, id)
+	}
+	ev.Deliveries++
+	r.stats.Events[id] = ev
+	drop := r.cfg.DropRate > 0 && rand.Float64() < r.cfg.DropRate
+	if drop {
+		r.stats.Dropped++
+	}
+	r.mu.Unlock()
+
+	r.log.Info("payment.recorded", "webhook_id", id, "source", p.source, "transaction_id", p.transactionID,
+		"deliveries", ev.Deliveries, "dropped", drop)
+	if drop {
+		dropConnection(w)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// dropConnection closes the client's connection without an answer.
+func dropConnection(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // HTTP/2: abort the stream instead
+	}
+	conn.Close()
+}
