@@ -70,6 +70,10 @@ type scenario struct {
 	// Label names the scenario's replica in the throughput table (section
 	// 2); "" for the scenarios that only section 3 reports.
 	Label string
+	// Forward points the replica's PAYLOCK_FORWARD_URL at paybench's own
+	// receiver: every recorded payment also inserts its forward job in the
+	// recording transaction, and the replica's River client delivers it.
+	Forward bool
 }
 
 // DupPercent is the share of deliveries that are duplicates.
@@ -90,6 +94,7 @@ func (s scenario) Mode() string {
 var scenarios = []scenario{
 	{Name: "lock-0", Copies: 1, Label: "paylock, lock on"},
 	{Name: "off-0", NoLock: true, Copies: 1, Label: "paylock, database only (PAYLOCK_LOCK=off)"},
+	{Name: "fwd-0", Copies: 1, Forward: true, Label: "paylock, lock on, with a forward URL (outbox job per payment)"},
 	{Name: "lock-50", Copies: 2}, {Name: "off-50", NoLock: true, Copies: 2},
 	{Name: "lock-95", Copies: 20}, {Name: "off-95", NoLock: true, Copies: 20},
 }
@@ -411,6 +416,14 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 		Binary: c.Paylock, DatabaseURL: db.bench, RedisURL: c.RedisURL, Secret: secretText, NoLock: sc.NoLock,
 		LockPrefix: "paylock-bench:" + tag + ":", LogPath: filepath.Join(dir, "paylock-"+tag+".log"),
 		Extra: append(splitList(c.ReplicaEnv), sc.Env...),
+	}
+	if sc.Forward {
+		recv, err := startForwardReceiver()
+		if err != nil {
+			return w, err
+		}
+		defer recv.Close()
+		rc.Extra = append(rc.Extra, "PAYLOCK_FORWARD_URL=http://"+recv.Addr, "PAYLOCK_FORWARD_SECRETS="+forwardSecret)
 	}
 	rp, err := startReplica(ctx, rc)
 	if err != nil {
