@@ -42,6 +42,12 @@
 // pending rows only; every status change runs the StatusHook, if one is set,
 // inside its transaction.
 //
+// Forwarding (the outbox): EnqueueForwardTx inserts a recorded payment's
+// forward job (ForwardArgs, unique by its webhook-id) in RecordPaymentFunc's
+// transaction, and ForwardStatusHook a disbursement status change's in the
+// change's own; RecordPaymentForwarded is the one call a handler needs.
+// ForwardJobs and RetryForward list and put back River's forward jobs.
+//
 // # Where each check sits
 //
 // RecordPayment (RecordPaymentFunc with a nil fn) is one statement in

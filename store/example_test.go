@@ -39,3 +39,13 @@ func ExampleStore_RecordPayment() {
 		fmt.Println("500")
 	}
 }
+
+// A forward's webhook-id is a function of the event alone: a receiver can
+// compute it, and every attempt carries the same one.
+func ExamplePaymentForwardID() {
+	fmt.Println(store.PaymentForwardID("stripe", "pi_3Nx"))
+	fmt.Println(store.DisbursementForwardID("L-1", 1, store.StatusPaid))
+	// Output:
+	// pay_fb8154693e88d279672b400dbf11569c
+	// dsb_1cd7b9221de8cc75e87ad527e9ae3738
+}

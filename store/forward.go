@@ -296,22 +296,29 @@ func (s *Store) RetryForward(ctx context.Context, id int64) (ForwardJob, error) 
 }
 
 // RetryGivenUpForwards retries (RetryForward) every discarded or cancelled
-// forward job and returns how many it put back.
+// forward job once and returns how many it put back. A job that is given
+// up again while it runs (the receiver is still down) is not retried a
+// second time.
 func (s *Store) RetryGivenUpForwards(ctx context.Context) (int, error) {
-	n := 0
+	seen := map[int64]bool{}
 	for {
-		jobs, err := s.ForwardJobs(ctx, ForwardJobFilter{GivenUp: true, Limit: 500})
+		jobs, err := s.ForwardJobs(ctx, ForwardJobFilter{GivenUp: true, Limit: 500 + len(seen)})
 		if err != nil {
-			return n, err
+			return len(seen), err
 		}
-		if len(jobs) == 0 {
-			return n, nil
-		}
+		fresh := 0
 		for _, j := range jobs {
-			if _, err := s.jobs.JobRetry(ctx, j.ID); err != nil {
-				return n, translate("retry forward job", err)
+			if seen[j.ID] {
+				continue
 			}
-			n++
+			if _, err := s.jobs.JobRetry(ctx, j.ID); err != nil {
+				return len(seen), translate("retry forward job", err)
+			}
+			seen[j.ID] = true
+			fresh++
+		}
+		if fresh == 0 {
+			return len(seen), nil
 		}
 	}
 }

@@ -203,3 +203,34 @@ func TestRetryForwardOfAnUnknownJobIsNotFound(t *testing.T) {
 		t.Fatalf("a payout job's id: got %v, want ErrNotFound", err)
 	}
 }
+
+func TestRetryGivenUpForwardsPutsEachBackOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for _, id := range []string{"fwd-g1", "fwd-g2", "fwd-g3"} {
+		if _, err := b.store.RecordPaymentForwarded(ctx, newPayment(id), forwardURL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.exec(t, `UPDATE river_job SET state = 'discarded', finalized_at = now(), attempt = max_attempts WHERE kind = 'forward' AND args->>'transaction_id' <> 'fwd-g3'`)
+	given, err := b.store.ForwardJobs(ctx, ForwardJobFilter{GivenUp: true})
+	if err != nil || len(given) != 2 || !given[0].GivenUp() {
+		t.Fatalf("given up: %+v, %v; want 2", given, err)
+	}
+	n, err := b.store.RetryGivenUpForwards(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("retried %d, %v; want 2", n, err)
+	}
+	for _, j := range b.forwardJobs(t) {
+		if j.State != "available" {
+			t.Errorf("job %d (%s) is %s after the retry, want available", j.ID, j.Args.TransactionID, j.State)
+		}
+		if want := DefaultForwardMaxAttempts + 1; j.Args.TransactionID != "fwd-g3" && j.MaxAttempts != want {
+			t.Errorf("job %d has %d attempts, want %d", j.ID, j.MaxAttempts, want)
+		}
+	}
+	if n, err := b.store.RetryGivenUpForwards(ctx); err != nil || n != 0 {
+		t.Fatalf("a second retry put back %d, %v; want 0", n, err)
+	}
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/store"
+)
+
+// forwardReceiver verifies each forward and answers the scripted statuses
+// in turn, the last one for ever after.
+type forwardReceiver struct {
+	verifier *signature.Verifier
+	mu       sync.Mutex
+	answers  []int
+	types    []string
+	bad      int // deliveries that did not verify
+}
+
+func newForwardReceiver(t *testing.T, answers ...int) (*forwardReceiver, string) {
+	t.Helper()
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signature.NewVerifier(signature.SchemeStandard, secrets, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &forwardReceiver{verifier: v, answers: append(answers, http.StatusOK)}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	return rc, srv.URL
+}
+
+func (rc *forwardReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	_, err := rc.verifier.Verify(r.Header, body)
+	var msg struct{ Type string }
+	_ = json.Unmarshal(body, &msg)
+	rc.mu.Lock()
+	n := len(rc.types)
+	rc.types = append(rc.types, msg.Type)
+	if err != nil {
+		rc.bad++
+	}
+	status := rc.answers[min(n, len(rc.answers)-1)]
+	rc.mu.Unlock()
+	w.WriteHeader(status)
+}
+
+func (rc *forwardReceiver) got() (types []string, bad int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.types...), rc.bad
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func forwardEnv(t *testing.T, url string) map[string]string {
+	return map[string]string{
+		"DATABASE_URL":                 testenv.Schema(t),
+		"REDIS_URL":                    testenv.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":          testenv.Key(t, "") + ":",
+		"PAYLOCK_ALLOW_UNSIGNED":       "true",
+		"PAYLOCK_METRICS_ADDR":         "off",
+		"PAYLOCK_ADMIN_ADDR":           "off",
+		"PAYLOCK_WORKER_POLL":          "50ms",
+		"PAYLOCK_LOG_LEVEL":            "error",
+		"PAYLOCK_FORWARD_URL":          url,
+		"PAYLOCK_FORWARD_SECRETS":      forwardSecret,
+		"PAYLOCK_FORWARD_MAX_ATTEMPTS": "1",
+	}
+}
+
+// runCLI runs paylock with args and env and returns its exit code and output.
+func runCLI(env map[string]string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), args, envMap(env), nil, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
+	t.Parallel()
+	rc, url := newForwardReceiver(t, http.StatusInternalServerError)
+	env := forwardEnv(t, url)
+	cfg, _, err := loadConfig("paylock worker", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := store.Open(ctx, storeConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	// No PAYLOCK_PAYOUT_URL: the worker works the forward queue alone.
+	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
+	metricsURL := "http://" + mln.Addr().String() + "/metrics"
+
+	if _, err := st.RecordPaymentForwarded(ctx, store.Payment{Source: "acme", TransactionID: "tx-cli", Amount: 100, Currency: "EUR",
+		Payload: []byte(`{"id":"tx-cli"}`)}, url); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	waitUntil(t, "the discarded forward in 'forward list --discarded'", func() bool {
+		var code int
+		code, out, _ = runCLI(env, "forward", "list", "--discarded")
+		return code == 0 && strings.Contains(out, "acme/tx-cli")
+	})
+	for _, want := range []string{"discarded", "payment.recorded", "1/1", "answered 500"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("forward list --discarded printed %q; want %q in it", out, want)
+		}
+	}
+	if got := scraped(t, metricsURL)[`paylock_forward_total{outcome="discarded"}`]; got != 1 {
+		t.Errorf("paylock_forward_total{outcome=discarded} = %v, want 1", got)
+	}
+
+	code, out, errOut := runCLI(env, "forward", "retry", "--discarded")
+	if code != 0 || !strings.Contains(out, "put 1 ") {
+		t.Fatalf("forward retry --discarded: exit %d, %q %q", code, out, errOut)
+	}
+	waitUntil(t, "the retried forward's delivery", func() bool {
+		types, _ := rc.got()
+		return len(types) == 2
+	})
+	waitUntil(t, "the completed job", func() bool {
+		_, out, _ = runCLI(env, "forward", "list")
+		return strings.Contains(out, "completed")
+	})
+	if types, bad := rc.got(); bad != 0 || types[0] != "payment.recorded" {
+		t.Errorf("deliveries %v, %d unverified", types, bad)
+	}
+	waitUntil(t, "the delivered count", func() bool {
+		return scraped(t, metricsURL)[`paylock_forward_total{outcome="delivered"}`] == 1
+	})
+	if code, out, _ := runCLI(env, "forward", "list", "--discarded"); code != 0 || !strings.Contains(out, "no discarded") {
+		t.Errorf("after the retry, forward list --discarded: exit %d, %q", code, out)
+	}
+	if code, _, errOut := runCLI(env, "forward", "retry", "987654"); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("retry of an unknown id: exit %d, %q; want 1 and not found", code, errOut)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not stop")
+	}
+}
+
+func TestServeForwardsDisbursementStatusChanges(t *testing.T) {
+	t.Parallel()
+	rc, url := newForwardReceiver(t)
+	env := forwardEnv(t, url)
+	env["PAYLOCK_FORWARD_MAX_ATTEMPTS"] = "5"
+	cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := migratedStore(t, env["DATABASE_URL"])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := st.AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-sf", Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_sf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkSent(ctx, d.ID, "po_sf", store.StatusSent); err != nil { // this store has no hook: nothing forwarded
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	// Without PAYLOCK_WORKER: serve runs the forward queue, not the payouts.
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
+
+	body := `{"event_id":"pevt_sf","payout_id":"po_sf","status":"paid"}`
+	var res *http.Response
+	for i := 0; ; i++ {
+		res, err = http.Post("http://"+ln.Addr().String()+"/webhooks/payouts", "application/json", strings.NewReader(body))
+		if err == nil || i > 100 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("payout status webhook: %d", res.StatusCode)
+	}
+	// And a payment forward inserted by another replica's store.
+	if _, err := st.RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-sf", Amount: 5, Currency: "EUR", Payload: []byte(`{}`)}, url); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "two forwards", func() bool {
+		types, _ := rc.got()
+		return len(types) == 2
+	})
+	types, bad := rc.got()
+	if bad != 0 || !strings.Contains(strings.Join(types, " "), "disbursement.paid") || !strings.Contains(strings.Join(types, " "), "payment.recorded") {
+		t.Fatalf("forwards %v (%d unverified); want disbursement.paid and payment.recorded", types, bad)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestForwardCommandRefusesBadArguments(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"forward"},
+		{"forward", "resend"},
+		{"forward", "retry"},
+		{"forward", "retry", "abc"},
+		{"forward", "retry", "0"},
+		{"forward", "retry", "7", "--discarded"},
+		{"forward", "list", "--limit", "0"},
+		{"forward", "list", "--limit"},
+		{"forward", "list", "--no-such-flag"},
+	} {
+		code, _, errOut := runCLI(nil, args...)
+		if code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, %q; want 2 and a message", args, code, errOut)
+		}
+	}
+	if code, out, _ := runCLI(nil, "forward", "--help"); code != 0 || !strings.Contains(out, "paylock forward list") {
+		t.Errorf("forward --help: exit %d, %q", code, out)
+	}
+}
+
+func TestParseForwardArgsKeepsServeFlags(t *testing.T) {
+	t.Parallel()
+	fa, err := parseForwardArgs("list", []string{"--discarded", "--limit=5", "--database-url", "postgres://x/y"})
+	if err != nil || !fa.discarded || fa.limit != 5 || strings.Join(fa.rest, " ") != "--database-url postgres://x/y" {
+		t.Fatalf("%+v, %v", fa, err)
+	}
+	fa, err = parseForwardArgs("retry", []string{"42"})
+	if err != nil || fa.id != 42 || fa.discarded {
+		t.Fatalf("%+v, %v", fa, err)
+	}
+}
