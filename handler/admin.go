@@ -108,8 +108,8 @@ func AdminIdentity(ctx context.Context) string {
 type Admin struct {
 	cfg    AdminConfig
 	tokens []namedToken
-	mux   *http.ServeMux
-	log   *slog.Logger
+	mux    *http.ServeMux
+	log    *slog.Logger
 	// origin refuses cross-origin unsafe requests made with the session
 	// cookie (see sameOrigin).
 	origin *http.CrossOriginProtection
