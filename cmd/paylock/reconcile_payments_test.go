@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -195,5 +197,57 @@ func TestReconcilePaymentsUsageAndRefusals(t *testing.T) {
 	var out bytes.Buffer
 	if code := Run(context.Background(), []string{"reconcile", "payments", "-h"}, envMap(e.env), nil, &out, &out); code != 0 || !strings.Contains(out.String(), "--dry-run") {
 		t.Errorf("-h: exit %d\n%s", code, out.String())
+	}
+}
+
+func TestServeReconcilesPaymentsPeriodicallyOnTheRiverLeader(t *testing.T) {
+	t.Parallel()
+	e := setupStripeReconcile(t)
+	now := time.Now()
+	e.payment(t, "pi_seen", 1000, 1000, now.Add(-time.Hour))
+	e.payment(t, "pi_missing", 4200, 0, now.Add(-2*time.Hour))
+	e.env["PAYLOCK_RECONCILE_INTERVAL"] = "1h" // RunOnStart: once when the leader starts, then hourly
+	cfg, _, err := loadConfig("paylock serve", nil, envMap(e.env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	url := "http://" + mln.Addr().String() + "/metrics"
+	want := map[string]float64{
+		`paylock_reconcile_payments_total{outcome="seen",source="stripe"}`:       2,
+		`paylock_reconcile_payments_total{outcome="recorded",source="stripe"}`:   1,
+		`paylock_reconcile_payments_total{outcome="mismatched",source="stripe"}`: 0,
+		`paylock_reconcile_payments_total{outcome="error",source="stripe"}`:      0,
+	}
+	var got map[string]float64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if got = scraped(t, url); got[`paylock_reconcile_payments_total{outcome="seen",source="stripe"}`] > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for series, n := range want {
+		if got[series] != n {
+			t.Errorf("%s = %v, want %v", series, got[series], n)
+		}
+	}
+	if n, f := e.count(t, `SELECT count(*) FROM payments WHERE transaction_id = 'pi_missing'`),
+		e.count(t, `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'transaction_id' = 'pi_missing'`, store.ForwardKind); n != 1 || f != 1 {
+		t.Errorf("pi_missing: %d rows, %d forward jobs; want 1 and 1", n, f)
 	}
 }

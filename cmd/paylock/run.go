@@ -317,7 +317,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	if err != nil {
 		return err
 	}
-	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.observe, forward: forwards.observe})
+	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.observe, forward: forwards.observe,
+		reconcile: reconcileWorker(cfg, sources, h, reg, logger)})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
 )
 
@@ -80,6 +81,9 @@ func newWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(pa
 type jobObservers struct {
 	payout  func(payout.Event)
 	forward func(forward.Event)
+	// reconcile is serve's periodic reconciliation (reconcileWorker); nil:
+	// none.
+	reconcile *reconcile.Worker
 }
 
 // jobsConfig is the one River client of a process: the payout queue when
@@ -108,6 +112,11 @@ func jobsConfig(cfg config, st *store.Store, logger *slog.Logger, withPayout boo
 			return nil, err
 		}
 		if err := fw.AddTo(rcfg); err != nil {
+			return nil, err
+		}
+	}
+	if obs.reconcile != nil {
+		if err := obs.reconcile.AddTo(rcfg); err != nil {
 			return nil, err
 		}
 	}
