@@ -1,6 +1,6 @@
 // Package fakestripe is a fake of the part of Stripe's API paylock's
 // reconciliation reads: GET /v1/events (https://docs.stripe.com/api/events/list),
-// newest first, filtered by type (type, or types[]) and created[gte] /
+// newest first, filtered by type (type, or types[] / types[0]...) and created[gte] /
 // created[gt], paginated by limit (default 10, at most 100) and
 // starting_after, answered as stripe-go's stripe.EventList:
 // {"object":"list","data":[...],"has_more":...,"url":"/v1/events"}. A
@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -154,7 +155,12 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			*dst = n
 		}
 	}
-	types := q["types[]"]
+	var types []string
+	for k, v := range q {
+		if strings.HasPrefix(k, "types[") { // types[] or stripe-go's types[0], types[1]...
+			types = append(types, v...)
+		}
+	}
 	if t := q.Get("type"); t != "" {
 		types = append(types, t)
 	}
