@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http/httptest"
@@ -249,5 +250,21 @@ func TestServeReconcilesPaymentsPeriodicallyOnTheRiverLeader(t *testing.T) {
 	if n, f := e.count(t, `SELECT count(*) FROM payments WHERE transaction_id = 'pi_missing'`),
 		e.count(t, `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'transaction_id' = 'pi_missing'`, store.ForwardKind); n != 1 || f != 1 {
 		t.Errorf("pi_missing: %d rows, %d forward jobs; want 1 and 1", n, f)
+	}
+}
+
+func TestReconcileDisbursementsStaysTheDefaultSubcommand(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"reconcile", "-h"}, {"reconcile", "disbursements", "-h"}} {
+		var out bytes.Buffer
+		if code := Run(context.Background(), args, envMap(nil), nil, &out, &out); code != 0 ||
+			!strings.Contains(out.String(), "pending_has_payout") || !strings.Contains(out.String(), "reconcile payments") {
+			t.Errorf("%q: exit %d\n%s", args, code, out.String())
+		}
+	}
+	var errb bytes.Buffer
+	if code := Run(context.Background(), []string{"reconcile", "disbursements"}, envMap(nil), nil, io.Discard, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "PAYLOCK_PAYOUT_URL is required") {
+		t.Errorf("reconcile disbursements without PAYLOCK_PAYOUT_URL: exit %d, %s", code, errb.String())
 	}
 }
