@@ -40,7 +40,8 @@ type IngestRecord struct {
 // signature is checked, and the body then takes the very steps of a
 // verified delivery, the source's adapter, each record's lock, the insert
 // under the lease and the source's record hooks (forwarding), with the
-// finished marker on release. It logs one line, as a delivery does.
+// finished marker on release. It logs one line, as a delivery does, unless
+// the body was already recorded or carries nothing to record.
 //
 // It returns ErrUnknownSource for a source New was not given, an error
 // wrapping store.ErrMismatch when paylock holds a record under the same
@@ -62,7 +63,11 @@ func (h *Handler) Ingest(ctx context.Context, source string, body []byte) (Inges
 			o.result = "mismatch"
 		}
 	}
-	h.logDelivery(ctx, o, time.Since(start))
+	if o.result != "duplicate" && o.result != "ignored" {
+		// Already recorded is what reconciliation mostly finds: only
+		// what it changes, or could not, gets a line.
+		h.logDelivery(ctx, o, time.Since(start))
+	}
 	if err != nil {
 		return IngestResult{}, err
 	}

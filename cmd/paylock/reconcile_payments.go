@@ -88,6 +88,28 @@ func newPipeline(cfg config, logger *slog.Logger, sources []handler.Source, st *
 	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
 }
 
+// openPipeline builds serve's handler over st outside serve (reconcile
+// payments, paylock worker): the same sources with their forward hooks,
+// a Redis client of its own (closed by closeRedis), and metrics nobody
+// scrapes.
+func openPipeline(cfg config, st *store.Store, logger *slog.Logger) (h *handler.Handler, sources []handler.Source, closeRedis func(), err error) {
+	sources, forwardURLs, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	forwardOnRecord(sources, forwardURLs, st)
+	rdb, err := newRedis(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, err = newPipeline(cfg, logger, sources, st, rdb, handler.NewMetrics(prometheus.NewRegistry(), cfg.LockTTL), nil)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	return h, sources, func() { rdb.Close() }, nil
+}
+
 // stripeSource returns the source named name if it is a stripe source.
 func stripeSource(sources []handler.Source, name string) (handler.Source, error) {
 	for _, s := range sources {
@@ -166,7 +188,7 @@ func runReconcilePayments(ctx context.Context, args []string, getenv func(string
 		return code
 	}
 	logger := newLogger(cfg, stderr)
-	sources, forwardURLs, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	sources, _, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
@@ -186,18 +208,12 @@ func runReconcilePayments(ctx context.Context, args []string, getenv func(string
 		return 1
 	}
 	defer st.Close()
-	forwardOnRecord(sources, forwardURLs, st)
-	rdb, err := newRedis(cfg)
+	h, _, closeRedis, err := openPipeline(cfg, st, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	defer rdb.Close()
-	h, err := newPipeline(cfg, logger, sources, st, rdb, handler.NewMetrics(prometheus.NewRegistry(), cfg.LockTTL), nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	}
+	defer closeRedis()
 	from := time.Now().Add(-since)
 	rep, err := stripeReconciler(cfg, src, h, dryRun).Run(ctx, from)
 	printPaymentsReport(stdout, src.Name, from, rep, dryRun)

@@ -201,8 +201,34 @@ func TestReconcilePaymentsUsageAndRefusals(t *testing.T) {
 	}
 }
 
-func TestServeReconcilesPaymentsPeriodicallyOnTheRiverLeader(t *testing.T) {
+func TestServeAndWorkerReconcilePaymentsPeriodicallyOnTheRiverLeader(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, cfg config, mln net.Listener) error
+	}{
+		{"serve", func(ctx context.Context, cfg config, mln net.Listener) error {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			return serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln)
+		}},
+		{"worker", func(ctx context.Context, cfg config, mln net.Listener) error {
+			return runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			reconcilesPeriodically(t, tc.run)
+		})
+	}
+}
+
+// reconcilesPeriodically runs a process with PAYLOCK_RECONCILE_INTERVAL and
+// waits for its first run (River's RunOnStart) to record the missing
+// payment.
+func reconcilesPeriodically(t *testing.T, run func(ctx context.Context, cfg config, mln net.Listener) error) {
 	e := setupStripeReconcile(t)
 	now := time.Now()
 	e.payment(t, "pi_seen", 1000, 1000, now.Add(-time.Hour))
@@ -212,21 +238,17 @@ func TestServeReconcilesPaymentsPeriodicallyOnTheRiverLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	mln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln) }()
+	go func() { done <- run(ctx, cfg, mln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+			t.Errorf("the process returned %v", err)
 		}
 	})
 	url := "http://" + mln.Addr().String() + "/metrics"
