@@ -40,7 +40,7 @@ type IngestRecord struct {
 // signature is checked, and the body then takes the very steps of a
 // verified delivery, the source's adapter, each record's lock, the insert
 // under the lease and the source's record hooks (forwarding), with the
-// finished marker on release. It logs one line, as a delivery does, unless
+// finished marker on release, within RequestTimeout. It logs one line, as a delivery does, unless
 // the body was already recorded or carries nothing to record.
 //
 // It returns ErrUnknownSource for a source New was not given, an error
@@ -52,6 +52,8 @@ func (h *Handler) Ingest(ctx context.Context, source string, body []byte) (Inges
 	if !ok {
 		return IngestResult{}, fmt.Errorf("%w: %q", ErrUnknownSource, source)
 	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
+	defer cancel()
 	start := time.Now()
 	o := outcome{source: src.name, msg: src.logMsg + " (reconciled)", requestID: uuid.NewString(), secretIndex: -1}
 	units, results, err := h.process(ctx, src, body, "", &o)
@@ -95,6 +97,8 @@ func (h *Handler) Check(ctx context.Context, source string, body []byte) (Ingest
 	if len(units) == 0 {
 		return IngestResult{Result: "ignored"}, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
+	defer cancel()
 	res := IngestResult{Result: "duplicate", Records: make([]IngestRecord, len(units))}
 	for i, u := range units {
 		r, err := u.confirm(ctx)
