@@ -157,6 +157,7 @@ type Handler struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	inflight chan struct{} // a slot per webhook delivery being served
+	sources  map[string]*source
 }
 
 // New returns the HTTP handler for cfg's sources. It returns an error for a
@@ -173,6 +174,7 @@ func New(cfg Config, locker Locker, st Store) (*Handler, error) {
 		log:      cfg.Logger,
 		mux:      http.NewServeMux(),
 		inflight: make(chan struct{}, cfg.MaxInFlight),
+		sources:  make(map[string]*source, len(cfg.Sources)),
 	}
 	names := make([]string, 0, len(cfg.Sources))
 	for _, s := range cfg.Sources {
@@ -184,6 +186,7 @@ func New(cfg Config, locker Locker, st Store) (*Handler, error) {
 			return nil, err
 		}
 		names = append(names, s.Name)
+		h.sources[s.Name] = src
 		h.mux.HandleFunc("POST /webhooks/"+s.Name, h.serve(src))
 		h.mux.HandleFunc("/webhooks/"+s.Name, methodNotAllowed(http.MethodPost))
 	}

@@ -120,9 +120,32 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o
 	if err != nil {
 		return nil, err
 	}
-	units, err := src.parse(body, headerID)
+	units, results, err := h.process(ctx, src, body, headerID, o)
 	if err != nil {
 		return nil, err
+	}
+	if len(units) == 0 {
+		return result{Result: "ignored"}, nil
+	}
+	answers := make([]any, len(units))
+	for i, u := range units {
+		answers[i] = u.answer(results[i])
+	}
+	if len(units) == 1 {
+		return answers[0], nil
+	}
+	return batchResult{Result: o.result, Records: answers}, nil
+}
+
+// process is what every body of src goes through once it is trusted (a
+// verified delivery, or a body read from the provider's own API by Ingest):
+// parse it into units, then settle each unit in order. It returns the units
+// and each one's result; the first failure ends it. o.result is the
+// delivery's overall result ("ignored" when the body carries no unit).
+func (h *Handler) process(ctx context.Context, src *source, body []byte, headerID string, o *outcome) ([]unit, []string, error) {
+	units, err := src.parse(body, headerID)
+	if err != nil {
+		return nil, nil, err
 	}
 	o.refs = make([]string, len(units))
 	for i, u := range units {
@@ -133,23 +156,20 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o
 	}
 	if len(units) == 0 {
 		o.result = "ignored"
-		return result{Result: "ignored"}, nil
+		return nil, nil, nil
 	}
-	answers := make([]any, len(units))
+	results := make([]string, len(units))
 	for i, u := range units {
 		res, err := h.settle(ctx, u, o)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if i == 0 || res == "processed" || res == "accepted" || res == "applied" {
 			o.result = res
 		}
-		answers[i] = u.answer(res)
+		results[i] = res
 	}
-	if len(units) == 1 {
-		return answers[0], nil
-	}
-	return batchResult{Result: o.result, Records: answers}, nil
+	return units, results, nil
 }
 
 // readVerified checks the signature headers, reads at most MaxBody bytes,

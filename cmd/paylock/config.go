@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -85,6 +86,8 @@ type config struct {
 
 	Forward forwardSettings // forwarding recorded payments to the team's own service
 
+	Reconcile reconcileSettings // reconciling payments against the provider's API (reconcile_payments.go)
+
 	// Raw secret lists, read by loadSources (never printed). secretsRaw is
 	// PAYLOCK_WEBHOOK_SECRETS, also parsed into WebhookSecrets.
 	secretsRaw       string
@@ -147,6 +150,10 @@ func (c config) LogValue() slog.Value {
 		slog.Int("forward_concurrency", c.Forward.Concurrency),
 		slog.Duration("forward_timeout", c.Forward.Timeout),
 		slog.Int("forward_max_attempts", c.Forward.MaxAttempts),
+		slog.Duration("reconcile_interval", c.Reconcile.Interval),
+		slog.Duration("reconcile_window", c.Reconcile.Window),
+		slog.String("stripe_api_url", redactURL(c.Reconcile.StripeURL)),
+		slog.Bool("stripe_api_key_set", c.Reconcile.stripeKey != ""),
 	)
 }
 
@@ -209,7 +216,7 @@ type setting struct {
 var secretSettings = map[string]bool{"PAYLOCK_WEBHOOK_SECRETS": true,
 	"PAYLOCK_REDIS_PASSWORD": true, "PAYLOCK_REDIS_SENTINEL_PASSWORD": true, "PAYLOCK_MIGRATE_DATABASE_URL": true,
 	"PAYLOCK_LOAN_SECRETS": true, "PAYLOCK_PAYOUT_SECRETS": true, "PAYLOCK_ADMIN_TOKEN": true, "PAYLOCK_FORWARD_SECRETS": true,
-	"PAYLOCK_ADMIN_TOKENS": true}
+	"PAYLOCK_ADMIN_TOKENS": true, "STRIPE_API_KEY": true}
 
 func settings() []setting {
 	return []setting{
@@ -412,6 +419,14 @@ func settings() []setting {
 			durationAtLeast(func(c *config) *time.Duration { return &c.Forward.Timeout }, 100*time.Millisecond)},
 		{"PAYLOCK_FORWARD_MAX_ATTEMPTS", "forward-max-attempts", "25", "attempts of one forward before it is discarded",
 			func(c *config, v string) (err error) { c.Forward.MaxAttempts, err = positiveInt(v); return err }},
+		{"STRIPE_API_KEY", "stripe-api-key", "", "Stripe secret key (sk_...) that reconciliation lists events with; never printed",
+			func(c *config, v string) error { c.Reconcile.stripeKey = v; return nil }},
+		{"PAYLOCK_STRIPE_API_URL", "stripe-api-url", reconcile.DefaultStripeURL, "base URL of Stripe's API (a fake, in tests and demos)",
+			func(c *config, v string) error { c.Reconcile.StripeURL = v; return checkPayoutURL(v) }},
+		{"PAYLOCK_RECONCILE_INTERVAL", "reconcile-interval", "0", "run 'reconcile payments' in serve this often, on the River leader, for each stripe source (needs STRIPE_API_KEY); 0: off",
+			func(c *config, v string) error { return reconcileInterval(c, v) }},
+		{"PAYLOCK_RECONCILE_WINDOW", "reconcile-window", "72h", "how far back the periodic reconciliation lists the provider's events",
+			durationAtLeast(func(c *config) *time.Duration { return &c.Reconcile.Window }, time.Minute)},
 	}
 }
 

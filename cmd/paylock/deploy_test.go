@@ -72,6 +72,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	handler.NewMetrics(describer{names}, 5*time.Second)
 	newPayoutMetrics(describer{names})
 	newForwardMetrics(describer{names})
+	newReconcileMetrics(describer{names}, nil)
 	return names
 }
 

@@ -56,7 +56,11 @@ type k8sSpec struct {
 		Path string `json:"path"`
 	} `json:"endpoints"`
 	// PodDisruptionBudget
-	MinAvailable   *int `json:"minAvailable"`
+	MinAvailable *int   `json:"minAvailable"`
+	Schedule     string `json:"schedule"`
+	JobTemplate  *struct {
+		Spec k8sSpec `json:"spec"`
+	} `json:"jobTemplate"`
 	MaxUnavailable *int `json:"maxUnavailable"`
 }
 
@@ -126,6 +130,10 @@ type k8sContainer struct {
 
 // k8sManifests parses every YAML document of the kustomization's resources
 // and of the optional servicemonitor.yaml, keyed by kind/name.
+// optionalManifests are checked, but not applied by kustomization.yaml:
+// the operator adds them to its resources.
+var optionalManifests = []string{"servicemonitor.yaml", "reconcile-cronjob.yaml"}
+
 func k8sManifests(t *testing.T) (map[string]k8sObject, []string) {
 	t.Helper()
 	var kust struct {
@@ -144,12 +152,12 @@ func k8sManifests(t *testing.T) (map[string]k8sObject, []string) {
 	files, _ := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
 	for _, f := range files {
 		base := filepath.Base(f)
-		if base != "kustomization.yaml" && base != "servicemonitor.yaml" && !slices.Contains(kust.Resources, base) {
+		if base != "kustomization.yaml" && !slices.Contains(optionalManifests, base) && !slices.Contains(kust.Resources, base) {
 			t.Errorf("%s is not in kustomization.yaml's resources", base)
 		}
 	}
 	objs := map[string]k8sObject{}
-	for _, name := range append(slices.Clone(kust.Resources), "servicemonitor.yaml") {
+	for _, name := range append(slices.Clone(kust.Resources), optionalManifests...) {
 		raw, err := os.ReadFile(filepath.Join(k8sDir, name))
 		if err != nil {
 			t.Fatalf("kustomization.yaml lists %s: %v", name, err)
@@ -299,13 +307,18 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 		t.Fatalf("%d containers in the migration Job, want 1", len(job.Spec.Template.Spec.Containers))
 	}
 	jc := job.Spec.Template.Spec.Containers[0]
+	cron := k8sGet(t, objs, "CronJob/paylock-reconcile-payments")
+	if cron.Spec.JobTemplate == nil || len(cron.Spec.JobTemplate.Spec.Template.Spec.Containers) != 1 || cron.Spec.Schedule == "" {
+		t.Fatalf("the reconciliation CronJob: want a schedule and one container")
+	}
+	rc := cron.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 
 	// Each container's command is one the binary runs, its environment only
 	// variables it reads, and the values pass its configuration code.
 	for _, tc := range []struct {
 		c    k8sContainer
 		args []string
-	}{{c, []string{"serve"}}, {jc, []string{"migrate"}}} {
+	}{{c, []string{"serve"}}, {jc, []string{"migrate"}}, {rc, []string{"reconcile", "payments", "--source", "stripe", "--since", "72h"}}} {
 		if len(tc.c.Command) != 0 || !slices.Equal(tc.c.Args, tc.args) {
 			t.Errorf("%s: command %q args %q, want the image's entrypoint with %q", tc.c.Name, tc.c.Command, tc.c.Args, tc.args)
 		}

@@ -15,7 +15,9 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-const reconcileUsage = `Usage: paylock reconcile [--grace 1h] [flags]
+const reconcileUsage = `Usage: paylock reconcile [disbursements] [--grace 1h] [flags]
+       paylock reconcile payments --source stripe [--since 72h] [--dry-run] [flags]
+                          (see "paylock reconcile payments -h")
 
 Looks up every pending and sent disbursement, and every failed one without
 a provider_ref that was attempted more than once, at the payout provider
@@ -130,8 +132,23 @@ func compare(d store.Disbursement, r lookupResult, grace time.Duration, now time
 	return diff, false
 }
 
-// runReconcile implements "paylock reconcile".
+// runReconcile implements "paylock reconcile": "reconcile payments" (the
+// payments a provider's API lists), else "reconcile [disbursements]" (the
+// disbursements at the payout provider).
 func runReconcile(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "payments":
+			return runReconcilePayments(ctx, args[1:], getenv, stdout, stderr)
+		case "disbursements":
+			args = args[1:]
+		}
+	}
+	return runReconcileDisbursements(ctx, args, getenv, stdout, stderr)
+}
+
+// runReconcileDisbursements implements "paylock reconcile [disbursements]".
+func runReconcileDisbursements(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	const name = "paylock reconcile"
 	if isHelp(args) {
 		fmt.Fprint(stdout, reconcileUsage)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -55,6 +54,9 @@ Usage:
   paylock reconcile [--grace 1h]
                             compare pending and sent disbursements with the payout provider
                             (exit 1 when they differ)
+  paylock reconcile payments --source stripe [--since 72h] [--dry-run]
+                            record the payments the provider's API lists and paylock missed
+                            (exit 1 when one was missing or differs)
   paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
   paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
   paylock version           print the version
@@ -315,29 +317,12 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		{Name: "redis", Critical: cfg.RedisUnavailable == handler.Reject,
 			Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 	}
-	h, err := handler.New(handler.Config{
-		LockTTL:          cfg.LockTTL,
-		LockWait:         lockWait(cfg.LockWait),
-		FinishedTTL:      lockWait(cfg.LockFinishedTTL),
-		RequestTimeout:   cfg.RequestTimeout,
-		LockPrefix:       cfg.LockPrefix,
-		MaxBody:          cfg.MaxBody,
-		DefaultCurrency:  cfg.DefaultCurrency,
-		Currencies:       cfg.Currencies,
-		RedisUnavailable: cfg.RedisUnavailable,
-		NoLock:           cfg.NoLock,
-		Sources:          sources,
-		MaxInFlight:      cfg.MaxInflight,
-		Metrics:          metrics,
-		Checks:           checks,
-		Version:          buildVersion(),
-		Logger:           logger,
-		Disbursements:    st,
-	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
+	h, err := newPipeline(cfg, logger, sources, st, rdb, metrics, checks)
 	if err != nil {
 		return err
 	}
-	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.observe, forward: forwards.observe})
+	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.observe, forward: forwards.observe,
+		reconcile: reconcileWorker(cfg, sources, h, reg, logger)})
 	if err != nil {
 		return err
 	}

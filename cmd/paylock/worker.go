@@ -19,6 +19,7 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
 )
 
@@ -80,6 +81,9 @@ func newWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(pa
 type jobObservers struct {
 	payout  func(payout.Event)
 	forward func(forward.Event)
+	// reconcile is serve's periodic reconciliation (reconcileWorker); nil:
+	// none.
+	reconcile *reconcile.Worker
 }
 
 // jobsConfig is the one River client of a process: the payout queue when
@@ -111,6 +115,11 @@ func jobsConfig(cfg config, st *store.Store, logger *slog.Logger, withPayout boo
 			return nil, err
 		}
 	}
+	if obs.reconcile != nil {
+		if err := obs.reconcile.AddTo(rcfg); err != nil {
+			return nil, err
+		}
+	}
 	if len(rcfg.Queues) == 0 {
 		return nil, nil
 	}
@@ -129,8 +138,9 @@ func logJobsStarted(logger *slog.Logger, rcfg *river.Config) func() {
 }
 
 // runWorker implements "paylock worker": the payout worker (with
-// PAYLOCK_PAYOUT_URL) and the forward worker (with PAYLOCK_FORWARD_SECRETS)
-// in one River client, as a process of its own, until ctx is cancelled
+// PAYLOCK_PAYOUT_URL), the forward worker (with PAYLOCK_FORWARD_SECRETS)
+// and the periodic reconciliation (with PAYLOCK_RECONCILE_INTERVAL, as in
+// serve) in one River client, as a process of its own, until ctx is cancelled
 // (SIGTERM), after which the jobs in hand finish and it returns nil. It
 // serves its metrics on mln, or when mln is nil on PAYLOCK_METRICS_ADDR
 // (unless that is off).
@@ -145,6 +155,16 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 	defer st.Close()
 	reg := newWorkerRegistry(st)
 	obs := jobObservers{payout: newPayoutMetrics(reg).observe, forward: newForwardMetrics(reg).observe}
+	if cfg.Reconcile.Interval > 0 {
+		// River's leader may be this process: it schedules the periodic
+		// reconciliation only if it has it too.
+		h, sources, closeRedis, err := openPipeline(cfg, st, logger)
+		if err != nil {
+			return err
+		}
+		defer closeRedis()
+		obs.reconcile = reconcileWorker(cfg, sources, h, reg, logger)
+	}
 	rcfg, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
 	if err != nil {
 		return err

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/reconcile"
+	"github.com/paylock/paylock/store"
+)
+
+const reconcilePaymentsUsage = `Usage: paylock reconcile payments --source stripe [--since 72h] [--dry-run] [flags]
+
+Lists the successful payment events of the source's provider created within
+--since (Stripe: GET {PAYLOCK_STRIPE_API_URL}/v1/events for each event type
+the source records, with STRIPE_API_KEY) and gives each one to the pipeline a
+webhook of the source takes (same adapter, lock, insert and forward job),
+without the signature check: the body comes from the provider's API.
+
+  recorded_now   paylock had not recorded the payment; it is recorded now
+                 (--dry-run: "would_record", and nothing is written)
+  mismatch       paylock recorded the transaction id with other content
+  error          the event could not be settled (it is tried again next run)
+
+--source is a source of adapter stripe (default "stripe"); --since a Go
+duration or whole days (default 72h). A second run right after finds nothing
+missing. Exit status: 0 when every event was already recorded, 1 when one
+was missing or mismatched (or the check could not run), 2 on usage or
+configuration errors. PAYLOCK_RECONCILE_INTERVAL runs it inside serve.
+The other flags are those of "paylock serve -h".
+`
+
+// reconcileSettings configure reconciliation against a provider's API.
+type reconcileSettings struct {
+	Interval  time.Duration // PAYLOCK_RECONCILE_INTERVAL: serve's periodic job; 0 is off
+	Window    time.Duration // PAYLOCK_RECONCILE_WINDOW: how far back the periodic job looks
+	StripeURL string        // PAYLOCK_STRIPE_API_URL
+
+	stripeKey string // STRIPE_API_KEY; never printed
+}
+
+// reconcileInterval parses PAYLOCK_RECONCILE_INTERVAL: 0 (off) or at least
+// a minute.
+func reconcileInterval(c *config, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	if d != 0 && d < time.Minute {
+		return errors.New("must be 0 (off) or at least 1m")
+	}
+	c.Reconcile.Interval = d
+	return nil
+}
+
+// newPipeline is the handler of serve and of "reconcile payments": the same
+// sources, adapters, locks and record hooks, so that a payment reconciled
+// from the provider's API takes the steps of its webhook.
+func newPipeline(cfg config, logger *slog.Logger, sources []handler.Source, st *store.Store, rdb redis.UniversalClient, metrics *handler.Metrics, checks []handler.Check) (*handler.Handler, error) {
+	return handler.New(handler.Config{
+		LockTTL:          cfg.LockTTL,
+		LockWait:         lockWait(cfg.LockWait),
+		FinishedTTL:      lockWait(cfg.LockFinishedTTL),
+		RequestTimeout:   cfg.RequestTimeout,
+		LockPrefix:       cfg.LockPrefix,
+		MaxBody:          cfg.MaxBody,
+		DefaultCurrency:  cfg.DefaultCurrency,
+		Currencies:       cfg.Currencies,
+		RedisUnavailable: cfg.RedisUnavailable,
+		NoLock:           cfg.NoLock,
+		Sources:          sources,
+		MaxInFlight:      cfg.MaxInflight,
+		Metrics:          metrics,
+		Checks:           checks,
+		Version:          buildVersion(),
+		Logger:           logger,
+		Disbursements:    st,
+	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
+}
+
+// openPipeline builds serve's handler over st outside serve (reconcile
+// payments, paylock worker): the same sources with their forward hooks,
+// a Redis client of its own (closed by closeRedis), and metrics nobody
+// scrapes.
+func openPipeline(cfg config, st *store.Store, logger *slog.Logger) (h *handler.Handler, sources []handler.Source, closeRedis func(), err error) {
+	sources, forwardURLs, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	forwardOnRecord(sources, forwardURLs, st)
+	rdb, err := newRedis(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, err = newPipeline(cfg, logger, sources, st, rdb, handler.NewMetrics(prometheus.NewRegistry(), cfg.LockTTL), nil)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	return h, sources, func() { rdb.Close() }, nil
+}
+
+// stripeSource returns the source named name if it is a stripe source.
+func stripeSource(sources []handler.Source, name string) (handler.Source, error) {
+	for _, s := range sources {
+		if s.Name != name {
+			continue
+		}
+		if s.Adapter != handler.AdapterStripe {
+			return s, fmt.Errorf("source %q has adapter %q: only stripe sources can be reconciled", name, s.Adapter)
+		}
+		return s, nil
+	}
+	return handler.Source{}, fmt.Errorf("no source %q (PAYLOCK_SOURCES_FILE)", name)
+}
+
+// stripeReconciler is the reconciliation of src through h.
+func stripeReconciler(cfg config, src handler.Source, h *handler.Handler, dryRun bool) reconcile.Payments {
+	return reconcile.Payments{
+		Source:  src.Name,
+		Types:   src.Events,
+		Events:  reconcile.StripeEvents{BaseURL: cfg.Reconcile.StripeURL, Key: cfg.Reconcile.stripeKey},
+		Handler: h,
+		DryRun:  dryRun,
+	}
+}
+
+// cutBool removes --name (or --name=true/false) from args.
+func cutBool(args []string, name string) (on bool, rest []string) {
+	for _, a := range args {
+		switch strings.TrimLeft(a, "-") {
+		case name, name + "=true":
+			if strings.HasPrefix(a, "-") {
+				on = true
+				continue
+			}
+		case name + "=false":
+			if strings.HasPrefix(a, "-") {
+				on = false
+				continue
+			}
+		}
+		rest = append(rest, a)
+	}
+	return on, rest
+}
+
+// runReconcilePayments implements "paylock reconcile payments".
+func runReconcilePayments(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	const name = "paylock reconcile payments"
+	if isHelp(args) {
+		fmt.Fprint(stdout, reconcilePaymentsUsage)
+		return 0
+	}
+	dryRun, args := cutBool(args, "dry-run")
+	sourceName, found, args, err := cutFlag(args, "source")
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v (e.g. stripe)\n", name, err)
+		return 2
+	}
+	if !found {
+		sourceName = "stripe"
+	}
+	value, found, args, err := cutFlag(args, "since")
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v (e.g. 72h)\n", name, err)
+		return 2
+	}
+	since := 72 * time.Hour
+	if found {
+		if since, err = parseAge(value); err != nil {
+			fmt.Fprintf(stderr, "%s: invalid --since %q: %v\n", name, value, err)
+			return 2
+		}
+	}
+	cfg, code, ok := subcommandConfig(name, reconcilePaymentsUsage, "", args, getenv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	logger := newLogger(cfg, stderr)
+	sources, _, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	src, err := stripeSource(sources, sourceName)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	if cfg.Reconcile.stripeKey == "" {
+		fmt.Fprintf(stderr, "%s: STRIPE_API_KEY is required: the secret key events are listed with\n", name)
+		return 2
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	defer st.Close()
+	h, _, closeRedis, err := openPipeline(cfg, st, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	defer closeRedis()
+	from := time.Now().Add(-since)
+	rep, err := stripeReconciler(cfg, src, h, dryRun).Run(ctx, from)
+	printPaymentsReport(stdout, src.Name, from, rep, dryRun)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	if !rep.Clean() {
+		return 1
+	}
+	return 0
+}
+
+// printPaymentsReport writes one line per difference, then the counts.
+func printPaymentsReport(w io.Writer, source string, from time.Time, rep reconcile.Report, dryRun bool) {
+	recorded := "recorded_now"
+	if dryRun {
+		recorded = "would_record"
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, ref := range rep.Recorded {
+		fmt.Fprintf(tw, "%s\t%s\t\n", recorded, ref)
+	}
+	for _, d := range rep.Mismatched {
+		fmt.Fprintf(tw, "mismatch\t%s\t%s\t%s\n", d.Ref, d.EventID, oneLine(d.Err.Error()))
+	}
+	for _, d := range rep.Errors {
+		fmt.Fprintf(tw, "error\t%s\t%s\t%s\n", d.Ref, d.EventID, oneLine(d.Err.Error()))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%s: %d events since %s: %d already recorded, %d %s, %d mismatched, %d errors, %d ignored\n",
+		source, rep.Seen, from.UTC().Format(time.RFC3339), rep.AlreadyRecorded, rep.RecordedNow,
+		strings.ReplaceAll(recorded, "_", " "), len(rep.Mismatched), len(rep.Errors), rep.Ignored)
+}
+
+// reconcileOutcomes are the outcome labels of
+// paylock_reconcile_payments_total.
+var reconcileOutcomes = []string{"seen", "recorded", "mismatched", "error"}
+
+// newReconcileMetrics registers paylock_reconcile_payments_total{source,
+// outcome} with its series for sources, and returns the worker's Observe.
+func newReconcileMetrics(reg prometheus.Registerer, sources []string) func(string, reconcile.Report, error) {
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_reconcile_payments_total",
+		Help: "Payment events of the provider's API seen by the periodic reconciliation (PAYLOCK_RECONCILE_INTERVAL), by outcome: seen, recorded (paylock had missed it: recorded now), mismatched (recorded with other content: investigate), error (an event or the listing failed; the next run tries again).",
+	}, []string{"source", "outcome"})
+	reg.MustRegister(total)
+	for _, s := range sources {
+		for _, o := range reconcileOutcomes {
+			total.WithLabelValues(s, o)
+		}
+	}
+	return func(source string, rep reconcile.Report, err error) {
+		total.WithLabelValues(source, "seen").Add(float64(rep.Seen))
+		total.WithLabelValues(source, "recorded").Add(float64(rep.RecordedNow))
+		total.WithLabelValues(source, "mismatched").Add(float64(len(rep.Mismatched)))
+		errs := len(rep.Errors)
+		if err != nil {
+			errs++
+		}
+		total.WithLabelValues(source, "error").Add(float64(errs))
+	}
+}
+
+// reconcileWorker is serve's periodic reconciliation
+// (PAYLOCK_RECONCILE_INTERVAL) of every stripe source, through h; nil when
+// the interval is off, or there is no stripe source or no STRIPE_API_KEY
+// (logged).
+func reconcileWorker(cfg config, sources []handler.Source, h *handler.Handler, reg prometheus.Registerer, logger *slog.Logger) *reconcile.Worker {
+	if cfg.Reconcile.Interval == 0 {
+		return nil
+	}
+	runs := map[string]reconcile.Payments{}
+	var names []string
+	for _, s := range sources {
+		if s.Adapter == handler.AdapterStripe {
+			runs[s.Name] = stripeReconciler(cfg, s, h, false)
+			names = append(names, s.Name)
+		}
+	}
+	switch {
+	case len(runs) == 0:
+		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set, but no source has adapter stripe: nothing to reconcile")
+		return nil
+	case cfg.Reconcile.stripeKey == "":
+		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set without STRIPE_API_KEY: the stripe sources are not reconciled", slog.Any("sources", names))
+		return nil
+	}
+	logger.Info("reconciling payments periodically on the River leader", slog.Any("sources", names),
+		slog.Duration("interval", cfg.Reconcile.Interval), slog.Duration("window", cfg.Reconcile.Window))
+	return &reconcile.Worker{Sources: runs, Interval: cfg.Reconcile.Interval, Window: cfg.Reconcile.Window,
+		Logger: logger, Observe: newReconcileMetrics(reg, names)}
+}

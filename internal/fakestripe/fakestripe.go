@@ -1,0 +1,204 @@
+// Package fakestripe is a fake of the part of Stripe's API paylock's
+// reconciliation reads: GET /v1/events (https://docs.stripe.com/api/events/list),
+// newest first, filtered by type (type, or types[] / types[0]...) and created[gte] /
+// created[gt], paginated by limit (default 10, at most 100) and
+// starting_after, answered as stripe-go's stripe.EventList:
+// {"object":"list","data":[...],"has_more":...,"url":"/v1/events"}. A
+// request without "Authorization: Bearer <key>" is answered 401 with
+// Stripe's error body.
+//
+// Events are built from the fixtures of handler/testdata/stripe (copied in
+// testdata/, and tested to stay equal), so that what the fake lists is
+// what a webhook of the same event carries.
+package fakestripe
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+//go:embed testdata/payment_intent.succeeded.json
+var paymentIntentFixture []byte
+
+//go:embed testdata/charge.succeeded.json
+var chargeFixture []byte
+
+// Payment is what an event built by the fake says was paid.
+type Payment struct {
+	ID       string    // the PaymentIntent's pi_... or the Charge's ch_...
+	Amount   int64     // minor units
+	Currency string    // lower case, as Stripe sends it ("jpy")
+	Created  time.Time // the event's created
+}
+
+// PaymentIntentSucceeded is the payment_intent.succeeded Event of p, shaped
+// as handler/testdata/stripe/payment_intent.succeeded.json, with the id
+// evt_<p.ID>.
+func PaymentIntentSucceeded(p Payment) json.RawMessage {
+	return build(paymentIntentFixture, p, "amount", "amount_received")
+}
+
+// ChargeSucceeded is the charge.succeeded Event of p (a Charge without a
+// PaymentIntent), shaped as handler/testdata/stripe/charge.succeeded.json.
+func ChargeSucceeded(p Payment) json.RawMessage {
+	return build(chargeFixture, p, "amount", "amount_captured")
+}
+
+func build(fixture []byte, p Payment, amounts ...string) json.RawMessage {
+	var ev map[string]any
+	if err := json.Unmarshal(fixture, &ev); err != nil {
+		panic("fakestripe: fixture: " + err.Error())
+	}
+	ev["id"] = "evt_" + p.ID
+	ev["created"] = p.Created.Unix()
+	obj := ev["data"].(map[string]any)["object"].(map[string]any)
+	obj["id"] = p.ID
+	obj["currency"] = p.Currency
+	obj["created"] = p.Created.Unix()
+	for _, k := range amounts {
+		obj[k] = p.Amount
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		panic("fakestripe: " + err.Error())
+	}
+	return b
+}
+
+// event is one stored event with the fields the listing filters on.
+type event struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	raw     json.RawMessage
+}
+
+// API is the fake: an http.Handler serving GET /v1/events. Its zero value
+// is not usable; build it with New.
+type API struct {
+	key string
+	mux *http.ServeMux
+
+	mu       sync.Mutex
+	events   []event // newest first
+	requests int
+}
+
+// New returns a fake that accepts the secret key key.
+func New(key string) *API {
+	a := &API{key: key, mux: http.NewServeMux()}
+	a.mux.HandleFunc("GET /v1/events", a.list)
+	return a
+}
+
+// Add stores events (Stripe Event bodies with id, type and created).
+func (a *API) Add(events ...json.RawMessage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, raw := range events {
+		var e event
+		if err := json.Unmarshal(raw, &e); err != nil || e.ID == "" || e.Type == "" {
+			panic(fmt.Sprintf("fakestripe: not an event: %s", raw))
+		}
+		e.raw = raw
+		a.events = append(a.events, e)
+	}
+	slices.SortStableFunc(a.events, func(x, y event) int { return int(y.Created - x.Created) })
+}
+
+// Requests is the number of requests answered so far, refused ones
+// included.
+func (a *API) Requests() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.requests
+}
+
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	a.requests++
+	a.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer "+a.key {
+		stripeError(w, http.StatusUnauthorized, "invalid_request_error", "Invalid API Key provided.")
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// list answers GET /v1/events.
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 10
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			stripeError(w, http.StatusBadRequest, "invalid_request_error", "limit must be an integer between 1 and 100")
+			return
+		}
+		limit = n
+	}
+	var gte, gt int64 = -1 << 62, -1 << 62
+	for name, dst := range map[string]*int64{"created[gte]": &gte, "created[gt]": &gt} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				stripeError(w, http.StatusBadRequest, "invalid_request_error", name+" must be a unix timestamp")
+				return
+			}
+			*dst = n
+		}
+	}
+	var types []string
+	for k, v := range q {
+		if strings.HasPrefix(k, "types[") { // types[] or stripe-go's types[0], types[1]...
+			types = append(types, v...)
+		}
+	}
+	if t := q.Get("type"); t != "" {
+		types = append(types, t)
+	}
+	after := q.Get("starting_after")
+
+	a.mu.Lock()
+	var match []event
+	for _, e := range a.events {
+		if e.Created >= gte && e.Created > gt && (len(types) == 0 || slices.Contains(types, e.Type)) {
+			match = append(match, e)
+		}
+	}
+	a.mu.Unlock()
+	if after != "" {
+		i := slices.IndexFunc(match, func(e event) bool { return e.ID == after })
+		if i < 0 {
+			stripeError(w, http.StatusBadRequest, "invalid_request_error", "No such event: '"+after+"'")
+			return
+		}
+		match = match[i+1:]
+	}
+	page := match[:min(limit, len(match))]
+	data := make([]json.RawMessage, len(page))
+	for i, e := range page {
+		data[i] = e.raw
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"object":   "list",
+		"data":     data,
+		"has_more": len(match) > len(page),
+		"url":      "/v1/events",
+	})
+}
+
+// stripeError writes Stripe's error body.
+func stripeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": typ, "message": msg}})
+}
