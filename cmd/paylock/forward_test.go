@@ -27,7 +27,7 @@ type forwardReceiver struct {
 	answers  []int
 	types    []string
 	ids      []string // webhook-id of each delivery
-	bad      int // deliveries that did not verify
+	bad      int      // deliveries that did not verify
 }
 
 func newForwardReceiver(t *testing.T, answers ...int) (*forwardReceiver, string) {
