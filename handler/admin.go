@@ -68,7 +68,14 @@ type AdminConfig struct {
 	// Mounts are further handlers, by ServeMux pattern (River UI under
 	// "/admin/river/"), behind the same token.
 	Mounts map[string]http.Handler
-	Logger *slog.Logger // default slog.Default()
+	// Console serves the admin console's pages under /admin/ (see
+	// console.go); nil leaves them out.
+	Console ConsoleStore
+	// ForwardURLs is each payment source's forward URL, where the
+	// console's replay sends a payment whose forward job River no longer
+	// holds.
+	ForwardURLs map[string]string
+	Logger      *slog.Logger // default slog.Default()
 }
 
 // Admin serves the admin listener's routes behind cfg.Token.
@@ -81,6 +88,8 @@ type Admin struct {
 	// cookie (see sameOrigin).
 	origin *http.CrossOriginProtection
 	now    func() time.Time
+	// console serves /admin/ when AdminConfig.Console is set.
+	console *console
 }
 
 // NewAdmin returns the admin listener's handler.
@@ -96,6 +105,9 @@ func NewAdmin(cfg AdminConfig) *Admin {
 	if cfg.Disbursements != nil {
 		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
 		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", methodNotAllowed(http.MethodGet))
+	}
+	if cfg.Console != nil {
+		a.mountConsole(cfg.Console, cfg.ForwardURLs)
 	}
 	for pattern, h := range cfg.Mounts {
 		a.mux.Handle(pattern, h)

@@ -366,7 +366,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 			return err
 		}
 		defer stopMounts()
-		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Disbursements: st, Mounts: mounts, Logger: logger}), logger)
+		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Disbursements: st, Console: st, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()
 		if cfg.AdminToken == "" {
