@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"log/slog"
@@ -59,12 +60,20 @@ type AdminConfig struct {
 	// authentication (and without a login page): paylock allows that only
 	// on a loopback address.
 	Token string
+	// Tokens are further named tokens (PAYLOCK_ADMIN_TOKENS), accepted
+	// like Token, whose name is "admin". The name of the token a request
+	// was let in with (bearer or session) is its identity: AdminIdentity.
+	Tokens []AdminToken
 	// SessionTTL is how long a browser session from /admin/login lasts;
 	// zero means DefaultAdminSessionTTL.
 	SessionTTL time.Duration
 	// Disbursements serves GET /disbursements/{loan_id}/{tranche}; nil
 	// leaves it out.
 	Disbursements Disbursements
+	// Review serves the review queue: GET /admin/review,
+	// GET /admin/review/{id} and POST /admin/review/{id}/resolve; nil
+	// leaves them out.
+	Review ReviewStore
 	// Mounts are further handlers, by ServeMux pattern (River UI under
 	// "/admin/river/"), behind the same token.
 	Mounts map[string]http.Handler
@@ -78,12 +87,36 @@ type AdminConfig struct {
 	Logger      *slog.Logger // default slog.Default()
 }
 
+// AdminToken is a named admin token.
+type AdminToken struct {
+	Name  string
+	Token string
+}
+
+// AdminTokenName is the identity of AdminConfig.Token.
+const AdminTokenName = "admin"
+
+// AdminAnonymous is the identity of requests to an admin listener without
+// tokens (a loopback address only).
+const AdminAnonymous = "anonymous"
+
+type adminIdentityKey struct{}
+
+// AdminIdentity returns the name of the token the admin request was let in
+// with (AdminTokenName for AdminConfig.Token, a PAYLOCK_ADMIN_TOKENS name,
+// or AdminAnonymous without tokens), set by Admin's authentication for
+// every route it serves, mounts included. It is "" outside one.
+func AdminIdentity(ctx context.Context) string {
+	name, _ := ctx.Value(adminIdentityKey{}).(string)
+	return name
+}
+
 // Admin serves the admin listener's routes behind cfg.Token.
 type Admin struct {
-	cfg   AdminConfig
-	token []byte
-	mux   *http.ServeMux
-	log   *slog.Logger
+	cfg    AdminConfig
+	tokens []namedToken
+	mux    *http.ServeMux
+	log    *slog.Logger
 	// origin refuses cross-origin unsafe requests made with the session
 	// cookie (see sameOrigin).
 	origin *http.CrossOriginProtection
@@ -100,8 +133,19 @@ func NewAdmin(cfg AdminConfig) *Admin {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultAdminSessionTTL
 	}
-	a := &Admin{cfg: cfg, token: []byte(cfg.Token), mux: http.NewServeMux(), log: cfg.Logger,
+	a := &Admin{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger,
 		origin: http.NewCrossOriginProtection(), now: time.Now}
+	if cfg.Token != "" {
+		a.tokens = append(a.tokens, namedToken{AdminTokenName, []byte(cfg.Token)})
+	}
+	for _, t := range cfg.Tokens {
+		if t.Token != "" {
+			a.tokens = append(a.tokens, namedToken{t.Name, []byte(t.Token)})
+		}
+	}
+	if cfg.Review != nil {
+		a.mountReview()
+	}
 	if cfg.Disbursements != nil {
 		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
 		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", methodNotAllowed(http.MethodGet))
@@ -131,11 +175,18 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.logout(w, r)
 		return
 	}
-	if len(a.token) > 0 {
+	who := AdminAnonymous
+	if len(a.tokens) > 0 {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var found bool
+		if ok {
+			who, found = a.tokenName([]byte(got))
+		} else {
+			who, found = a.validSession(r)
+		}
 		switch {
-		case ok && subtle.ConstantTimeCompare([]byte(got), a.token) == 1:
-		case !ok && a.validSession(r):
+		case ok && found:
+		case !ok && found:
 			if err := a.sameOrigin(r); err != nil {
 				a.log.WarnContext(r.Context(), "admin: cross-origin request with the session cookie refused",
 					"method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"),
@@ -148,7 +199,25 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a.mux.ServeHTTP(w, r)
+	a.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminIdentityKey{}, who)))
+}
+
+// namedToken is an accepted admin token and its name.
+type namedToken struct {
+	name  string
+	token []byte
+}
+
+// tokenName returns the name of the token got is, comparing it with every
+// token in constant time.
+func (a *Admin) tokenName(got []byte) (string, bool) {
+	name, found := "", false
+	for _, t := range a.tokens {
+		if subtle.ConstantTimeCompare(got, t.token) == 1 && !found {
+			name, found = t.name, true
+		}
+	}
+	return name, found
 }
 
 // disbursement answers GET /disbursements/{loan_id}/{tranche} with the row,

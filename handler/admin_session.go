@@ -3,7 +3,6 @@ package handler
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"html/template"
 	"net/http"
@@ -52,39 +51,46 @@ const (
 	maxLoginBody       = 4 << 10
 )
 
-// sessionValue returns the cookie value of a session ending at expiry.
-func (a *Admin) sessionValue(expiry time.Time) string {
+// sessionValue returns the cookie value of a session ending at expiry,
+// keyed by the token the operator logged in with.
+func (a *Admin) sessionValue(token []byte, expiry time.Time) string {
 	exp := strconv.FormatInt(expiry.Unix(), 10)
-	return "v1." + exp + "." + a.sessionMAC(exp)
+	return "v1." + exp + "." + sessionMAC(token, exp)
 }
 
-func (a *Admin) sessionMAC(exp string) string {
-	m := hmac.New(sha256.New, a.token)
+func sessionMAC(token []byte, exp string) string {
+	m := hmac.New(sha256.New, token)
 	m.Write([]byte(adminSessionLabel))
 	m.Write([]byte(exp))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // validSession reports whether r carries an unexpired session cookie made
-// with the current token.
-func (a *Admin) validSession(r *http.Request) bool {
+// with one of the current tokens, and that token's name (the session's
+// identity: the MAC says which token it was keyed by).
+func (a *Admin) validSession(r *http.Request) (string, bool) {
 	c, err := r.Cookie(AdminSessionCookie)
 	if err != nil {
-		return false
+		return "", false
 	}
 	rest, ok := strings.CutPrefix(c.Value, "v1.")
 	if !ok {
-		return false
+		return "", false
 	}
 	exp, mac, ok := strings.Cut(rest, ".")
 	if !ok {
-		return false
+		return "", false
 	}
 	secs, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || !a.now().Before(time.Unix(secs, 0)) {
-		return false
+		return "", false
 	}
-	return hmac.Equal([]byte(mac), []byte(a.sessionMAC(exp)))
+	for _, t := range a.tokens {
+		if hmac.Equal([]byte(mac), []byte(sessionMAC(t.token, exp))) {
+			return t.name, true
+		}
+	}
+	return "", false
 }
 
 // sameOrigin returns errAdminCrossOrigin when r uses an unsafe method and
@@ -106,7 +112,7 @@ func (a *Admin) sameOrigin(r *http.Request) error {
 // unauthorized answers 401: problem+json, or to a browser's page load a
 // short page that links to the login form.
 func (a *Admin) unauthorized(w http.ResponseWriter, r *http.Request) {
-	if len(a.token) == 0 || r.Method != http.MethodGet || !strings.Contains(r.Header.Get("Accept"), "text/html") {
+	if len(a.tokens) == 0 || r.Method != http.MethodGet || !strings.Contains(r.Header.Get("Accept"), "text/html") {
 		writeError(w, errAdminToken)
 		return
 	}
@@ -117,7 +123,7 @@ func (a *Admin) unauthorized(w http.ResponseWriter, r *http.Request) {
 // login serves GET /admin/login (the form) and POST /admin/login (checks
 // the token, sets the session cookie, redirects to next).
 func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
-	if len(a.token) == 0 {
+	if len(a.tokens) == 0 {
 		// No token, no sessions: the listener is open (loopback only).
 		http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
@@ -136,18 +142,19 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		next := localPath(r.PostForm.Get("next"))
-		if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("token")), a.token) != 1 {
+		name, found := a.tokenName([]byte(r.PostForm.Get("token")))
+		if !found {
 			a.log.WarnContext(r.Context(), "admin: login with a wrong token", "remote", r.RemoteAddr)
 			a.page(w, http.StatusUnauthorized, loginPage{Next: next, Error: "Wrong token."})
 			return
 		}
 		expiry := a.now().Add(a.cfg.SessionTTL)
 		http.SetCookie(w, &http.Cookie{
-			Name: AdminSessionCookie, Value: a.sessionValue(expiry), Path: "/",
+			Name: AdminSessionCookie, Value: a.sessionValue([]byte(r.PostForm.Get("token")), expiry), Path: "/",
 			Expires: expiry, MaxAge: int(a.cfg.SessionTTL / time.Second),
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		})
-		a.log.InfoContext(r.Context(), "admin: browser session started", "remote", r.RemoteAddr, "expires", expiry)
+		a.log.InfoContext(r.Context(), "admin: browser session started", "remote", r.RemoteAddr, "who", name, "expires", expiry)
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	default:
 		methodNotAllowed("GET, POST")(w, r)

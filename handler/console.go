@@ -34,7 +34,7 @@ import (
 //     payment again with its webhook-id (store.ReplayForwards).
 //
 // Every POST is refused (403) unless it carries the form field "csrf":
-// HMAC-SHA256, keyed by the admin token, of a label and the session cookie's
+// HMAC-SHA256, keyed by the admin tokens, of a label and the session cookie's
 // value (see csrfToken), on top of the listener's same-origin check. A
 // request with the bearer header needs neither (a page on another site
 // cannot set it).
@@ -73,12 +73,27 @@ type console struct {
 	a      *Admin
 	st     ConsoleStore
 	urls   map[string]string // forward URL by source
-	openKy []byte            // CSRF key when the listener has no token
+	csrfKey []byte           // see mountConsole
 }
 
 func (a *Admin) mountConsole(st ConsoleStore, urls map[string]string) {
-	c := &console{a: a, st: st, urls: urls, openKy: make([]byte, 32)}
-	rand.Read(c.openKy)
+	// The CSRF key is derived from every admin token (changing one ends
+	// every form, as it ends every session), or random on a listener
+	// without tokens.
+	c := &console{a: a, st: st, urls: urls}
+	if len(a.tokens) == 0 {
+		c.csrfKey = make([]byte, 32)
+		rand.Read(c.csrfKey)
+	} else {
+		h := sha256.New()
+		h.Write([]byte(csrfLabel))
+		for _, t := range a.tokens {
+			h.Write([]byte(t.name + "\x00"))
+			h.Write(t.token)
+			h.Write([]byte{0})
+		}
+		c.csrfKey = h.Sum(nil)
+	}
 	a.console = c
 	a.mux.HandleFunc("GET /admin/{$}", c.search)
 	a.mux.HandleFunc("GET "+consoleCSSPath, c.css)
@@ -86,15 +101,12 @@ func (a *Admin) mountConsole(st ConsoleStore, urls map[string]string) {
 	a.mux.HandleFunc("POST /admin/payments/{source}/{transaction_id}/replay", c.csrf(c.replay))
 }
 
-// csrfToken is the form token of r's session: HMAC-SHA256 keyed by the
-// admin token over a label and the session cookie's value ("" without a
-// cookie), so it changes with every login and is worthless without the
-// cookie it was made for.
+// csrfToken is the form token of r's session: HMAC-SHA256, keyed by a key
+// derived from the admin tokens, over a label and the session cookie's
+// value ("" without a cookie), so it changes with every login and is
+// worthless without the cookie it was made for.
 func (c *console) csrfToken(r *http.Request) string {
-	key := c.a.token
-	if len(key) == 0 {
-		key = c.openKy
-	}
+	key := c.csrfKey
 	sess := ""
 	if ck, err := r.Cookie(AdminSessionCookie); err == nil {
 		sess = ck.Value
@@ -116,7 +128,7 @@ func (c *console) csrf(next http.HandlerFunc) http.HandlerFunc {
 			c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 			return
 		}
-		if len(c.a.token) > 0 && strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		if len(c.a.tokens) > 0 && strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 			next(w, r)
 			return
 		}

@@ -25,6 +25,9 @@ type Store interface {
 	RecordPayment(ctx context.Context, p store.Payment) (store.Payment, error)
 	RecordPaymentFunc(ctx context.Context, p store.Payment, fn func(ctx context.Context, tx pgx.Tx, p store.Payment) error) (store.Payment, error)
 	Confirm(ctx context.Context, p store.Payment) (store.Payment, error)
+	// RecordMismatch keeps a mismatching delivery as a review item (once
+	// per distinct body); the delivery is answered 422 whatever it returns.
+	RecordMismatch(ctx context.Context, m store.Mismatch) error
 }
 
 // A RecordHook runs inside the transaction that records a payment, after

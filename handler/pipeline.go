@@ -115,7 +115,7 @@ func (h *Handler) serve(src *source) http.HandlerFunc {
 // delivery (the sender retries it whole, and the retry converges on the
 // duplicates of the units already settled).
 func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o *outcome) (any, error) {
-	ctx := r.Context()
+	ctx := context.WithValue(r.Context(), requestIDKey{}, o.requestID)
 	body, headerID, err := h.readVerified(w, r, src, o)
 	if err != nil {
 		return nil, err
@@ -321,6 +321,16 @@ func (h *Handler) release(ctx context.Context, lk *held, u unit, o *outcome, don
 			slog.String("source", o.source), slog.String("ref", u.ref()), slog.Any("error", o.releaseErr))
 	}
 	return false
+}
+
+// requestIDKey is the context key of the delivery's request id (what
+// deliver puts in the context its units record under).
+type requestIDKey struct{}
+
+// requestIDFrom returns the delivery's request id, "" outside a delivery.
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // requestID is the caller's X-Request-Id when it is a plain token (a load

@@ -69,7 +69,10 @@ func toProblem(err error) *problem {
 	if errors.As(err, &p) {
 		return p
 	}
-	var busy busyError
+	var (
+		busy      busyError
+		reviewErr *store.ReviewError
+	)
 	switch {
 	case errors.Is(err, errHook):
 		// Whatever the embedder's hook returned (even one of store's
@@ -101,6 +104,12 @@ func toProblem(err error) *problem {
 		p = newProblem(http.StatusNotFound, "unknown-payout", "Unknown payout", "payout_id",
 			"no disbursement has this payout_id yet; retry later")
 		p.RetryAfter = time.Second
+	case errors.As(err, &reviewErr) && errors.Is(err, store.ErrReviewAction):
+		p = newProblem(http.StatusBadRequest, "review-action", "Review action not allowed", "action", reviewErr.Reason)
+	case errors.As(err, &reviewErr) && errors.Is(err, store.ErrReviewRefused):
+		// The reason names the item, its state or the provider's answer:
+		// for the operator who asked, never a driver's error text.
+		p = newProblem(http.StatusConflict, "review-refused", "Resolution refused", "", reviewErr.Reason)
 	case errors.Is(err, store.ErrNotFound):
 		p = newProblem(http.StatusNotFound, "not-found", "Not found", "", "no such disbursement")
 	case errors.Is(err, store.ErrInvalidPayload):

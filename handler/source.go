@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 
 	"github.com/jackc/pgx/v5"
@@ -119,7 +120,7 @@ func (h *Handler) build(s Source) (*source, error) {
 		units := make([]unit, len(ps))
 		for i, p := range ps {
 			p.Source = s.Name
-			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID, hook: hook}
+			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID, hook: hook, body: body}
 		}
 		return units, nil
 	}
@@ -132,6 +133,7 @@ type paymentUnit struct {
 	p    store.Payment
 	key  string
 	hook RecordHook // nil: the one-statement record
+	body []byte     // the delivery's raw body, kept with a mismatch
 }
 
 // chain runs the hooks that are set, in order, as one; nil when none is.
@@ -166,6 +168,7 @@ func (u *paymentUnit) record(ctx context.Context) (string, error) {
 		_, err = u.h.store.RecordPayment(ctx, u.p)
 	}
 	if err != nil {
+		u.noteMismatch(ctx, err)
 		return "", err
 	}
 	return "processed", nil
@@ -176,7 +179,26 @@ func (u *paymentUnit) confirm(ctx context.Context) (string, error) {
 	if errors.Is(err, store.ErrDuplicate) {
 		return "duplicate", nil
 	}
+	u.noteMismatch(ctx, err)
 	return "", err
+}
+
+// noteMismatch keeps a delivery that err says mismatches the stored payment
+// as a review item (store.Mismatch). The delivery is answered 422 whatever
+// happens here: a failure is logged, and the PSP's retry writes the item.
+func (u *paymentUnit) noteMismatch(ctx context.Context, err error) {
+	if !errors.Is(err, store.ErrMismatch) {
+		return
+	}
+	m := store.Mismatch{
+		Source: u.p.Source, TransactionID: u.p.TransactionID, Amount: u.p.Amount, Currency: u.p.Currency,
+		EventID: u.p.EventID, RequestID: requestIDFrom(ctx), Body: u.body,
+	}
+	if err := u.h.store.RecordMismatch(ctx, m); err != nil {
+		u.h.log.ErrorContext(ctx, "keeping a mismatching delivery for review failed; the PSP's retry keeps it",
+			slog.String("source", m.Source), slog.String("transaction_id", m.TransactionID),
+			slog.String("request_id", m.RequestID), slog.Any("error", err))
+	}
 }
 
 func (u *paymentUnit) answer(res string) any {

@@ -77,7 +77,11 @@ type config struct {
 	MaxInflight int    // PAYLOCK_MAX_INFLIGHT: webhook requests handled at once (at least 1)
 	AdminAddr   string // PAYLOCK_ADMIN_ADDR; "": no admin listener (PAYLOCK_ADMIN_ADDR=off)
 	AdminToken  string // PAYLOCK_ADMIN_TOKEN; never printed; required off loopback
-	Pprof       bool   // PAYLOCK_PPROF: serve net/http/pprof
+	// AdminTokens are PAYLOCK_ADMIN_TOKENS: further named admin tokens
+	// (name:token,...; tokens never printed). A token's name is who
+	// resolves a review item with it.
+	AdminTokens []handler.AdminToken
+	Pprof       bool // PAYLOCK_PPROF: serve net/http/pprof
 
 	Forward forwardSettings // forwarding recorded payments to the team's own service
 
@@ -136,6 +140,7 @@ func (c config) LogValue() slog.Value {
 		slog.Int("max_inflight", c.MaxInflight),
 		slog.String("admin_addr", c.AdminAddr),
 		slog.Bool("admin_token_set", c.AdminToken != ""),
+		slog.Any("admin_token_names", adminTokenNames(c.AdminTokens)),
 		slog.Bool("pprof", c.Pprof),
 		slog.String("forward_url", redactURL(c.Forward.URL)),
 		slog.Any("forward_secrets", c.Forward.Secrets),
@@ -203,7 +208,8 @@ type setting struct {
 // secretSettings are never echoed in an error or a log.
 var secretSettings = map[string]bool{"PAYLOCK_WEBHOOK_SECRETS": true,
 	"PAYLOCK_REDIS_PASSWORD": true, "PAYLOCK_REDIS_SENTINEL_PASSWORD": true, "PAYLOCK_MIGRATE_DATABASE_URL": true,
-	"PAYLOCK_LOAN_SECRETS": true, "PAYLOCK_PAYOUT_SECRETS": true, "PAYLOCK_ADMIN_TOKEN": true, "PAYLOCK_FORWARD_SECRETS": true}
+	"PAYLOCK_LOAN_SECRETS": true, "PAYLOCK_PAYOUT_SECRETS": true, "PAYLOCK_ADMIN_TOKEN": true, "PAYLOCK_FORWARD_SECRETS": true,
+	"PAYLOCK_ADMIN_TOKENS": true}
 
 func settings() []setting {
 	return []setting{
@@ -392,6 +398,8 @@ func settings() []setting {
 				}
 				return nil
 			}},
+		{"PAYLOCK_ADMIN_TOKENS", "admin-tokens", "", fmt.Sprintf("further admin tokens, comma-separated name:token pairs (each token at least %d characters); the name is who resolves review items with it", minAdminToken),
+			func(c *config, v string) (err error) { c.AdminTokens, err = parseAdminTokens(v); return err }},
 		{"PAYLOCK_PPROF", "pprof", "false", "serve the net/http/pprof profiling endpoints",
 			func(c *config, v string) (err error) { c.Pprof, err = strconv.ParseBool(v); return err }},
 		{"PAYLOCK_FORWARD_URL", "forward-url", "", "http(s) URL every recorded payment is forwarded to, signed with PAYLOCK_FORWARD_SECRETS (empty: none)",
@@ -527,13 +535,59 @@ func loadConfig(name string, args []string, getenv func(string) string) (config,
 	return c, fs.Args(), nil
 }
 
+// adminTokenName is what an admin token's name may look like.
+var adminTokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
+
+// parseAdminTokens reads PAYLOCK_ADMIN_TOKENS: name:token pairs separated
+// by commas. Its errors name the pair by position and name, never a token.
+func parseAdminTokens(v string) ([]handler.AdminToken, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []handler.AdminToken
+	names, tokens := map[string]bool{}, map[string]bool{}
+	for i, pair := range strings.Split(v, ",") {
+		name, token, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		switch {
+		case !ok || !adminTokenName.MatchString(name):
+			return nil, fmt.Errorf("pair %d is not name:token with a name of letters, digits, _ . @ - (at most 64)", i+1)
+		case len(token) < minAdminToken:
+			return nil, fmt.Errorf("the token of %q must be at least %d characters", name, minAdminToken)
+		case names[name]:
+			return nil, fmt.Errorf("the name %q is given twice", name)
+		case tokens[token]:
+			return nil, fmt.Errorf("the token of %q is another name's too", name)
+		}
+		names[name], tokens[token] = true, true
+		out = append(out, handler.AdminToken{Name: name, Token: token})
+	}
+	return out, nil
+}
+
+// adminTokenNames lists the names of tokens, never the tokens.
+func adminTokenNames(tokens []handler.AdminToken) []string {
+	names := make([]string, len(tokens))
+	for i, t := range tokens {
+		names[i] = t.Name
+	}
+	return names
+}
+
 // minAdminToken is the shortest PAYLOCK_ADMIN_TOKEN accepted.
 const minAdminToken = 16
 
 // checkAdmin refuses an admin listener reachable from other hosts without a
 // token: it lists and acts on payments and jobs.
 func checkAdmin(c config) error {
-	if c.AdminAddr == "" || c.AdminToken != "" || isLoopback(c.AdminAddr) {
+	for _, t := range c.AdminTokens {
+		if c.AdminToken != "" && t.Name == handler.AdminTokenName {
+			return fmt.Errorf("invalid PAYLOCK_ADMIN_TOKENS: the name %q is PAYLOCK_ADMIN_TOKEN's", handler.AdminTokenName)
+		}
+		if c.AdminToken != "" && t.Token == c.AdminToken {
+			return fmt.Errorf("invalid PAYLOCK_ADMIN_TOKENS: the token named %q is PAYLOCK_ADMIN_TOKEN too", t.Name)
+		}
+	}
+	if c.AdminAddr == "" || c.AdminToken != "" || len(c.AdminTokens) > 0 || isLoopback(c.AdminAddr) {
 		return nil
 	}
 	return fmt.Errorf("invalid PAYLOCK_ADMIN_ADDR=%q: not a loopback address, so PAYLOCK_ADMIN_TOKEN must be set (or PAYLOCK_ADMIN_ADDR=off)", c.AdminAddr)

@@ -22,6 +22,7 @@ func newRegistry(st *store.Store, rdb redisPoolStats) *prometheus.Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		poolCollector{st: st, rdb: rdb},
 		disbursementCollector{st: st, timeout: disbursementStatsTimeout},
+		reviewCollector{st: st, timeout: reviewStatsTimeout},
 	)
 	return reg
 }

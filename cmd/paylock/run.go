@@ -46,6 +46,8 @@ Usage:
                             list forward jobs (recorded payments and disbursement changes sent on)
   paylock forward retry <id>|--discarded
                             put a discarded (or cancelled) forward back in the queue
+  paylock review list|show|resolve
+                            the review queue: mismatches, flagged disbursements, discarded forwards
   paylock disbursements stuck [--older-than 1h]
                             list disbursements pending or sent too long, or flagged for review
   paylock purge --older-than 90d
@@ -88,6 +90,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runReconcile(ctx, args, getenv, stdout, stderr)
 	case "forward":
 		return runForward(ctx, args, getenv, stdout, stderr)
+	case "review":
+		return runReview(ctx, args, getenv, stdout, stderr)
 	case "serve", "migrate", "worker":
 	default:
 		fmt.Fprintf(stderr, "paylock: unknown command %q\n\n%s", cmd, usage)
@@ -366,10 +370,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 			return err
 		}
 		defer stopMounts()
-		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Disbursements: st, Console: st, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
+		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Tokens: cfg.AdminTokens,
+			Disbursements: st, Review: newReviewQueue(cfg, st), Console: st, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()
-		if cfg.AdminToken == "" {
+		if cfg.AdminToken == "" && len(cfg.AdminTokens) == 0 {
 			logger.Warn("admin listener without PAYLOCK_ADMIN_TOKEN: anyone who can reach this loopback address can use it", slog.String("addr", aln.Addr().String()))
 		}
 		logger.Info("admin listening", slog.String("url", "http://"+aln.Addr().String()+"/"))

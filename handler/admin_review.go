@@ -1,0 +1,114 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/paylock/paylock/store"
+)
+
+// ReviewStore is what the admin listener needs to serve the review queue;
+// *review.Queue satisfies it (the store's listing, and resolutions checked
+// with the payout provider).
+type ReviewStore interface {
+	ReviewItems(ctx context.Context, f store.ReviewFilter) ([]store.ReviewItem, error)
+	ReviewItem(ctx context.Context, id string) (store.ReviewItem, error)
+	Resolve(ctx context.Context, id string, r store.Resolve) (store.ReviewItem, error)
+}
+
+// maxResolveBody bounds the body of POST /admin/review/{id}/resolve.
+const maxResolveBody = 16 << 10
+
+// reviewList is the JSON of GET /admin/review.
+type reviewList struct {
+	Items []store.ReviewItem `json:"items"`
+}
+
+// resolveRequest is the body of POST /admin/review/{id}/resolve.
+type resolveRequest struct {
+	Action string `json:"action"`
+	Note   string `json:"note"`
+}
+
+func (a *Admin) mountReview() {
+	a.mux.HandleFunc("GET /admin/review", a.reviewList)
+	a.mux.HandleFunc("/admin/review", methodNotAllowed(http.MethodGet))
+	a.mux.HandleFunc("GET /admin/review/{id}", a.reviewItem)
+	a.mux.HandleFunc("/admin/review/{id}", methodNotAllowed(http.MethodGet))
+	a.mux.HandleFunc("POST /admin/review/{id}/resolve", a.reviewResolve)
+	a.mux.HandleFunc("/admin/review/{id}/resolve", methodNotAllowed(http.MethodPost))
+}
+
+// reviewList answers GET /admin/review[?kind=K][&all=true]: the open items
+// (all: resolved ones too), oldest first.
+func (a *Admin) reviewList(w http.ResponseWriter, r *http.Request) {
+	f := store.ReviewFilter{Kind: store.ReviewKind(r.URL.Query().Get("kind")), All: r.URL.Query().Get("all") == "true"}
+	if f.Kind != "" && !slices.Contains(store.ReviewKinds, f.Kind) {
+		writeError(w, newProblem(http.StatusBadRequest, "malformed", "Malformed request", "kind",
+			"kind must be mismatch, disbursement or forward"))
+		return
+	}
+	items, err := a.cfg.Review.ReviewItems(r.Context(), f)
+	if err != nil {
+		a.reviewError(w, r, "listing the review queue failed", "", err)
+		return
+	}
+	if items == nil {
+		items = []store.ReviewItem{}
+	}
+	writeJSON(w, http.StatusOK, reviewList{Items: items})
+}
+
+// reviewItem answers GET /admin/review/{id}.
+func (a *Admin) reviewItem(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	it, err := a.cfg.Review.ReviewItem(r.Context(), id)
+	if err != nil {
+		a.reviewError(w, r, "reading a review item failed", id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, it)
+}
+
+// reviewResolve answers POST /admin/review/{id}/resolve with
+// {"action","note"}: the item as it stands after the resolution, recorded
+// under the identity of the request's token (AdminIdentity). 400: a bad
+// body or an action the item's kind does not allow; 404: no such item;
+// 409: the item is not in a state the action applies to, or the payout
+// provider disagrees or cannot be reached (nothing changed).
+func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req resolveRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		writeError(w, badRequest("", `the body must be a JSON object {"action": "...", "note": "..."}`))
+		return
+	}
+	who := AdminIdentity(r.Context())
+	it, err := a.cfg.Review.Resolve(r.Context(), id, store.Resolve{Action: req.Action, Note: req.Note, Who: who})
+	if err != nil {
+		a.reviewError(w, r, "resolving a review item failed", id, err)
+		return
+	}
+	a.log.InfoContext(r.Context(), "admin: review item resolved", "id", id, "action", req.Action, "who", who)
+	writeJSON(w, http.StatusOK, it)
+}
+
+// reviewError answers a review request's error through writeError: an
+// unknown item is 404; refusals and bad actions carry their reason.
+func (a *Admin) reviewError(w http.ResponseWriter, r *http.Request, msg, id string, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, newProblem(http.StatusNotFound, "not-found", "Not found", "", "no such review item"))
+		return
+	}
+	p := writeError(w, err)
+	if p.Status >= 500 {
+		a.log.ErrorContext(r.Context(), msg, "id", id, "error", err)
+	} else {
+		a.log.WarnContext(r.Context(), msg, "id", id, "status", p.Status, "error", err)
+	}
+}
