@@ -70,10 +70,10 @@ const (
 
 // console holds what the console's handlers share.
 type console struct {
-	a      *Admin
-	st     ConsoleStore
-	urls   map[string]string // forward URL by source
-	csrfKey []byte           // see mountConsole
+	a       *Admin
+	st      ConsoleStore
+	urls    map[string]string // forward URL by source
+	csrfKey []byte            // see mountConsole
 }
 
 func (a *Admin) mountConsole(st ConsoleStore, urls map[string]string) {
