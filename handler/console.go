@@ -95,6 +95,9 @@ func (a *Admin) mountConsole(st ConsoleStore, urls map[string]string) {
 		c.csrfKey = h.Sum(nil)
 	}
 	a.console = c
+	if a.cfg.Review != nil {
+		c.mountReview()
+	}
 	a.mux.HandleFunc("GET /admin/{$}", c.search)
 	a.mux.HandleFunc("GET "+consoleCSSPath, c.css)
 	a.mux.HandleFunc("GET /admin/payments/{source}/{transaction_id}", c.payment)
@@ -180,7 +183,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, nam
 }
 
 func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	c.render(w, r, status, "error", consolePage{Title: http.StatusText(status), Error: msg})
+	c.render(w, r, status, "error", consolePage{Title: http.StatusText(status), Error: msg, Review: c.a.cfg.Review != nil})
 }
 
 // storeFailed answers a store error: 404 for ErrNotFound, 503 for a
@@ -233,7 +236,7 @@ func (c *console) search(w http.ResponseWriter, r *http.Request) {
 	f := searchForm{TransactionID: strings.TrimSpace(q.Get("transaction_id")), EventID: strings.TrimSpace(q.Get("event_id")),
 		Source: strings.TrimSpace(q.Get("source")), Since: q.Get("since"), Until: q.Get("until"), Limit: q.Get("limit")}
 	d := searchData{Form: f, Limit: store.DefaultSearchLimit, Searched: r.URL.RawQuery != ""}
-	page := consolePage{Title: "Payments", Nav: "payments", Data: &d}
+	page := consolePage{Title: "Payments", Nav: "payments", Review: c.a.cfg.Review != nil, Data: &d}
 	ps := store.PaymentSearch{TransactionID: f.TransactionID, EventID: f.EventID, Source: f.Source}
 	var err error
 	now := c.a.now()
@@ -290,7 +293,7 @@ func (c *console) payment(w http.ResponseWriter, r *http.Request) {
 	} else {
 		d.Body = string(p.Payload)
 	}
-	page := consolePage{Title: "Payment " + p.TransactionID, Nav: "payments", Data: &d}
+	page := consolePage{Title: "Payment " + p.TransactionID, Nav: "payments", Review: c.a.cfg.Review != nil, Data: &d}
 	switch r.URL.Query().Get("replay") {
 	case "retried":
 		page.Notice = "Forward replayed: its job runs again with the same webhook-id."
