@@ -130,6 +130,26 @@ const env = (k) => {
       throw new Error(`replay POST without the CSRF token: ${forged.status()}, want 403`);
     }
     console.log('ui-check: the replay POST without the CSRF token: 403');
+
+    // The review queue: the list, one item, its resolve form.
+    await page.goto(`${admin}/admin/review-queue`);
+    const items = await page.locator('tbody tr').count();
+    if (items < 2) throw new Error(`review queue: ${items} items, want the 2 mismatches`);
+    await page.screenshot({ path: path.join(out, 'console-review.png'), fullPage: true });
+    console.log(`ui-check: review queue with ${items} items: wrote ${path.join(out, 'console-review.png')}`);
+    await Promise.all([page.waitForNavigation(), page.locator('tbody tr a').first().click()]);
+    await page.selectOption('select[name=action]', 'acknowledge');
+    await page.fill('textarea[name=note]', 'Redelivery with a stale amount; the recorded payment stands.');
+    res = await Promise.all([page.waitForNavigation(), page.click('form.resolve button[type=submit]')]).then(([r]) => r);
+    const notice = page.locator('.notice');
+    if (res.status() !== 200 || !(await notice.isVisible()) || !(await notice.innerText()).startsWith('Resolved: acknowledge')) {
+      throw new Error(`resolve form: ${res.status()} ${page.url()}`);
+    }
+    await page.screenshot({ path: path.join(out, 'console-review-resolved.png'), fullPage: true });
+    console.log(`ui-check: resolved ${page.url()} from the form (${await notice.innerText()}): wrote ${path.join(out, 'console-review-resolved.png')}`);
+    await page.goto(`${admin}/admin/review-queue`);
+    const left = await page.locator('tbody tr').count();
+    if (left !== items - 1) throw new Error(`review queue after the resolution: ${left} items, want ${items - 1}`);
   } finally {
     await context.close();
   }

@@ -16,7 +16,10 @@
 # jobs), one with a hostile body, and loads the admin console (/admin/)
 # through the same session: a search with a result (docs/img/console-search.png)
 # and one payment with its forward job (docs/img/console-payment.png), then
-# replays the forward through the console's form (its CSRF token).
+# replays the forward through the console's form (its CSRF token). Two
+# mismatching redeliveries fill the review queue: the console lists them
+# (docs/img/console-review.png) and resolves one through its form
+# (docs/img/console-review-resolved.png).
 #
 # Needs Go, psql, Node.js with npm, and Chromium (installed with apt-get when
 # missing and running as root).
@@ -100,6 +103,13 @@ curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application
 curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' \
   -d '{"id":"evt_uicheck_hostile","transaction_id":"pi_uicheck_2","amount":990,"currency":"EUR","note":"<script>alert(1)</script>"}' >/dev/null
 echo "ui-check: recorded 2 payments (forwards to the unreachable receiver $dead_receiver)" >&2
+# Redeliveries with another amount: 422, and each kept for review.
+for body in '{"id":"evt_uicheck_m1","transaction_id":"pi_uicheck_1","amount":4300,"currency":"EUR"}' \
+            '{"id":"evt_uicheck_m2","transaction_id":"pi_uicheck_2","amount":990,"currency":"USD"}'; do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' -d "$body")
+  [[ $code == 422 ]] || fail "a mismatching redelivery: $code, want 422"
+done
+echo "ui-check: 2 mismatching redeliveries refused (422) and kept for review" >&2
 
 # The admin listener refuses the API without the token, serves it with it.
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://$admin_addr/admin/river/api/jobs?state=discarded")
