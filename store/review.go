@@ -550,10 +550,17 @@ func (s *Store) resolveDisbursement(ctx context.Context, tx pgx.Tx, n int64, r R
 		if err != nil {
 			return ReviewItem{}, translate("retry disbursement", err)
 		}
-		var job int64
-		err = tx.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = $1 AND args->>'disbursement_id' = $2
-			ORDER BY id DESC LIMIT 1`, PayoutKind, strconv.FormatInt(n, 10)).Scan(&job)
+		var (
+			job   int64
+			state string
+		)
+		err = tx.QueryRow(ctx, `SELECT id, state::text FROM river_job WHERE kind = $1 AND args->>'disbursement_id' = $2
+			ORDER BY id DESC LIMIT 1`, PayoutKind, strconv.FormatInt(n, 10)).Scan(&job, &state)
 		switch {
+		case err == nil && state == string(rivertype.JobStateRunning):
+			// Its attempt is ending (it found the row flagged): River
+			// leaves a running job alone, so the retry would be lost.
+			err = reviewErr(ErrReviewRefused, "the payout job %d of disbursement %d is still running; retry in a moment", job, n)
 		case errors.Is(err, pgx.ErrNoRows):
 			_, err = s.jobs.InsertTx(ctx, tx, PayoutArgs{DisbursementID: n}, nil)
 			err = translate("retry disbursement: insert payout job", err)

@@ -179,3 +179,48 @@ func TestReviewRetriesOrAcknowledgesADiscardedForward(t *testing.T) {
 		t.Errorf("retried job is %s, want available", state)
 	}
 }
+
+func TestParseReviewIDAcceptsOnlyTheQueuesIDs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		id   string
+		kind ReviewKind
+		n    int64
+	}{
+		{"mismatch-12", ReviewMismatch, 12},
+		{"disbursement-5", ReviewDisbursement, 5},
+		{"forward-33", ReviewForward, 33},
+		{"forward-0", "", 0},
+		{"forward--1", "", 0},
+		{"payment-1", "", 0},
+		{"mismatch-", "", 0},
+		{"mismatch-1x", "", 0},
+		{"", "", 0},
+	} {
+		kind, n, err := ParseReviewID(c.id)
+		if kind != c.kind || n != c.n || (c.kind == "") != errors.Is(err, ErrNotFound) {
+			t.Errorf("%q: %q %d %v", c.id, kind, n, err)
+		}
+	}
+}
+
+func TestReviewRetryOfADisbursementWhosePayoutJobIsRunningIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-run", 1, "evt_run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.FlagForReview(ctx, d.ID, "last attempt"); err != nil {
+		t.Fatal(err)
+	}
+	b.exec(t, `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1 WHERE kind = 'payout'`)
+	id := "disbursement-" + strconv.FormatInt(d.ID, 10)
+	if _, err := b.store.ResolveReview(ctx, id, Resolve{Action: ActionRetry, Note: "n", Who: "ops"}); !errors.Is(err, ErrReviewRefused) {
+		t.Fatalf("retry while the job runs: %v, want ErrReviewRefused", err)
+	}
+	if cur, _ := b.store.Disbursement(ctx, "L-run", 1); cur.ReviewReason == "" {
+		t.Errorf("the flag was cleared by a refused retry: %+v", cur)
+	}
+}
