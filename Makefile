@@ -28,5 +28,5 @@ scale-short: ## the same, one failover per storm: the CI form (about 1 minute on
 	scripts/scale-test.sh -short
 
 .PHONY: ui-check
-ui-check: ## River UI on the admin listener in headless Chromium, through /admin/login; writes docs/img/river-ui*.png
+ui-check: ## River UI and the console on the admin listener in headless Chromium, through /admin/login; writes docs/img/river-ui*.png and docs/img/console-*.png
 	scripts/ui-check.sh

@@ -77,7 +77,14 @@ type AdminConfig struct {
 	// Mounts are further handlers, by ServeMux pattern (River UI under
 	// "/admin/river/"), behind the same token.
 	Mounts map[string]http.Handler
-	Logger *slog.Logger // default slog.Default()
+	// Console serves the admin console's pages under /admin/ (see
+	// console.go); nil leaves them out.
+	Console ConsoleStore
+	// ForwardURLs is each payment source's forward URL, where the
+	// console's replay sends a payment whose forward job River no longer
+	// holds.
+	ForwardURLs map[string]string
+	Logger      *slog.Logger // default slog.Default()
 }
 
 // AdminToken is a named admin token.
@@ -114,6 +121,8 @@ type Admin struct {
 	// cookie (see sameOrigin).
 	origin *http.CrossOriginProtection
 	now    func() time.Time
+	// console serves /admin/ when AdminConfig.Console is set.
+	console *console
 }
 
 // NewAdmin returns the admin listener's handler.
@@ -140,6 +149,9 @@ func NewAdmin(cfg AdminConfig) *Admin {
 	if cfg.Disbursements != nil {
 		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
 		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", methodNotAllowed(http.MethodGet))
+	}
+	if cfg.Console != nil {
+		a.mountConsole(cfg.Console, cfg.ForwardURLs)
 	}
 	for pattern, h := range cfg.Mounts {
 		a.mux.Handle(pattern, h)

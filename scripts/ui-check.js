@@ -9,6 +9,8 @@
 //   UI_CHECK_OUT       where to write river-ui.png and river-ui-discarded.png
 //   UI_CHECK_RETRYABLE the kind of a retryable job to wait for (the first page)
 //   UI_CHECK_DISCARDED the kind of the discarded job to wait for
+//   UI_CHECK_PAYMENT   a recorded payment's transaction id (source "payments") with a forward job
+//   UI_CHECK_EVENT     its event id
 'use strict';
 const { chromium } = require('playwright-core');
 const path = require('path');
@@ -78,6 +80,76 @@ const env = (k) => {
       throw new Error(`retry from the page: ${JSON.stringify(retried)}`);
     }
     console.log(`ui-check: retried discarded job(s) ${retried.ids.join(', ')} from the page with the session cookie: ${retried.status}`);
+
+    // The console: no JavaScript, plain forms, the same session.
+    const txID = env('UI_CHECK_PAYMENT');
+    await page.goto(`${admin}/admin/`);
+    await page.fill('input[name=event_id]', env('UI_CHECK_EVENT'));
+    res = await Promise.all([page.waitForNavigation(), page.click('form.search button[type=submit]')]).then(([r]) => r);
+    if (res.status() !== 200) throw new Error(`console search: ${res.status()}`);
+    const rows = await page.locator('tbody tr').count();
+    if (rows !== 1 || !(await page.getByRole('link', { name: txID }).isVisible())) {
+      throw new Error(`console search by event id: ${rows} rows, want the one payment ${txID}`);
+    }
+    // Then all of the source's payments, for the screenshot.
+    await page.goto(`${admin}/admin/?source=payments&since=1h`);
+    if ((await page.locator('tbody tr').count()) < 2) throw new Error('console search by source: fewer than 2 rows');
+    await page.screenshot({ path: path.join(out, 'console-search.png'), fullPage: true });
+    console.log(`ui-check: console search found ${txID} by its event id: wrote ${path.join(out, 'console-search.png')}`);
+
+    // The hostile body is shown as text, never run.
+    await page.goto(`${admin}/admin/payments/payments/pi_uicheck_2`);
+    if (!(await page.locator('pre.body').innerText()).includes('<script>alert(1)</script>')) {
+      throw new Error('the hostile payment body is not shown as text');
+    }
+    if ((await page.locator('script').count()) !== 0) throw new Error('the console page holds a <script> element');
+
+    await page.goto(`${admin}/admin/payments/payments/${txID}`);
+    // Wait until the forward job has failed at least once against the
+    // unreachable receiver, so that the page shows a real last error.
+    for (let i = 0; i < 40; i++) {
+      if ((await page.locator('td.err').first().innerText()).trim() !== '–') break;
+      await page.waitForTimeout(250);
+      await page.reload();
+    }
+    const jobLink = page.locator('a[href^="/admin/river/jobs/"]').first();
+    if (!(await jobLink.isVisible())) throw new Error('the payment page shows no forward job');
+    await page.screenshot({ path: path.join(out, 'console-payment.png'), fullPage: true });
+    console.log(`ui-check: payment page with its forward job (${await jobLink.innerText()}): wrote ${path.join(out, 'console-payment.png')}`);
+
+    // Replay through the form: the session's CSRF token is in it.
+    res = await Promise.all([page.waitForNavigation(), page.click('button:has-text("Replay the forward")')]).then(([r]) => r);
+    if (res.status() !== 200 || !/replay=/.test(page.url())) throw new Error(`replay form: ${res.status()} ${page.url()}`);
+    console.log(`ui-check: replayed the forward from the form: ${await page.locator('.notice').innerText()}`);
+    // Without the token the same POST is refused.
+    // (Same origin and the session cookie, as a forged form would have.)
+    const forged = await page.request.post(`${admin}/admin/payments/payments/${txID}/replay`, {
+      headers: { Origin: admin, 'Sec-Fetch-Site': 'same-origin' }, form: { note: 'no token' }, maxRedirects: 0,
+    });
+    if (forged.status() !== 403 || !(await forged.text()).includes('did not come from this console')) {
+      throw new Error(`replay POST without the CSRF token: ${forged.status()}, want 403`);
+    }
+    console.log('ui-check: the replay POST without the CSRF token: 403');
+
+    // The review queue: the list, one item, its resolve form.
+    await page.goto(`${admin}/admin/review-queue`);
+    const items = await page.locator('tbody tr').count();
+    if (items < 2) throw new Error(`review queue: ${items} items, want the 2 mismatches`);
+    await page.screenshot({ path: path.join(out, 'console-review.png'), fullPage: true });
+    console.log(`ui-check: review queue with ${items} items: wrote ${path.join(out, 'console-review.png')}`);
+    await Promise.all([page.waitForNavigation(), page.locator('tbody tr a').first().click()]);
+    await page.selectOption('select[name=action]', 'acknowledge');
+    await page.fill('textarea[name=note]', 'Redelivery with a stale amount; the recorded payment stands.');
+    res = await Promise.all([page.waitForNavigation(), page.click('form.resolve button[type=submit]')]).then(([r]) => r);
+    const notice = page.locator('.notice');
+    if (res.status() !== 200 || !(await notice.isVisible()) || !(await notice.innerText()).startsWith('Resolved: acknowledge')) {
+      throw new Error(`resolve form: ${res.status()} ${page.url()}`);
+    }
+    await page.screenshot({ path: path.join(out, 'console-review-resolved.png'), fullPage: true });
+    console.log(`ui-check: resolved ${page.url()} from the form (${await notice.innerText()}): wrote ${path.join(out, 'console-review-resolved.png')}`);
+    await page.goto(`${admin}/admin/review-queue`);
+    const left = await page.locator('tbody tr').count();
+    if (left !== items - 1) throw new Error(`review queue after the resolution: ${left} items, want ${items - 1}`);
   } finally {
     await context.close();
   }

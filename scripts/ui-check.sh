@@ -11,7 +11,15 @@
 # a temp dir) through /admin/login to River UI, waits for the job lists to
 # render, writes docs/img/river-ui.png and docs/img/river-ui-discarded.png,
 # then retries the discarded job from the page (River UI's POST with the
-# session cookie must pass the same-origin check).
+# session cookie must pass the same-origin check). It also records two
+# payments whose forwards go to an unreachable receiver (retrying forward
+# jobs), one with a hostile body, and loads the admin console (/admin/)
+# through the same session: a search with a result (docs/img/console-search.png)
+# and one payment with its forward job (docs/img/console-payment.png), then
+# replays the forward through the console's form (its CSRF token). Two
+# mismatching redeliveries fill the review queue: the console lists them
+# (docs/img/console-review.png) and resolves one through its form
+# (docs/img/console-review-resolved.png).
 #
 # Needs Go, psql, Node.js with npm, and Chromium (installed with apt-get when
 # missing and running as root).
@@ -65,11 +73,14 @@ export DATABASE_URL
 addr=127.0.0.1:$(_svc_free_port)
 admin_addr=127.0.0.1:$(_svc_free_port)
 dead_provider=http://127.0.0.1:$(_svc_free_port)
+dead_receiver=http://127.0.0.1:$(_svc_free_port)/paylock-forwards
+forward_secret=whsec_$(head -c 24 /dev/urandom | base64)
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PAYLOCK_ADDR=$addr PAYLOCK_ADMIN_ADDR=$admin_addr PAYLOCK_ADMIN_TOKEN=$token \
   PAYLOCK_METRICS_ADDR=off PAYLOCK_ALLOW_UNSIGNED=true PAYLOCK_LOG_FORMAT=text PAYLOCK_LOG_LEVEL=warn \
   PAYLOCK_LOCK_PREFIX="paylock-uicheck-$$:" PAYLOCK_WORKER=true PAYLOCK_PAYOUT_URL=$dead_provider \
-  PAYLOCK_PAYOUT_TIMEOUT=500ms PAYLOCK_WORKER_POLL=200ms
+  PAYLOCK_PAYOUT_TIMEOUT=500ms PAYLOCK_WORKER_POLL=200ms \
+  PAYLOCK_FORWARD_URL=$dead_receiver PAYLOCK_FORWARD_SECRETS=$forward_secret PAYLOCK_FORWARD_TIMEOUT=500ms
 "$tmp/paylock" serve >"$tmp/paylock.log" 2>&1 &
 pid=$!
 for i in $(seq 1 100); do
@@ -87,6 +98,19 @@ done
 echo "ui-check: approved 3 loans (payout jobs against the unreachable provider $dead_provider)" >&2
 "$tmp/riverdemo"
 
+curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' \
+  -d '{"id":"evt_uicheck_7f3a","transaction_id":"pi_uicheck_1","amount":4200,"currency":"EUR","customer":{"email":"ana@example.com","name":"Ana Lima"},"metadata":{"order":"ORD-1042","channel":"web"}}' >/dev/null
+curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' \
+  -d '{"id":"evt_uicheck_hostile","transaction_id":"pi_uicheck_2","amount":990,"currency":"EUR","note":"<script>alert(1)</script>"}' >/dev/null
+echo "ui-check: recorded 2 payments (forwards to the unreachable receiver $dead_receiver)" >&2
+# Redeliveries with another amount: 422, and each kept for review.
+for body in '{"id":"evt_uicheck_m1","transaction_id":"pi_uicheck_1","amount":4300,"currency":"EUR"}' \
+            '{"id":"evt_uicheck_m2","transaction_id":"pi_uicheck_2","amount":990,"currency":"USD"}'; do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' -d "$body")
+  [[ $code == 422 ]] || fail "a mismatching redelivery: $code, want 422"
+done
+echo "ui-check: 2 mismatching redeliveries refused (422) and kept for review" >&2
+
 # The admin listener refuses the API without the token, serves it with it.
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://$admin_addr/admin/river/api/jobs?state=discarded")
 [[ $code == 401 ]] || fail "GET /admin/river/api/jobs without the token: $code, want 401"
@@ -97,5 +121,6 @@ echo "ui-check: /admin/river/api/jobs?state=discarded: 401 without the token, th
 sleep 1 # let the payout jobs record their first failed attempt
 UI_CHECK_CHROMIUM=$chromium_bin UI_CHECK_PROFILE=$(mktemp -d "$tmp/profile.XXXXXX") \
   UI_CHECK_ADMIN=http://$admin_addr UI_CHECK_TOKEN=$token UI_CHECK_OUT=docs/img \
-  UI_CHECK_RETRYABLE=payout UI_CHECK_DISCARDED=riverdemo_notify NODE_PATH=$tmp/node_modules node scripts/ui-check.js
+  UI_CHECK_RETRYABLE=payout UI_CHECK_DISCARDED=riverdemo_notify UI_CHECK_PAYMENT=pi_uicheck_1 \
+  UI_CHECK_EVENT=evt_uicheck_7f3a NODE_PATH=$tmp/node_modules node scripts/ui-check.js
 echo "ui-check: ok" >&2

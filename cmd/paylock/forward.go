@@ -69,6 +69,7 @@ func (m *forwardMetrics) observe(ev forward.Event) {
 const forwardUsage = `Usage:
   paylock forward list [--discarded] [--limit N] [flags]
   paylock forward retry <id>|--discarded [flags]
+  paylock forward replay --source S (--since T [--until T] | --transaction ID) [--dry-run] [flags]
 
 list prints forward jobs, newest first (at most --limit, default 50): id,
 state, attempts, what is forwarded (source/transaction_id, or the loan and
@@ -79,6 +80,9 @@ attempt, or cancelled because the payment is gone).
 retry puts forward job <id>, or with --discarded every discarded or
 cancelled one, back in the queue at once, with one more attempt if it had
 used them all. The forward worker (serve, or "paylock worker") sends it.
+
+replay forwards stored payments again with their original webhook-ids
+("paylock forward replay -h").
 
 The other flags are those of "paylock serve -h" (DATABASE_URL...).
 `
@@ -129,8 +133,11 @@ func parseForwardArgs(sub string, args []string) (forwardArgs, error) {
 	return fa, nil
 }
 
-// runForward implements "paylock forward list|retry".
+// runForward implements "paylock forward list|retry|replay".
 func runForward(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "replay" {
+		return runReplay(ctx, args[1:], getenv, stdout, stderr)
+	}
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		fmt.Fprint(stdout, forwardUsage)
 		return 0

@@ -26,7 +26,8 @@ type forwardReceiver struct {
 	mu       sync.Mutex
 	answers  []int
 	types    []string
-	bad      int // deliveries that did not verify
+	ids      []string // webhook-id of each delivery
+	bad      int      // deliveries that did not verify
 }
 
 func newForwardReceiver(t *testing.T, answers ...int) (*forwardReceiver, string) {
@@ -53,6 +54,7 @@ func (rc *forwardReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	n := len(rc.types)
 	rc.types = append(rc.types, msg.Type)
+	rc.ids = append(rc.ids, r.Header.Get(signature.HeaderWebhookID))
 	if err != nil {
 		rc.bad++
 	}

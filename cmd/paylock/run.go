@@ -356,7 +356,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		}
 		defer stopMounts()
 		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Tokens: cfg.AdminTokens,
-			Disbursements: st, Review: newReviewQueue(cfg, st), Mounts: mounts, Logger: logger}), logger)
+			Disbursements: st, Review: newReviewQueue(cfg, st), Console: st, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()
 		if cfg.AdminToken == "" && len(cfg.AdminTokens) == 0 {

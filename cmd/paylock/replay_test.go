@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/store"
+)
+
+func (rc *forwardReceiver) idCounts() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := map[string]int{}
+	for _, id := range rc.ids {
+		n[id]++
+	}
+	return n
+}
+
+func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
+	t.Parallel()
+	rc, url := newForwardReceiver(t)
+	env := forwardEnv(t, url)
+	cfg, _, err := loadConfig("paylock worker", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := migratedStore(t, env["DATABASE_URL"])
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
+
+	id1, id2 := store.PaymentForwardID("payments", "tx-r1"), store.PaymentForwardID("payments", "tx-r2")
+	for _, tx := range []string{"tx-r1", "tx-r2"} {
+		if _, err := st.RecordPaymentForwarded(ctx, store.Payment{TransactionID: tx, Amount: 100, Currency: "EUR",
+			Payload: []byte(`{"id":"` + tx + `"}`)}, url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	completed := func() bool {
+		jobs, err := st.ForwardJobs(ctx, store.ForwardJobFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.State != "completed" {
+				return false
+			}
+		}
+		return len(jobs) == 2
+	}
+	waitUntil(t, "the first forwards", completed)
+
+	code, out, errOut := runCLI(env, "forward", "replay", "--source", "payments", "--since", "1h", "--dry-run")
+	if code != 0 || !strings.Contains(out, "would replay 2 payments") || !strings.Contains(out, "2 forward jobs run again") {
+		t.Fatalf("replay --dry-run: exit %d, %q %q", code, out, errOut)
+	}
+	time.Sleep(300 * time.Millisecond) // room for a forward that should not exist
+	if n := rc.idCounts(); n[id1] != 1 || n[id2] != 1 {
+		t.Fatalf("after the dry run the receiver saw %v, want each id once", n)
+	}
+
+	code, out, errOut = runCLI(env, "forward", "replay", "--source=payments", "--transaction", "tx-r1")
+	if code != 0 || !strings.Contains(out, "replayed 1 payments") {
+		t.Fatalf("replay --transaction: exit %d, %q %q", code, out, errOut)
+	}
+	waitUntil(t, "tx-r1's replay", func() bool { return rc.idCounts()[id1] == 2 })
+	waitUntil(t, "the replayed job completed", completed)
+	if n := rc.idCounts(); n[id2] != 1 {
+		t.Fatalf("--transaction tx-r1 also sent tx-r2: %v", n)
+	}
+
+	code, out, errOut = runCLI(env, "forward", "replay", "--source", "payments", "--since", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+	if code != 0 || !strings.Contains(out, "replayed 2 payments") {
+		t.Fatalf("replay --since: exit %d, %q %q", code, out, errOut)
+	}
+	waitUntil(t, "the window's replay", func() bool { n := rc.idCounts(); return n[id1] == 3 && n[id2] == 2 })
+	if types, bad := rc.got(); bad != 0 || len(types) != 5 || types[4] != "payment.recorded" {
+		t.Errorf("deliveries %v, %d unverified; want five payment.recorded", types, bad)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+}
+
+func TestForwardReplayRefusesBadArguments(t *testing.T) {
+	t.Parallel()
+	env := forwardEnv(t, "http://127.0.0.1:1/")
+	for _, args := range [][]string{
+		{"--since", "1h"},        // no source
+		{"--source", "payments"}, // no window
+		{"--source", "payments", "--since", "yesterday"},
+		{"--source", "payments", "--since", "1h", "--until", "2h"},
+		{"--source", "nope", "--since", "1h"},
+		{"--source", "payments", "--since"},
+	} {
+		code, _, errOut := runCLI(env, append([]string{"forward", "replay"}, args...)...)
+		if code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, %q; want 2 and a message", args, code, errOut)
+		}
+	}
+	env["PAYLOCK_FORWARD_URL"], env["PAYLOCK_FORWARD_SECRETS"] = "", ""
+	if code, _, errOut := runCLI(env, "forward", "replay", "--source", "payments", "--since", "1h"); code != 2 || !strings.Contains(errOut, "forwards nothing") {
+		t.Errorf("without a forward URL: exit %d, %q", code, errOut)
+	}
+}
+
+func TestParseReplayTime(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"72h":                  now.Add(-72 * time.Hour),
+		"90m":                  now.Add(-90 * time.Minute),
+		"2026-11-01T00:00:00Z": time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		got, err := parseReplayTime(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1h", "2026-11-01", "soon"} {
+		if _, err := parseReplayTime(in, now); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}

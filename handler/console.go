@@ -1,0 +1,338 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paylock/paylock/store"
+)
+
+// The admin console: server-rendered pages under /admin/ on the admin
+// listener (html/template, one embedded stylesheet, no JavaScript), behind
+// the same token or session cookie as the rest of the listener.
+//
+//   - GET /admin/ searches payments by transaction id, event id, or source
+//     and time range (store.PaymentSearch), newest first, at most
+//     store.MaxSearchLimit a page.
+//   - GET /admin/payments/{source}/{transaction_id} shows one payment: its
+//     stored body (pretty-printed, escaped), event id, received_at and its
+//     forward jobs, each linked to River UI.
+//   - POST /admin/payments/{source}/{transaction_id}/replay forwards the
+//     payment again with its webhook-id (store.ReplayForwards).
+//
+// Every POST is refused (403) unless it carries the form field "csrf":
+// HMAC-SHA256, keyed by the admin tokens, of a label and the session cookie's
+// value (see csrfToken), on top of the listener's same-origin check. A
+// request with the bearer header needs neither (a page on another site
+// cannot set it).
+
+// ConsoleStore is what the console reads and does; *store.Store is one.
+type ConsoleStore interface {
+	SearchPayments(ctx context.Context, q store.PaymentSearch) ([]store.Payment, error)
+	Payment(ctx context.Context, source, transactionID string) (store.Payment, error)
+	PaymentForwards(ctx context.Context, source, transactionID string) ([]store.ForwardJob, error)
+	ReplayForwards(ctx context.Context, f store.ReplayFilter) (store.ReplayResult, error)
+}
+
+//go:embed console/*.tmpl console/console.css
+var consoleFS embed.FS
+
+var consoleTemplates = template.Must(template.New("console").Funcs(template.FuncMap{
+	"stamp": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"pathEscape": url.PathEscape,
+}).ParseFS(consoleFS, "console/*.tmpl"))
+
+const (
+	consolePrefix   = "/admin/"
+	consoleCSSPath  = "/admin/console.css"
+	consoleCSRFName = "csrf"
+	csrfLabel       = "paylock admin csrf v1\x00"
+	maxConsoleForm  = 8 << 10
+)
+
+// console holds what the console's handlers share.
+type console struct {
+	a       *Admin
+	st      ConsoleStore
+	urls    map[string]string // forward URL by source
+	csrfKey []byte            // see mountConsole
+}
+
+func (a *Admin) mountConsole(st ConsoleStore, urls map[string]string) {
+	// The CSRF key is derived from every admin token (changing one ends
+	// every form, as it ends every session), or random on a listener
+	// without tokens.
+	c := &console{a: a, st: st, urls: urls}
+	if len(a.tokens) == 0 {
+		c.csrfKey = make([]byte, 32)
+		rand.Read(c.csrfKey)
+	} else {
+		h := sha256.New()
+		h.Write([]byte(csrfLabel))
+		for _, t := range a.tokens {
+			h.Write([]byte(t.name + "\x00"))
+			h.Write(t.token)
+			h.Write([]byte{0})
+		}
+		c.csrfKey = h.Sum(nil)
+	}
+	a.console = c
+	if a.cfg.Review != nil {
+		c.mountReview()
+	}
+	a.mux.HandleFunc("GET /admin/{$}", c.search)
+	a.mux.HandleFunc("GET "+consoleCSSPath, c.css)
+	a.mux.HandleFunc("GET /admin/payments/{source}/{transaction_id}", c.payment)
+	a.mux.HandleFunc("POST /admin/payments/{source}/{transaction_id}/replay", c.csrf(c.replay))
+}
+
+// csrfToken is the form token of r's session: HMAC-SHA256, keyed by a key
+// derived from the admin tokens, over a label and the session cookie's
+// value ("" without a cookie), so it changes with every login and is
+// worthless without the cookie it was made for.
+func (c *console) csrfToken(r *http.Request) string {
+	key := c.csrfKey
+	sess := ""
+	if ck, err := r.Cookie(AdminSessionCookie); err == nil {
+		sess = ck.Value
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(csrfLabel))
+	m.Write([]byte(sess))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrf wraps a POST handler: the form is read (bounded) and must carry
+// csrfToken, unless the request came with the bearer header (ServeHTTP
+// has already checked it); the origin is checked again, also on a
+// listener without a token.
+func (c *console) csrf(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxConsoleForm)
+		if err := r.ParseForm(); err != nil {
+			c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
+		if len(c.a.tokens) > 0 && strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			next(w, r)
+			return
+		}
+		if c.a.sameOrigin(r) != nil || !hmac.Equal([]byte(r.PostForm.Get(consoleCSRFName)), []byte(c.csrfToken(r))) {
+			c.a.log.WarnContext(r.Context(), "admin console: POST without a valid CSRF token refused",
+				"path", r.URL.Path, "remote", r.RemoteAddr)
+			c.fail(w, r, http.StatusForbidden, "This form has expired or did not come from this console: reload the page and try again.")
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (c *console) css(w http.ResponseWriter, r *http.Request) {
+	b, _ := consoleFS.ReadFile("console/console.css")
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	w.Write(b)
+}
+
+// consolePage is what every page's layout reads.
+type consolePage struct {
+	Title  string
+	Nav    string // the current section: "payments", "review"
+	CSRF   string
+	Review bool // the review queue is available
+	Error  string
+	Notice string
+	Data   any
+}
+
+func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, p consolePage) {
+	p.CSRF = c.csrfToken(r)
+	var buf bytes.Buffer
+	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {
+		c.a.log.ErrorContext(r.Context(), "admin console: rendering failed", "page", name, "error", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.render(w, r, status, "error", consolePage{Title: http.StatusText(status), Error: msg, Review: c.a.cfg.Review != nil})
+}
+
+// storeFailed answers a store error: 404 for ErrNotFound, 503 for a
+// transient failure, else 500 (logged).
+func (c *console) storeFailed(w http.ResponseWriter, r *http.Request, what string, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		c.fail(w, r, http.StatusNotFound, "No such "+what+".")
+	case errors.Is(err, store.ErrUnavailable):
+		c.a.log.WarnContext(r.Context(), "admin console: store unavailable", "what", what, "error", err)
+		c.fail(w, r, http.StatusServiceUnavailable, "The database is unavailable; try again shortly.")
+	default:
+		c.a.log.ErrorContext(r.Context(), "admin console: store failed", "what", what, "error", err)
+		c.fail(w, r, http.StatusInternalServerError, "Reading "+what+" failed; see the logs.")
+	}
+}
+
+// searchForm is the search page's form, as typed.
+type searchForm struct {
+	TransactionID, EventID, Source, Since, Until, Limit string
+}
+
+type searchData struct {
+	Form     searchForm
+	Payments []store.Payment
+	Limit    int
+	Searched bool
+}
+
+// parseConsoleTime reads a time from the form: RFC 3339, the browser's
+// datetime-local (2006-01-02T15:04, taken as UTC), or a duration ago.
+func parseConsoleTime(v string, now time.Time) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, errors.New("invalid time")
+}
+
+func (c *console) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := searchForm{TransactionID: strings.TrimSpace(q.Get("transaction_id")), EventID: strings.TrimSpace(q.Get("event_id")),
+		Source: strings.TrimSpace(q.Get("source")), Since: q.Get("since"), Until: q.Get("until"), Limit: q.Get("limit")}
+	d := searchData{Form: f, Limit: store.DefaultSearchLimit, Searched: r.URL.RawQuery != ""}
+	page := consolePage{Title: "Payments", Nav: "payments", Review: c.a.cfg.Review != nil, Data: &d}
+	ps := store.PaymentSearch{TransactionID: f.TransactionID, EventID: f.EventID, Source: f.Source}
+	var err error
+	now := c.a.now()
+	if ps.Since, err = parseConsoleTime(f.Since, now); err != nil {
+		page.Error = "From: want an RFC 3339 time, a date and time, or a duration ago such as 24h."
+	} else if ps.Until, err = parseConsoleTime(f.Until, now); err != nil {
+		page.Error = "To: want an RFC 3339 time, a date and time, or a duration ago such as 24h."
+	}
+	if f.Limit != "" {
+		n, err := strconv.Atoi(f.Limit)
+		if err != nil || n < 1 {
+			page.Error = "Page size: want a positive number."
+		} else {
+			d.Limit = min(n, store.MaxSearchLimit)
+		}
+	}
+	if page.Error != "" {
+		c.render(w, r, http.StatusBadRequest, "search", page)
+		return
+	}
+	ps.Limit = d.Limit
+	if d.Payments, err = c.st.SearchPayments(r.Context(), ps); err != nil {
+		c.storeFailed(w, r, "payments", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "search", page)
+}
+
+type paymentData struct {
+	Payment   store.Payment
+	Body      string
+	WebhookID string
+	Jobs      []store.ForwardJob
+	CanReplay bool
+}
+
+func (c *console) payment(w http.ResponseWriter, r *http.Request) {
+	source, txID := r.PathValue("source"), r.PathValue("transaction_id")
+	p, err := c.st.Payment(r.Context(), source, txID)
+	if err != nil {
+		c.storeFailed(w, r, "payment", err)
+		return
+	}
+	jobs, err := c.st.PaymentForwards(r.Context(), p.Source, p.TransactionID)
+	if err != nil {
+		c.storeFailed(w, r, "forward jobs", err)
+		return
+	}
+	d := paymentData{Payment: p, WebhookID: store.PaymentForwardID(p.Source, p.TransactionID), Jobs: jobs,
+		CanReplay: len(jobs) > 0 || c.urls[p.Source] != ""}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, p.Payload, "", "  ") == nil {
+		d.Body = pretty.String()
+	} else {
+		d.Body = string(p.Payload)
+	}
+	page := consolePage{Title: "Payment " + p.TransactionID, Nav: "payments", Review: c.a.cfg.Review != nil, Data: &d}
+	switch r.URL.Query().Get("replay") {
+	case "retried":
+		page.Notice = "Forward replayed: its job runs again with the same webhook-id."
+	case "inserted":
+		page.Notice = "Forward replayed: a new job sends it with the same webhook-id."
+	case "pending":
+		page.Notice = "Its forward job is still waiting or running: it was left as it is."
+	}
+	c.render(w, r, http.StatusOK, "payment", page)
+}
+
+func (c *console) replay(w http.ResponseWriter, r *http.Request) {
+	source, txID := r.PathValue("source"), r.PathValue("transaction_id")
+	p, err := c.st.Payment(r.Context(), source, txID)
+	if err != nil {
+		c.storeFailed(w, r, "payment", err)
+		return
+	}
+	res, err := c.st.ReplayForwards(r.Context(), store.ReplayFilter{Source: p.Source, TransactionID: p.TransactionID, URL: c.urls[p.Source]})
+	if errors.Is(err, store.ErrForward) {
+		c.fail(w, r, http.StatusConflict, "Source "+p.Source+" forwards nothing: no forward URL is configured.")
+		return
+	}
+	if err != nil {
+		c.storeFailed(w, r, "the replay", err)
+		return
+	}
+	c.a.log.InfoContext(r.Context(), "admin console: forward replayed", "source", p.Source, "transaction_id", p.TransactionID,
+		"retried", res.Retried, "inserted", res.Inserted, "pending", res.Pending)
+	outcome := "pending"
+	switch {
+	case res.Retried > 0:
+		outcome = "retried"
+	case res.Inserted > 0:
+		outcome = "inserted"
+	}
+	http.Redirect(w, r, paymentPath(p.Source, p.TransactionID)+"?replay="+outcome, http.StatusSeeOther)
+}
+
+func paymentPath(source, txID string) string {
+	return "/admin/payments/" + url.PathEscape(source) + "/" + url.PathEscape(txID)
+}

@@ -1,0 +1,73 @@
+package handler_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/review"
+	"github.com/paylock/paylock/store"
+)
+
+func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, store.Config{URL: migratedSchema(t)})
+	ctx := context.Background()
+	if err := st.RecordMismatch(ctx, store.Mismatch{Source: "acme", TransactionID: "tx-<b>", Amount: 101, Currency: "EUR",
+		RequestID: "req-1", Body: []byte(`{"amount":101,"note":"<script>x</script>"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := st.ReviewItems(ctx, store.ReviewFilter{})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("items %v, %v", items, err)
+	}
+	id := items[0].ID
+	srv := httptest.NewServer(handler.NewAdmin(handler.AdminConfig{Token: adminTestToken, Logger: testLogger(t),
+		Tokens: []handler.AdminToken{{Name: "alice", Token: aliceToken}}, Console: st, Review: review.New(st, nil)}))
+	t.Cleanup(srv.Close)
+
+	l := login(t, srv, aliceToken, "/admin/review-queue")
+	if l.cookie == nil {
+		t.Fatalf("login: %d", l.status)
+	}
+	list := adminDo(t, srv, http.MethodGet, "/admin/review-queue", nil, nil, l.cookie)
+	if list.status != 200 || !strings.Contains(list.body, `href="/admin/review-queue/`+id+`"`) || !strings.Contains(list.body, `href="/admin/review-queue"`) {
+		t.Fatalf("list: %d %s", list.status, list.body)
+	}
+	page := adminDo(t, srv, http.MethodGet, "/admin/review-queue/"+id, nil, nil, l.cookie)
+	m := csrfField.FindStringSubmatch(page.body)
+	if page.status != 200 || m == nil || !strings.Contains(page.body, `<option value="acknowledge"`) || strings.Contains(page.body, "<script") || strings.Contains(page.body, "<b>") {
+		t.Fatalf("item page: %d %s", page.status, page.body)
+	}
+	sameOrigin := map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	post := func(form url.Values) adminAnswer {
+		return adminDo(t, srv, http.MethodPost, "/admin/review-queue/"+id+"/resolve", strings.NewReader(form.Encode()), sameOrigin, l.cookie)
+	}
+	if a := post(url.Values{"action": {"acknowledge"}, "note": {"seen"}}); a.status != http.StatusForbidden {
+		t.Fatalf("resolve without the CSRF token: %d, want 403", a.status)
+	}
+	if a := post(url.Values{"action": {"adopt"}, "csrf": {m[1]}}); a.status != http.StatusBadRequest || !strings.Contains(a.body, "Not resolved") {
+		t.Fatalf("an action the kind does not allow: %d %s", a.status, a.body)
+	}
+	open, err := st.ReviewItems(ctx, store.ReviewFilter{})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("refused resolutions changed the queue: %v, %v", open, err)
+	}
+	a := post(url.Values{"action": {"acknowledge"}, "note": {"customer paid twice, <refunded>"}, "csrf": {m[1]}})
+	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/admin/review-queue/"+id+"?resolved=1" {
+		t.Fatalf("resolve: %d %v %s", a.status, a.header, a.body)
+	}
+	done := adminDo(t, srv, http.MethodGet, a.header.Get("Location"), nil, nil, l.cookie)
+	for _, w := range []string{"Resolved: acknowledge by alice.", "customer paid twice, &lt;refunded&gt;"} {
+		if !strings.Contains(done.body, w) {
+			t.Errorf("the result page lacks %q", w)
+		}
+	}
+	if open, _ := st.ReviewItems(ctx, store.ReviewFilter{}); len(open) != 0 {
+		t.Errorf("still open: %v", open)
+	}
+}

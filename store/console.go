@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// What the admin console (handler.Console) and "paylock forward replay"
+// read: payments found by transaction id, event id, or source and time
+// range (indexed by migration 00009), and a payment's forward jobs.
+
+// MaxSearchLimit bounds PaymentSearch.Limit; DefaultSearchLimit is its
+// default.
+const (
+	MaxSearchLimit     = 200
+	DefaultSearchLimit = 50
+)
+
+// PaymentSearch selects payments. Empty fields select everything; every
+// field given must match. The time range is on received_at: Since
+// inclusive, Until exclusive.
+type PaymentSearch struct {
+	TransactionID string
+	EventID       string
+	Source        string
+	Since, Until  time.Time
+	// Limit is how many at most, newest first: 0 is DefaultSearchLimit,
+	// and more than MaxSearchLimit is MaxSearchLimit.
+	Limit int
+}
+
+const searchPaymentsSQL = `
+SELECT source, transaction_id, amount, currency::text, coalesce(event_id, ''), received_at
+FROM payments
+WHERE ($1 = '' OR transaction_id = $1)
+  AND ($2 = '' OR event_id = $2)
+  AND ($3 = '' OR source = $3)
+  AND ($4::timestamptz IS NULL OR received_at >= $4)
+  AND ($5::timestamptz IS NULL OR received_at < $5)
+ORDER BY received_at DESC, id DESC
+LIMIT $6`
+
+// SearchPayments returns the payments q selects, newest first, without
+// their payloads (read one with Payment). Transient failures wrap
+// ErrUnavailable.
+func (s *Store) SearchPayments(ctx context.Context, q PaymentSearch) ([]Payment, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	limit = min(limit, MaxSearchLimit)
+	rows, err := s.pool.Query(ctx, searchPaymentsSQL, q.TransactionID, q.EventID, q.Source,
+		nullTime(q.Since), nullTime(q.Until), limit)
+	if err != nil {
+		return nil, translate("search payments", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Payment, error) {
+		var p Payment
+		err := r.Scan(&p.Source, &p.TransactionID, &p.Amount, &p.Currency, &p.EventID, &p.ReceivedAt)
+		return p, err
+	})
+	if err != nil {
+		return nil, translate("search payments", err)
+	}
+	return out, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// forwardJobIDsSQL finds the forward jobs of one webhook-id, newest first.
+const forwardJobIDsSQL = `
+SELECT id, state::text FROM river_job
+WHERE kind = 'forward' AND args->>'id' = $1
+ORDER BY id DESC`
+
+type jobRef struct {
+	id    int64
+	state string
+}
+
+func (s *Store) forwardJobRefs(ctx context.Context, webhookID string) ([]jobRef, error) {
+	rows, err := s.pool.Query(ctx, forwardJobIDsSQL, webhookID)
+	if err != nil {
+		return nil, translate("find forward jobs", err)
+	}
+	refs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (jobRef, error) {
+		var j jobRef
+		err := r.Scan(&j.id, &j.state)
+		return j, err
+	})
+	if err != nil {
+		return nil, translate("find forward jobs", err)
+	}
+	return refs, nil
+}
+
+// PaymentForwards returns the payment's payment.recorded forward jobs
+// (webhook-id PaymentForwardID), newest first, as River holds them: none
+// when the source forwards nothing or River already deleted them.
+func (s *Store) PaymentForwards(ctx context.Context, source, transactionID string) ([]ForwardJob, error) {
+	refs, err := s.forwardJobRefs(ctx, PaymentForwardID(source, transactionID))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ForwardJob, 0, len(refs))
+	for _, ref := range refs {
+		row, err := s.jobs.JobGet(ctx, ref.id)
+		if errors.Is(err, rivertype.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, translate("read forward job", err)
+		}
+		j, err := forwardJob(row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// ReplayFilter selects the payments whose forward ReplayForwards sends
+// again: those of Source received in [Since, Until) (a zero Until is no
+// upper bound), or only TransactionID's when it is set.
+type ReplayFilter struct {
+	Source        string // "" is DefaultSource
+	Since, Until  time.Time
+	TransactionID string
+	// URL is where a payment with no forward job left is forwarded (a job
+	// River still holds keeps its own URL); required unless DryRun.
+	URL    string
+	DryRun bool // only count
+}
+
+// ReplayResult counts what ReplayForwards did (or, for a dry run, would
+// do).
+type ReplayResult struct {
+	Payments int // payments selected
+	Retried  int // finished jobs (completed, discarded, cancelled) made available again
+	Inserted int // fresh jobs, where River held none
+	Pending  int // jobs still waiting or running, left as they are: they will send it anyway
+}
+
+const replayPaymentsSQL = `
+SELECT id, transaction_id FROM payments
+WHERE source = $1
+  AND ($2 = '' OR transaction_id = $2)
+  AND ($3::timestamptz IS NULL OR received_at >= $3)
+  AND ($4::timestamptz IS NULL OR received_at < $4)
+  AND id > $5
+ORDER BY id
+LIMIT 500`
+
+// ReplayForwards forwards the payment.recorded event of every payment f
+// selects again, with its original webhook-id (PaymentForwardID), so that
+// receivers deduplicate it. Forward jobs are unique by webhook-id while
+// River keeps them, so a payment whose job still exists has that job
+// re-run (River's JobRetry, which also takes completed and discarded
+// jobs); one whose job River already deleted gets a fresh job to f.URL.
+// Errors wrap ErrForward for a bad f, ErrUnavailable when the database
+// failed transiently; the result counts what was done before an error.
+func (s *Store) ReplayForwards(ctx context.Context, f ReplayFilter) (ReplayResult, error) {
+	var res ReplayResult
+	if f.Source == "" {
+		f.Source = DefaultSource
+	}
+	if f.TransactionID == "" && f.Since.IsZero() {
+		return res, fmt.Errorf("%w: a replay needs a start time or a transaction id", ErrForward)
+	}
+	if !f.DryRun && f.URL == "" {
+		return res, fmt.Errorf("%w: source %q has no forward URL", ErrForward, f.Source)
+	}
+	var after int64
+	for {
+		rows, err := s.pool.Query(ctx, replayPaymentsSQL, f.Source, f.TransactionID, nullTime(f.Since), nullTime(f.Until), after)
+		if err != nil {
+			return res, translate("replay: select payments", err)
+		}
+		type pay struct {
+			id  int64
+			txn string
+		}
+		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pay, error) {
+			var p pay
+			err := r.Scan(&p.id, &p.txn)
+			return p, err
+		})
+		if err != nil {
+			return res, translate("replay: select payments", err)
+		}
+		if len(batch) == 0 {
+			return res, nil
+		}
+		for _, p := range batch {
+			after = p.id
+			res.Payments++
+			if err := s.replayOne(ctx, f, p.txn, &res); err != nil {
+				return res, err
+			}
+		}
+	}
+}
+
+func (s *Store) replayOne(ctx context.Context, f ReplayFilter, txn string, res *ReplayResult) error {
+	refs, err := s.forwardJobRefs(ctx, PaymentForwardID(f.Source, txn))
+	if err != nil {
+		return err
+	}
+	if len(refs) == 0 {
+		res.Inserted++
+		if f.DryRun {
+			return nil
+		}
+		args := ForwardArgs{ID: PaymentForwardID(f.Source, txn), Type: ForwardPaymentRecorded, URL: f.URL, Source: f.Source, TransactionID: txn}
+		if _, err := s.jobs.Insert(ctx, args, &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}); err != nil {
+			return translate("replay: insert forward job", err)
+		}
+		return nil
+	}
+	switch j := refs[0]; rivertype.JobState(j.state) {
+	case rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
+		res.Retried++
+		if f.DryRun {
+			return nil
+		}
+		if _, err := s.jobs.JobRetry(ctx, j.id); err != nil {
+			return translate("replay: retry forward job", err)
+		}
+	default:
+		res.Pending++
+	}
+	return nil
+}
