@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -33,43 +31,8 @@ func TestAdminServesRiverUIBehindTheTokenOrASession(t *testing.T) {
 		"PAYLOCK_ALLOW_UNSIGNED": "true",
 		"PAYLOCK_ADMIN_TOKEN":    token,
 	}
-	cfg, _, err := loadConfig("serve", nil, envMap(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.adminListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	admin := "http://" + cfg.adminListener.Addr().String()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	// serve has migrated once its webhook listener answers.
-	for i := 0; ; i++ {
-		res, err := http.Get("http://" + ln.Addr().String() + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	admin := startServe(t, env, serveOptions{metrics: true, admin: true}).admin
+	ctx := context.Background()
 
 	st, err := store.Open(ctx, store.Config{URL: dsn})
 	if err != nil {

@@ -291,29 +291,11 @@ func TestServeForwardsEachRecordedPaymentOnceAndNothingForDuplicatesOrRefusals(t
 	rc, url := newForwardReceiver(t, http.StatusInternalServerError) // the first attempt fails
 	env := forwardEnv(t, url)
 	env["PAYLOCK_FORWARD_MAX_ATTEMPTS"] = "5"
-	cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
+	base := startServe(t, env, serveOptions{}).base
+	ctx := context.Background()
 	pay := func(body string) int {
 		t.Helper()
-		var res *http.Response
-		var err error
-		for i := 0; ; i++ {
-			res, err = http.Post("http://"+ln.Addr().String()+"/webhooks/payments", "application/json", strings.NewReader(body))
-			if err == nil || i > 100 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		res, err := http.Post(base+"/webhooks/payments", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,9 +326,5 @@ func TestServeForwardsEachRecordedPaymentOnceAndNothingForDuplicatesOrRefusals(t
 	}
 	if len(jobs) != 1 || jobs[0].Args.TransactionID != "tx-fwd" || jobs[0].Args.ID != store.PaymentForwardID("payments", "tx-fwd") {
 		t.Fatalf("forward jobs %+v; want one, for tx-fwd", jobs)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("serve: %v", err)
 	}
 }

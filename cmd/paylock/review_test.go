@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/payout"
@@ -185,37 +182,8 @@ func TestServeServesTheReviewQueueToNamedAdminTokens(t *testing.T) {
 		"PAYLOCK_ALLOW_UNSIGNED": "true",
 		"PAYLOCK_ADMIN_TOKENS":   "alice:" + alice,
 	}
-	cfg, _, err := loadConfig("serve", nil, envMap(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.adminListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	admin := "http://" + cfg.adminListener.Addr().String()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	mln, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	base := "http://" + ln.Addr().String()
-	for i := 0; ; i++ {
-		res, err := http.Get(base + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	srv := startServe(t, env, serveOptions{metrics: true, admin: true})
+	admin, base := srv.admin, srv.base
 	deliver := func(amount int) int {
 		res, err := http.Post(base+"/webhooks/payments", "application/json",
 			strings.NewReader(`{"transaction_id":"tx-serve-mm","amount":`+strconv.Itoa(amount)+`,"currency":"EUR"}`))
@@ -255,7 +223,7 @@ func TestServeServesTheReviewQueueToNamedAdminTokens(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil || len(list.Items) != 1 {
 		t.Fatalf("GET /admin/review: %d %s", code, body)
 	}
-	if _, m := get("http://"+mln.Addr().String()+"/metrics", nil); !strings.Contains(m, `paylock_review_queue_items{kind="mismatch"} 1`) ||
+	if _, m := get(srv.metrics+"/metrics", nil); !strings.Contains(m, `paylock_review_queue_items{kind="mismatch"} 1`) ||
 		!strings.Contains(m, "paylock_review_queue_oldest_seconds") {
 		t.Errorf("metrics without the review queue:\n%s", grepLines(m, "paylock_review"))
 	}
@@ -272,7 +240,7 @@ func TestServeServesTheReviewQueueToNamedAdminTokens(t *testing.T) {
 	if err := json.Unmarshal(b, &it); res.StatusCode != 200 || err != nil || it.Resolution == nil || it.Resolution.Who != "alice" {
 		t.Fatalf("resolve: %d %s", res.StatusCode, b)
 	}
-	if _, m := get("http://"+mln.Addr().String()+"/metrics", nil); !strings.Contains(m, `paylock_review_queue_items{kind="mismatch"} 0`) {
+	if _, m := get(srv.metrics+"/metrics", nil); !strings.Contains(m, `paylock_review_queue_items{kind="mismatch"} 0`) {
 		t.Errorf("metrics after the resolution:\n%s", grepLines(m, "paylock_review"))
 	}
 }

@@ -286,19 +286,7 @@ func TestServeGivesEachBuiltinSourceItsOwnSecret(t *testing.T) {
 	}
 	start := func(t *testing.T, env map[string]string) string {
 		t.Helper()
-		cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
-		t.Cleanup(func() { cancel(); <-done })
-		return "http://" + ln.Addr().String()
+		return startServe(t, env, serveOptions{}).base
 	}
 	loan := `{"event_id":"evt_own","loan_id":"L-own","tranche":1,"amount":500000,"currency":"JPY"}`
 
