@@ -183,21 +183,32 @@ func (p Process) Restart(t testing.TB) {
 }
 
 // Eventually calls check every 100ms until it returns nil, failing the test
-// with the last error after timeout.
+// after timeout with every distinct error it saw, in order, each with when
+// it first appeared (the last one alone rarely tells what went wrong).
 func Eventually(t testing.TB, timeout time.Duration, what string, check func(ctx context.Context) error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
+	start := time.Now()
+	deadline := start.Add(timeout)
+	var history []string
+	last := ""
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err = check(ctx)
+		err := check(ctx)
 		cancel()
 		if err == nil {
 			return
 		}
+		if msg := err.Error(); msg != last {
+			last = msg
+			history = append(history, fmt.Sprintf("+%s: %s", time.Since(start).Round(100*time.Millisecond), msg))
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s: not after %s: %v", what, timeout, err)
+	const keep = 20
+	if len(history) > keep {
+		history = append(history[:keep/2:keep/2], append([]string{fmt.Sprintf("… %d more …", len(history)-keep)}, history[len(history)-keep/2:]...)...)
+	}
+	t.Fatalf("%s: not after %s: %v\n\t%s", what, timeout, last, strings.Join(history, "\n\t"))
 }
 
 // LoseUnreplicatedWrites kills master while replica lags behind it: the
