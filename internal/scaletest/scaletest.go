@@ -84,10 +84,16 @@ func (n Node) Client(t testing.TB) *redis.Client {
 	return c
 }
 
+// oneShot returns a client of the node for one command, without retries;
+// the caller closes it.
+func (n Node) oneShot() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: n.Addr, Password: n.Password, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+}
+
 // info returns the fields of INFO section.
 func (n Node) info(ctx context.Context, t testing.TB, section string) (map[string]string, error) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: n.Addr, Password: n.Password, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+	c := n.oneShot()
 	defer c.Close()
 	s, err := c.Info(ctx, section).Result()
 	if err != nil {

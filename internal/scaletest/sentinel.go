@@ -271,7 +271,7 @@ func (s Sentinel) Failover(t testing.TB) (Node, time.Duration) {
 				continue
 			}
 			if oi, err := o.info(ctx, t, "replication"); err == nil && oi["role"] == "master" {
-				if err := s.replicaOf(ctx, o, n); err != nil {
+				if err := replicaOf(ctx, o, n); err != nil {
 					return err
 				}
 			}
@@ -289,9 +289,9 @@ func (s Sentinel) Failover(t testing.TB) (Node, time.Duration) {
 }
 
 // replicaOf makes n a replica of master, as the sentinels would.
-func (s Sentinel) replicaOf(ctx context.Context, n, master Node) error {
+func replicaOf(ctx context.Context, n, master Node) error {
 	host, port, _ := net.SplitHostPort(master.Addr)
-	c := redis.NewClient(&redis.Options{Addr: n.Addr, Password: n.Password, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+	c := n.oneShot()
 	defer c.Close()
 	if err := c.Do(ctx, "replicaof", host, port).Err(); err != nil {
 		return fmt.Errorf("REPLICAOF %s on %s: %w", master.Addr, n.Addr, err)
@@ -302,10 +302,9 @@ func (s Sentinel) replicaOf(ctx context.Context, n, master Node) error {
 // demote makes n a replica of master, as the sentinels would.
 func demote(t testing.TB, n, master Node) {
 	t.Helper()
-	host, port, _ := net.SplitHostPort(master.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := n.Client(t).Do(ctx, "replicaof", host, port).Err(); err != nil {
-		t.Fatalf("REPLICAOF %s on %s: %v", master.Addr, n.Addr, err)
+	if err := replicaOf(ctx, n, master); err != nil {
+		t.Fatal(err)
 	}
 }
