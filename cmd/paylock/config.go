@@ -667,3 +667,22 @@ func headerScheme(v string) (signature.Scheme, error) {
 	}
 	return s, err
 }
+
+// subcommandConfig loads the configuration of a one-shot subcommand that
+// takes no positional arguments. When ok is false the subcommand exits with
+// code: 0 after printing usage for -h, 2 after a one-line error.
+func subcommandConfig(name, usage, hint string, args []string, getenv func(string) string, stdout, stderr io.Writer) (cfg config, code int, ok bool) {
+	cfg, extra, err := loadConfig(name, args, getenv)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return cfg, 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return cfg, 2, false
+	case len(extra) > 0:
+		fmt.Fprintf(stderr, "%s: unexpected argument %q%s\n", name, extra[0], hint)
+		return cfg, 2, false
+	}
+	return cfg, 0, true
+}

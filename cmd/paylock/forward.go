@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -153,14 +152,9 @@ func runForward(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	cfg, _, err := loadConfig(name, fa.rest, getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, forwardUsage)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+	cfg, code, ok := subcommandConfig(name, forwardUsage, "", fa.rest, getenv, stdout, stderr)
+	if !ok {
+		return code
 	}
 	st, err := store.Open(ctx, storeConfig(cfg))
 	if err != nil {

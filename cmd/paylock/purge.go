@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -61,25 +60,6 @@ func formatAge(d time.Duration) string {
 // cutFlag takes the flag name (-name or --name, with its value after a
 // space or "=") out of args, and returns its last value and whether it was
 // there.
-// subcommandConfig loads the configuration of a one-shot subcommand that
-// takes no positional arguments. When ok is false the subcommand exits with
-// code: 0 after printing usage for -h, 2 after a one-line error.
-func subcommandConfig(name, usage, hint string, args []string, getenv func(string) string, stdout, stderr io.Writer) (cfg config, code int, ok bool) {
-	cfg, extra, err := loadConfig(name, args, getenv)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage)
-		return cfg, 0, false
-	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return cfg, 2, false
-	case len(extra) > 0:
-		fmt.Fprintf(stderr, "%s: unexpected argument %q%s\n", name, extra[0], hint)
-		return cfg, 2, false
-	}
-	return cfg, 0, true
-}
-
 func cutFlag(args []string, name string) (value string, found bool, rest []string, err error) {
 	for i := 0; i < len(args); i++ {
 		n, v, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -119,14 +118,9 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	cfg, _, err := loadConfig(name, ra.rest, getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, replayUsage)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+	cfg, code, ok := subcommandConfig(name, replayUsage, "", ra.rest, getenv, stdout, stderr)
+	if !ok {
+		return code
 	}
 	// The destination as serve computes it (handlerSources).
 	sources, urls, err := handlerSources(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -223,14 +222,9 @@ func runDisbursements(ctx context.Context, args []string, getenv func(string) st
 		fmt.Fprintf(stderr, "paylock disbursements stuck: %v\n", err)
 		return 2
 	}
-	cfg, _, err := loadConfig("paylock disbursements stuck", rest, getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, disbursementsUsage)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "paylock disbursements stuck: %v\n", err)
-		return 2
+	cfg, code, ok := subcommandConfig("paylock disbursements stuck", disbursementsUsage, "", rest, getenv, stdout, stderr)
+	if !ok {
+		return code
 	}
 	st, err := store.Open(ctx, storeConfig(cfg))
 	if err != nil {
