@@ -75,6 +75,30 @@ func (e *events) observe(ev payout.Event) {
 	e.all = append(e.all, ev)
 }
 
+// until waits for an attempt with outcome final to be reported (the worker
+// reports an attempt just after its row is written, so a test that saw the
+// row can be ahead of the report), then returns the outcomes and their
+// events so far.
+func (e *events) until(t *testing.T, final payout.Outcome) ([]payout.Outcome, []payout.Event) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.mu.Lock()
+		all := append([]payout.Event(nil), e.all...)
+		e.mu.Unlock()
+		var out []payout.Outcome
+		seen := false
+		for _, ev := range all {
+			out = append(out, ev.Outcome)
+			seen = seen || ev.Outcome == final
+		}
+		if seen || time.Now().After(deadline) {
+			return out, all
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (e *events) outcomes() []payout.Outcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -203,7 +227,7 @@ func TestProviderTimeoutThenRetryWithTheSameKeyMakesOnePayout(t *testing.T) {
 	if s.Posts < 2 || d.Attempts < 2 {
 		t.Fatalf("posts %d attempts %d: the timed-out call was not retried", s.Posts, d.Attempts)
 	}
-	if got := ev.outcomes(); got[0] != payout.OutcomeRetry || got[len(got)-1] != payout.OutcomeSent {
+	if got, _ := ev.until(t, payout.OutcomeSent); got[0] != payout.OutcomeRetry || got[len(got)-1] != payout.OutcomeSent {
 		t.Fatalf("outcomes %v, want retry first and sent last", got)
 	}
 	if d.LastError == "" {
@@ -282,7 +306,12 @@ func TestTwoWorkersRacingCallTheProviderOncePerRowAtATime(t *testing.T) {
 			t.Errorf("key %s was posted %d times, want once", key, n)
 		}
 	}
+	// Every row is sent; the last reports may still be on their way.
 	a, b2 := ev[0].outcomes(), ev[1].outcomes()
+	for deadline := time.Now().Add(10 * time.Second); len(a)+len(b2) < rows && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		a, b2 = ev[0].outcomes(), ev[1].outcomes()
+	}
 	for _, o := range append(a, b2...) {
 		if o != payout.OutcomeSent {
 			t.Errorf("outcome %s, want only sent", o)
@@ -388,7 +417,7 @@ func TestAfterKeyRetentionTheWorkerLooksThePayoutUpAndAdoptsIt(t *testing.T) {
 	if s.Posts != 1 || s.Lookups != 1 {
 		t.Fatalf("posts %d lookups %d: want the one original POST and one lookup, never a second POST", s.Posts, s.Lookups)
 	}
-	if o := ev.outcomes(); len(o) != 1 || o[0] != payout.OutcomeAdopted || !ev.all[0].Lookup {
+	if o, all := ev.until(t, payout.OutcomeAdopted); len(o) != 1 || o[0] != payout.OutcomeAdopted || !all[0].Lookup {
 		t.Fatalf("outcomes %v, want [adopted] by lookup", o)
 	}
 }
@@ -536,7 +565,7 @@ func TestRefusedRetryAfterALostAnswerAdoptsThePayout(t *testing.T) {
 	if s.Posts != 2 || s.Lookups != 1 || s.Dropped != 1 {
 		t.Fatalf("posts %d lookups %d dropped %d; want the dropped POST, the refused retry and one lookup", s.Posts, s.Lookups, s.Dropped)
 	}
-	if o := ev.outcomes(); len(o) != 2 || o[0] != payout.OutcomeRetry || o[1] != payout.OutcomeAdopted {
+	if o, _ := ev.until(t, payout.OutcomeAdopted); len(o) != 2 || o[0] != payout.OutcomeRetry || o[1] != payout.OutcomeAdopted {
 		t.Fatalf("outcomes %v, want [retry adopted]", o)
 	}
 }
