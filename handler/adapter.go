@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/store"
 )
 
@@ -51,10 +52,10 @@ func (a paylockAdapter) adapt(body []byte, headerID string) ([]store.Payment, er
 func (r *inputRules) checkPayment(p store.Payment, fields paymentFields) error {
 	in := paymentInput{TransactionID: p.TransactionID, Amount: p.Amount, Currency: p.Currency}
 	if err := r.check(in); err != nil {
-		return renamed(err, fields)
+		return payload.Renamed(err, fields)
 	}
 	if len(p.EventID) > 255 {
-		return unprocessable(fields.name("event_id"), fields.name("event_id")+" must be at most 255 characters")
+		return payload.Invalid(fields.name("event_id"), fields.name("event_id")+" must be at most 255 characters")
 	}
 	return nil
 }
@@ -69,23 +70,4 @@ func (f paymentFields) name(field string) string {
 		return n
 	}
 	return field
-}
-
-// renamed rewrites a validation problem's field (and the leading field name
-// of its detail) with the provider's name for it.
-func renamed(err error, fields paymentFields) error {
-	p, ok := err.(*problem)
-	if !ok || p.Field == "" || len(fields) == 0 {
-		return err
-	}
-	name := fields.name(p.Field)
-	if name == p.Field {
-		return err
-	}
-	q := *p
-	if len(q.Detail) >= len(p.Field) && q.Detail[:len(p.Field)] == p.Field {
-		q.Detail = name + q.Detail[len(p.Field):]
-	}
-	q.Field = name
-	return &q
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/store"
 )
 
@@ -61,18 +62,18 @@ func (a adyenAdapter) adapt(body []byte, _ string) ([]store.Payment, error) {
 	case err != nil:
 		return nil, err
 	case list == nil:
-		return nil, unprocessable(name, name+" is required")
+		return nil, payload.Invalid(name, name+" is required")
 	case list.kind != jsonArray:
-		return nil, badRequest(name, name+" must be a JSON array")
+		return nil, payload.Malformed(name, name+" must be a JSON array")
 	case len(list.items) > maxAdyenItems:
-		return nil, unprocessable(name, fmt.Sprintf("%s must hold at most %d items", name, maxAdyenItems))
+		return nil, payload.Invalid(name, fmt.Sprintf("%s must hold at most %d items", name, maxAdyenItems))
 	}
 	var payments []store.Payment
 	seen := make(map[string]int) // pspReference -> index in payments
 	for i, wrapper := range list.items {
 		prefix := name + "[" + strconv.Itoa(i) + "]"
 		if wrapper.kind != jsonObject {
-			return nil, badRequest(prefix, prefix+" must be a JSON object")
+			return nil, payload.Malformed(prefix, prefix+" must be a JSON object")
 		}
 		item, itemName, err := wrapper.requiredObject(prefix, "NotificationRequestItem")
 		if err != nil {
@@ -87,7 +88,7 @@ func (a adyenAdapter) adapt(body []byte, _ string) ([]store.Payment, error) {
 		}
 		if j, dup := seen[p.TransactionID]; dup {
 			if q := payments[j]; q.Amount != p.Amount || q.Currency != p.Currency {
-				return nil, unprocessable(fields["amount"], fmt.Sprintf(
+				return nil, payload.Invalid(fields["amount"], fmt.Sprintf(
 					"pspReference %q appears twice in this batch with different amounts (%d %s and %d %s)",
 					p.TransactionID, q.Amount, q.Currency, p.Amount, p.Currency))
 			}
@@ -111,7 +112,7 @@ func (a adyenAdapter) item(item *jsonNode, prefix string) (*store.Payment, payme
 		return nil, nil, err
 	}
 	if success != "true" && success != "false" {
-		return nil, nil, unprocessable(successName, successName+` must be "true" or "false"`)
+		return nil, nil, payload.Invalid(successName, successName+` must be "true" or "false"`)
 	}
 	if code != "AUTHORISATION" || success != "true" {
 		return nil, nil, nil

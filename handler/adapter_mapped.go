@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/store"
 )
 
@@ -182,9 +183,9 @@ func (a mappedAdapter) value(root *jsonNode, ptr jsonPointer, want jsonKind) (*j
 	case err != nil:
 		return nil, err
 	case n == nil:
-		return nil, unprocessable(ptr.text, "the pointer "+ptr.text+" resolves to nothing in this body")
+		return nil, payload.Invalid(ptr.text, "the pointer "+ptr.text+" resolves to nothing in this body")
 	case n.kind != want:
-		return nil, unprocessable(ptr.text, fmt.Sprintf("%s must be %s, not %s", ptr.text, want, n.kind))
+		return nil, payload.Invalid(ptr.text, fmt.Sprintf("%s must be %s, not %s", ptr.text, want, n.kind))
 	}
 	return n, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/store"
 )
 
@@ -82,7 +83,7 @@ func (a stripeAdapter) adapt(body []byte, _ string) ([]store.Payment, error) {
 		return nil, err
 	}
 	if object != "event" {
-		return nil, unprocessable("object", `object must be "event" (a Stripe Event)`)
+		return nil, payload.Invalid("object", `object must be "event" (a Stripe Event)`)
 	}
 	eventID, _, err := root.requiredString("", "id")
 	if err != nil {
@@ -105,7 +106,7 @@ func (a stripeAdapter) adapt(body []byte, _ string) ([]store.Payment, error) {
 		return nil, err
 	}
 	if kind != rec.object {
-		return nil, unprocessable(kindName, fmt.Sprintf("%s must be %q for a %s event", kindName, rec.object, typ))
+		return nil, payload.Invalid(kindName, fmt.Sprintf("%s must be %q for a %s event", kindName, rec.object, typ))
 	}
 	if _, both := a.events["payment_intent.succeeded"]; both && typ == "charge.succeeded" {
 		pi, _, err := obj.child(objName, "payment_intent")

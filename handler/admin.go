@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
@@ -148,7 +149,7 @@ func NewAdmin(cfg AdminConfig) *Admin {
 	}
 	if cfg.Disbursements != nil {
 		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
-		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", methodNotAllowed(http.MethodGet))
+		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", problem.MethodNotAllowed(http.MethodGet))
 	}
 	if cfg.Console != nil {
 		a.mountConsole(cfg.Console, cfg.ForwardURLs)
@@ -156,7 +157,7 @@ func NewAdmin(cfg AdminConfig) *Admin {
 	for pattern, h := range cfg.Mounts {
 		a.mux.Handle(pattern, h)
 	}
-	a.mux.HandleFunc("/", notFound)
+	a.mux.HandleFunc("/", problem.NotFound)
 	return a
 }
 
@@ -191,7 +192,7 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				a.log.WarnContext(r.Context(), "admin: cross-origin request with the session cookie refused",
 					"method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"),
 					"sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
-				writeError(w, err)
+				problem.Write(w, err)
 				return
 			}
 		default:
@@ -226,13 +227,13 @@ func (a *Admin) disbursement(w http.ResponseWriter, r *http.Request) {
 	loanID := r.PathValue("loan_id")
 	tranche, err := strconv.ParseInt(r.PathValue("tranche"), 10, 64)
 	if err != nil || tranche < 1 || tranche > math.MaxInt32 {
-		writeError(w, newProblem(http.StatusBadRequest, "malformed", "Malformed request", "tranche",
+		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "tranche",
 			"tranche must be an integer from 1 to 2147483647"))
 		return
 	}
 	d, err := a.cfg.Disbursements.Disbursement(r.Context(), loanID, int(tranche))
 	if err != nil {
-		p := writeError(w, err)
+		p := problem.Write(w, err)
 		if p.Status >= 500 || !errors.Is(err, store.ErrNotFound) {
 			a.log.ErrorContext(r.Context(), "reading a disbursement failed", "loan_id", loanID, "tranche", tranche, "error", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
@@ -35,11 +37,11 @@ type resolveRequest struct {
 
 func (a *Admin) mountReview() {
 	a.mux.HandleFunc("GET /admin/review", a.reviewList)
-	a.mux.HandleFunc("/admin/review", methodNotAllowed(http.MethodGet))
+	a.mux.HandleFunc("/admin/review", problem.MethodNotAllowed(http.MethodGet))
 	a.mux.HandleFunc("GET /admin/review/{id}", a.reviewItem)
-	a.mux.HandleFunc("/admin/review/{id}", methodNotAllowed(http.MethodGet))
+	a.mux.HandleFunc("/admin/review/{id}", problem.MethodNotAllowed(http.MethodGet))
 	a.mux.HandleFunc("POST /admin/review/{id}/resolve", a.reviewResolve)
-	a.mux.HandleFunc("/admin/review/{id}/resolve", methodNotAllowed(http.MethodPost))
+	a.mux.HandleFunc("/admin/review/{id}/resolve", problem.MethodNotAllowed(http.MethodPost))
 }
 
 // reviewList answers GET /admin/review[?kind=K][&all=true]: the open items
@@ -47,7 +49,7 @@ func (a *Admin) mountReview() {
 func (a *Admin) reviewList(w http.ResponseWriter, r *http.Request) {
 	f := store.ReviewFilter{Kind: store.ReviewKind(r.URL.Query().Get("kind")), All: r.URL.Query().Get("all") == "true"}
 	if f.Kind != "" && !slices.Contains(store.ReviewKinds, f.Kind) {
-		writeError(w, newProblem(http.StatusBadRequest, "malformed", "Malformed request", "kind",
+		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "kind",
 			"kind must be mismatch, disbursement or forward"))
 		return
 	}
@@ -85,7 +87,7 @@ func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		writeError(w, badRequest("", `the body must be a JSON object {"action": "...", "note": "..."}`))
+		problem.Write(w, payload.Malformed("", `the body must be a JSON object {"action": "...", "note": "..."}`))
 		return
 	}
 	who := AdminIdentity(r.Context())
@@ -102,10 +104,10 @@ func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
 // unknown item is 404; refusals and bad actions carry their reason.
 func (a *Admin) reviewError(w http.ResponseWriter, r *http.Request, msg, id string, err error) {
 	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, newProblem(http.StatusNotFound, "not-found", "Not found", "", "no such review item"))
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "", "no such review item"))
 		return
 	}
-	p := writeError(w, err)
+	p := problem.Write(w, err)
 	if p.Status >= 500 {
 		a.log.ErrorContext(r.Context(), msg, "id", id, "error", err)
 	} else {

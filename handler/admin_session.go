@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paylock/paylock/problem"
 )
 
 // Browser sessions on the admin listener.
@@ -93,7 +95,7 @@ func (a *Admin) validSession(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// sameOrigin returns errAdminCrossOrigin when r uses an unsafe method and
+// sameOrigin returns problem.ErrAdminCrossOrigin when r uses an unsafe method and
 // does not come from a page of this origin (see the comment at the top).
 func (a *Admin) sameOrigin(r *http.Request) error {
 	switch r.Method {
@@ -101,10 +103,10 @@ func (a *Admin) sameOrigin(r *http.Request) error {
 		return nil
 	}
 	if a.origin.Check(r) != nil {
-		return errAdminCrossOrigin
+		return problem.ErrAdminCrossOrigin
 	}
 	if r.Header.Get("Sec-Fetch-Site") == "" && r.Header.Get("Origin") == "" {
-		return errAdminCrossOrigin
+		return problem.ErrAdminCrossOrigin
 	}
 	return nil
 }
@@ -113,7 +115,7 @@ func (a *Admin) sameOrigin(r *http.Request) error {
 // short page that links to the login form.
 func (a *Admin) unauthorized(w http.ResponseWriter, r *http.Request) {
 	if len(a.tokens) == 0 || r.Method != http.MethodGet || !strings.Contains(r.Header.Get("Accept"), "text/html") {
-		writeError(w, errAdminToken)
+		problem.Write(w, problem.ErrAdminToken)
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="paylock admin"`)
@@ -133,12 +135,12 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 		a.page(w, http.StatusOK, loginPage{Next: localPath(r.URL.Query().Get("next"))})
 	case http.MethodPost:
 		if err := a.sameOrigin(r); err != nil {
-			writeError(w, err)
+			problem.Write(w, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 		if err := r.ParseForm(); err != nil {
-			writeError(w, newProblem(http.StatusBadRequest, "malformed", "Malformed request", "", "the login form could not be read"))
+			problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "", "the login form could not be read"))
 			return
 		}
 		next := localPath(r.PostForm.Get("next"))
@@ -157,7 +159,7 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 		a.log.InfoContext(r.Context(), "admin: browser session started", "remote", r.RemoteAddr, "who", name, "expires", expiry)
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	default:
-		methodNotAllowed("GET, POST")(w, r)
+		problem.MethodNotAllowed("GET, POST")(w, r)
 	}
 }
 
@@ -165,11 +167,11 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 // sessions end at their expiry, or all at once when the token changes).
 func (a *Admin) logout(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		methodNotAllowed(http.MethodPost)(w, r)
+		problem.MethodNotAllowed(http.MethodPost)(w, r)
 		return
 	}
 	if err := a.sameOrigin(r); err != nil {
-		writeError(w, err)
+		problem.Write(w, err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: AdminSessionCookie, Value: "", Path: "/", MaxAge: -1,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
@@ -104,7 +105,7 @@ func (c *console) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	}
 	// A refusal (a bad action, a state it does not apply to, the payout
 	// provider disagreeing): show it on the item, nothing changed.
-	status := toProblem(err).Status
+	status := problem.From(err).Status
 	if status >= 500 {
 		c.storeFailed(w, r, "the resolution", err)
 		return

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/paylock/paylock/payload"
 )
 
 // field is one known member of a webhook body and what to do with its raw
@@ -56,7 +58,7 @@ func deliveryEventID(fromBody, fromHeader string) (string, error) {
 	if fromHeader != "" {
 		return fromHeader, nil
 	}
-	return "", unprocessable("event_id", "event_id is required (or a webhook-id header)")
+	return "", payload.Invalid("event_id", "event_id is required (or a webhook-id header)")
 }
 
 // present wraps decode to record that the key appeared.
@@ -78,13 +80,13 @@ func present(seen *bool, decode func(json.RawMessage) error) func(json.RawMessag
 // mean the same payment, or one body mean two.
 func decodeObject(body []byte, fields []field) error {
 	if !utf8.Valid(body) {
-		return badRequest("", "body is not valid UTF-8")
+		return payload.Malformed("", "body is not valid UTF-8")
 	}
 	if msg := jsonbUnsafe(body); msg != "" {
-		return unprocessable("", msg)
+		return payload.Invalid("", msg)
 	}
 	if hugeExponent(body) {
-		return unprocessable("", fmt.Sprintf("numbers with an exponent beyond ±%d are not accepted", maxExponent))
+		return payload.Invalid("", fmt.Sprintf("numbers with an exponent beyond ±%d are not accepted", maxExponent))
 	}
 	if len(fields) <= 64 && json.Valid(body) {
 		return walkObject(body, fields)
@@ -101,7 +103,7 @@ func decodeObject(body []byte, fields []field) error {
 func walkObject(body []byte, fields []field) error {
 	i := skipSpace(body, 0)
 	if body[i] != '{' {
-		return badRequest("", "body must be a JSON object")
+		return payload.Malformed("", "body must be a JSON object")
 	}
 	var seen uint64 // bit k: fields[k] appeared
 	i = skipSpace(body, i+1)
@@ -127,7 +129,7 @@ func walkObject(body []byte, fields []field) error {
 	}
 	for k := range fields {
 		if fields[k].required && seen&(1<<k) == 0 {
-			return unprocessable(fields[k].name, fields[k].name+" is required")
+			return payload.Invalid(fields[k].name, fields[k].name+" is required")
 		}
 	}
 	return nil
@@ -148,14 +150,14 @@ func matchKey(key, raw []byte, fields []field, seen *uint64) error {
 			continue
 		}
 		if string(key) != f.name {
-			return badRequest(f.name, fmt.Sprintf("key %q must be spelled %q", string(key), f.name))
+			return payload.Malformed(f.name, fmt.Sprintf("key %q must be spelled %q", string(key), f.name))
 		}
 		if *seen&(1<<k) != 0 {
-			return badRequest(f.name, fmt.Sprintf("key %q appears more than once", f.name))
+			return payload.Malformed(f.name, fmt.Sprintf("key %q appears more than once", f.name))
 		}
 		*seen |= 1 << k
 		if string(raw) == "null" {
-			return badRequest(f.name, fmt.Sprintf("%s must not be null", f.name))
+			return payload.Malformed(f.name, fmt.Sprintf("%s must not be null", f.name))
 		}
 		if err := f.apply(raw); err != nil {
 			return err
@@ -230,7 +232,7 @@ func tokenWalk(body []byte, fields []field) error {
 		return malformed(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return badRequest("", "body must be a JSON object")
+		return payload.Malformed("", "body must be a JSON object")
 	}
 	seen := make(map[string]bool, len(fields))
 	for dec.More() {
@@ -255,14 +257,14 @@ func tokenWalk(body []byte, fields []field) error {
 				continue
 			}
 			if key != f.name {
-				return badRequest(f.name, fmt.Sprintf("key %q must be spelled %q", key, f.name))
+				return payload.Malformed(f.name, fmt.Sprintf("key %q must be spelled %q", key, f.name))
 			}
 			if seen[f.name] {
-				return badRequest(f.name, fmt.Sprintf("key %q appears more than once", f.name))
+				return payload.Malformed(f.name, fmt.Sprintf("key %q appears more than once", f.name))
 			}
 			seen[f.name] = true
 			if string(raw) == "null" {
-				return badRequest(f.name, fmt.Sprintf("%s must not be null", f.name))
+				return payload.Malformed(f.name, fmt.Sprintf("%s must not be null", f.name))
 			}
 			if err := f.apply(raw); err != nil {
 				return err
@@ -273,11 +275,11 @@ func tokenWalk(body []byte, fields []field) error {
 		return malformed(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("", "unexpected data after the JSON object")
+		return payload.Malformed("", "unexpected data after the JSON object")
 	}
 	for _, f := range fields {
 		if f.required && !seen[f.name] {
-			return unprocessable(f.name, f.name+" is required")
+			return payload.Invalid(f.name, f.name+" is required")
 		}
 	}
 	return nil
@@ -286,12 +288,12 @@ func tokenWalk(body []byte, fields []field) error {
 func malformed(err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return badRequest("", fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, se.Error()))
+		return payload.Malformed("", fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, se.Error()))
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return badRequest("", "malformed JSON: unexpected end of body")
+		return payload.Malformed("", "malformed JSON: unexpected end of body")
 	}
-	return badRequest("", "malformed JSON: "+err.Error())
+	return payload.Malformed("", "malformed JSON: "+err.Error())
 }
 
 // jsonbUnsafe reports, for a body that is otherwise valid JSON, the escapes
@@ -393,14 +395,14 @@ func decodeString(name string, dst *string) func(json.RawMessage) error {
 // decoder; its bytes are valid UTF-8 (decodeObject checked the body).
 func stringInto(name string, raw []byte, dst *string) error {
 	if len(raw) < 2 || raw[0] != '"' {
-		return badRequest(name, name+" must be a JSON string")
+		return payload.Malformed(name, name+" must be a JSON string")
 	}
 	if inner := raw[1 : len(raw)-1]; raw[len(raw)-1] == '"' && plainString(inner) {
 		*dst = string(inner)
 		return nil
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {
-		return badRequest(name, name+" must be a JSON string")
+		return payload.Malformed(name, name+" must be a JSON string")
 	}
 	return nil
 }
@@ -432,14 +434,14 @@ func decodeAmount(name string, dst *int64, set *bool) func(json.RawMessage) erro
 // amountInto is decodeAmount's rule.
 func amountInto(name string, raw []byte, dst *int64) error {
 	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
-		return badRequest(name, name+" must be a JSON number (an integer in minor units)")
+		return payload.Malformed(name, name+" must be a JSON number (an integer in minor units)")
 	}
 	if !isIntegerLiteral(raw) {
-		return unprocessable(name, name+" must be an integer in minor units, without a fraction or exponent")
+		return payload.Invalid(name, name+" must be an integer in minor units, without a fraction or exponent")
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return unprocessable(name, name+" is out of range")
+		return payload.Invalid(name, name+" is out of range")
 	}
 	*dst = v
 	return nil

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/problem"
 )
 
 // FuzzDecodePayment checks that no body makes the decoder panic, that every
@@ -34,8 +37,8 @@ func FuzzDecodePayment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		in, err := rules.decodePayment(body)
 		if err != nil {
-			var p *problem
-			if !errors.As(err, &p) || (p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity) {
+			var pe *payload.Error
+			if p := problem.From(err); !errors.As(err, &pe) || (p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity) {
 				t.Fatalf("refusal is not a 400/422 problem: %#v", err)
 			}
 			return

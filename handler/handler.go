@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -188,16 +189,16 @@ func New(cfg Config, locker Locker, st Store) (*Handler, error) {
 		names = append(names, s.Name)
 		h.sources[s.Name] = src
 		h.mux.HandleFunc("POST /webhooks/"+s.Name, h.serve(src))
-		h.mux.HandleFunc("/webhooks/"+s.Name, methodNotAllowed(http.MethodPost))
+		h.mux.HandleFunc("/webhooks/"+s.Name, problem.MethodNotAllowed(http.MethodPost))
 	}
 	h.cfg.Metrics.sources(names)
 	h.mux.HandleFunc("GET /{$}", h.index)
-	h.mux.HandleFunc("/{$}", methodNotAllowed(http.MethodGet))
+	h.mux.HandleFunc("/{$}", problem.MethodNotAllowed(http.MethodGet))
 	h.mux.HandleFunc("GET /healthz", h.healthz)
-	h.mux.HandleFunc("/healthz", methodNotAllowed(http.MethodGet))
+	h.mux.HandleFunc("/healthz", problem.MethodNotAllowed(http.MethodGet))
 	h.mux.HandleFunc("GET /readyz", h.readyz)
-	h.mux.HandleFunc("/readyz", methodNotAllowed(http.MethodGet))
-	h.mux.HandleFunc("/", notFound)
+	h.mux.HandleFunc("/readyz", problem.MethodNotAllowed(http.MethodGet))
+	h.mux.HandleFunc("/", problem.NotFound)
 	return h, nil
 }
 
@@ -213,7 +214,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			h.cfg.Metrics.shed()
 			w.Header().Set("Connection", "close")
-			writeError(w, errOverloaded)
+			problem.Write(w, problem.ErrOverloaded)
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
@@ -60,7 +61,7 @@ func (h *Handler) Ingest(ctx context.Context, source string, body []byte) (Inges
 	o.status = 200
 	if err != nil {
 		o.err, o.result = err, "error"
-		o.status = toProblem(err).Status
+		o.status = problem.From(err).Status
 		if errors.Is(err, store.ErrMismatch) {
 			o.result = "mismatch"
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
@@ -20,14 +22,6 @@ type Disbursements interface {
 	Disbursement(ctx context.Context, loanID string, tranche int) (store.Disbursement, error)
 	ApplyPayoutStatus(ctx context.Context, eventID, payoutID string, status store.DisbursementStatus, reason string) (store.Disbursement, bool, error)
 }
-
-// Errors of the disbursement endpoints, answered by toProblem.
-var (
-	// errDisbursementMismatch: the event contradicts what is recorded.
-	errDisbursementMismatch = errors.New("handler: event contradicts the recorded disbursement")
-	// errUnknownPayout: no disbursement has the payout id (yet).
-	errUnknownPayout = errors.New("handler: no disbursement has this payout id")
-)
 
 // maxLoanID leaves room in the idempotency key ("disburse-<loan_id>-<tranche>").
 const maxLoanID = 200
@@ -70,15 +64,15 @@ func (r *inputRules) decodeLoan(body []byte, headerID string) (loanInput, error)
 	}
 	in.LoanID = strings.TrimSpace(in.LoanID)
 	if len(in.LoanID) > maxLoanID {
-		return in, unprocessable("loan_id", fmt.Sprintf("loan_id must be at most %d characters", maxLoanID))
+		return in, payload.Invalid("loan_id", fmt.Sprintf("loan_id must be at most %d characters", maxLoanID))
 	}
 	if tranche < 1 || tranche > 1<<31-1 {
-		return in, unprocessable("tranche", "tranche must be an integer from 1 to 2147483647")
+		return in, payload.Invalid("tranche", "tranche must be an integer from 1 to 2147483647")
 	}
 	in.Tranche = int(tranche)
 	if !currencySet { // only an absent currency takes the default, never ""
 		if r.defaultCurrency == "" {
-			return in, unprocessable("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
+			return in, payload.Invalid("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
 		}
 		in.Currency = r.defaultCurrency
 	}
@@ -93,11 +87,11 @@ func decodeCount(name string, dst *int64) func(json.RawMessage) error {
 	return func(raw json.RawMessage) error {
 		s := string(raw)
 		if len(s) == 0 || !(s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) {
-			return badRequest(name, name+" must be a JSON number (an integer)")
+			return payload.Malformed(name, name+" must be a JSON number (an integer)")
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
 		if !integerLiteral.MatchString(s) || err != nil {
-			return unprocessable(name, name+" must be an integer from 1 to 2147483647")
+			return payload.Invalid(name, name+" must be an integer from 1 to 2147483647")
 		}
 		*dst = v
 		return nil
@@ -138,7 +132,7 @@ func (u *loanUnit) record(ctx context.Context) (string, error) {
 	case err == nil:
 		return "accepted", nil
 	case errors.Is(err, store.ErrMismatch):
-		return "", fmt.Errorf("%w: %w", errDisbursementMismatch, err)
+		return "", fmt.Errorf("%w: %w", problem.ErrDisbursementMismatch, err)
 	}
 	return "", err
 }
@@ -150,7 +144,7 @@ func (u *loanUnit) confirm(ctx context.Context) (string, error) {
 	case err != nil:
 		return "", err
 	case stored.Amount != u.d.Amount || stored.Currency != u.d.Currency:
-		return "", fmt.Errorf("%w: loan %q tranche %d: %w", errDisbursementMismatch, u.d.LoanID, u.d.Tranche, store.ErrMismatch)
+		return "", fmt.Errorf("%w: loan %q tranche %d: %w", problem.ErrDisbursementMismatch, u.d.LoanID, u.d.Tranche, store.ErrMismatch)
 	}
 	return "duplicate", nil
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
+	"github.com/paylock/paylock/payload"
 )
 
 // paymentInput is a decoded and validated payment webhook body.
@@ -70,7 +71,7 @@ func must(err error) {
 }
 
 // decodePayment decodes and validates a payment webhook body. Its errors are
-// *problem values (400 for malformed JSON or wrong types, 422 for invalid
+// *problem.Problem values (400 for malformed JSON or wrong types, 422 for invalid
 // values).
 func (r *inputRules) decodePayment(body []byte) (paymentInput, error) {
 	var in paymentInput
@@ -93,7 +94,7 @@ func (r *inputRules) decodePayment(body []byte) (paymentInput, error) {
 		// Only an absent currency takes the default: "" is invalid, never
 		// silently defaulted.
 		if r.defaultCurrency == "" {
-			return in, unprocessable("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
+			return in, payload.Invalid("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
 		}
 		in.Currency = r.defaultCurrency
 	}
@@ -110,27 +111,27 @@ func (r *inputRules) check(in paymentInput) error {
 	tx := in.TransactionID
 	switch {
 	case tx == "":
-		return unprocessable("transaction_id", "transaction_id must not be empty")
+		return payload.Invalid("transaction_id", "transaction_id must not be empty")
 	case utf8.RuneCountInString(tx) > 255:
-		return unprocessable("transaction_id", "transaction_id "+fieldRules["max"])
+		return payload.Invalid("transaction_id", "transaction_id "+fieldRules["max"])
 	case !printableASCII(tx):
-		return unprocessable("transaction_id", "transaction_id "+fieldRules["txid"])
+		return payload.Invalid("transaction_id", "transaction_id "+fieldRules["txid"])
 	}
 	if in.Amount <= 0 {
-		return unprocessable("amount", "amount "+fieldRules["gt"])
+		return payload.Invalid("amount", "amount "+fieldRules["gt"])
 	}
 	c := in.Currency
 	switch {
 	case c == "":
-		return unprocessable("currency", "currency "+fieldRules["required"])
+		return payload.Invalid("currency", "currency "+fieldRules["required"])
 	case utf8.RuneCountInString(c) != 3:
-		return unprocessable("currency", "currency "+fieldRules["len"])
+		return payload.Invalid("currency", "currency "+fieldRules["len"])
 	case c != strings.ToUpper(c):
-		return unprocessable("currency", "currency "+fieldRules["uppercase"])
+		return payload.Invalid("currency", "currency "+fieldRules["uppercase"])
 	case !iso4217()[c]:
-		return unprocessable("currency", "currency "+fieldRules["iso4217"])
+		return payload.Invalid("currency", "currency "+fieldRules["iso4217"])
 	case nonTender[c] && !r.allowed[c]:
-		return unprocessable("currency", "currency "+fieldRules["tender"])
+		return payload.Invalid("currency", "currency "+fieldRules["tender"])
 	}
 	return nil
 }
@@ -179,7 +180,7 @@ var fieldRules = map[string]string{
 func validationProblem(err error) error {
 	var ve validator.ValidationErrors
 	if !errors.As(err, &ve) || len(ve) == 0 {
-		return unprocessable("", "invalid body")
+		return payload.Invalid("", "invalid body")
 	}
 	fe := ve[0]
 	msg, ok := fieldRules[fe.Tag()]
@@ -189,7 +190,7 @@ func validationProblem(err error) error {
 	if fe.Field() == "transaction_id" && fe.Tag() == "required" {
 		msg = "must not be empty"
 	}
-	return unprocessable(fe.Field(), fe.Field()+" "+msg)
+	return payload.Invalid(fe.Field(), fe.Field()+" "+msg)
 }
 
 // result is the JSON body of a 2xx answer.

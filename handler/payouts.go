@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
@@ -43,10 +45,10 @@ func (r *inputRules) decodePayoutStatus(body []byte, headerID string) (payoutInp
 	}
 	in.PayoutID = strings.TrimSpace(in.PayoutID)
 	if in.Status != "paid" && in.Status != "failed" {
-		return in, unprocessable("status", `status must be "paid" or "failed"`)
+		return in, payload.Invalid("status", `status must be "paid" or "failed"`)
 	}
 	if len(in.FailureReason) > 1000 {
-		return in, unprocessable("failure_reason", "failure_reason must be at most 1000 bytes")
+		return in, payload.Invalid("failure_reason", "failure_reason must be at most 1000 bytes")
 	}
 	if err := r.v.Struct(in); err != nil {
 		return in, validationProblem(err)
@@ -93,9 +95,9 @@ func (u *payoutUnit) record(ctx context.Context) (string, error) {
 	case errors.Is(err, store.ErrNotFound):
 		// The worker may not have saved the provider's id yet: 404 makes the
 		// provider retry, and nothing was recorded, so the retry applies.
-		return "", fmt.Errorf("%w: %w", errUnknownPayout, err)
+		return "", fmt.Errorf("%w: %w", problem.ErrUnknownPayout, err)
 	case errors.Is(err, store.ErrMismatch):
-		return "", fmt.Errorf("%w: %w", errDisbursementMismatch, err)
+		return "", fmt.Errorf("%w: %w", problem.ErrDisbursementMismatch, err)
 	}
 	return "", err
 }

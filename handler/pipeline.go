@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -88,7 +90,7 @@ func (h *Handler) serve(src *source) http.HandlerFunc {
 		switch {
 		case err != nil:
 			o.err = err
-			p := writeError(w, err)
+			p := problem.Write(w, err)
 			o.status, o.result = p.Status, "error"
 			if errors.Is(err, store.ErrMismatch) {
 				o.result = "mismatch"
@@ -181,7 +183,7 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 		o.sigFailure = signature.Reason(err)
 		// The precise reason goes to the log; the caller learns only that
 		// the signature was not accepted.
-		return nil, "", fmt.Errorf("%w: %w", errUnauthenticated, err)
+		return nil, "", fmt.Errorf("%w: %w", problem.ErrUnauthenticated, err)
 	}
 	if pc, ok := src.verifier.(prechecker); ok {
 		// Missing, malformed or stale signature headers are refused before
@@ -194,10 +196,10 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, "", newProblem(http.StatusRequestEntityTooLarge, "too-large", "Body too large", "",
+			return nil, "", problem.New(http.StatusRequestEntityTooLarge, "too-large", "Body too large", "",
 				fmt.Sprintf("the body exceeds %d bytes", h.cfg.MaxBody))
 		}
-		return nil, "", badRequest("", "could not read the body")
+		return nil, "", payload.Malformed("", "could not read the body")
 	}
 	var id string
 	if src.verifier != nil {
@@ -210,7 +212,7 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return nil, "", newProblem(http.StatusUnsupportedMediaType, "media-type", "Unsupported media type", "",
+		return nil, "", problem.New(http.StatusUnsupportedMediaType, "media-type", "Unsupported media type", "",
 			"Content-Type must be application/json")
 	}
 	return body, id, nil
@@ -236,7 +238,7 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 		return h.write(ctx, nil, u, o)
 	}
 	lk, waited, err := h.obtain(ctx, key, o, true)
-	var busy busyError
+	var busy problem.Busy
 	if errors.As(err, &busy) {
 		// The holder did not finish within LockWait. If it (or an earlier
 		// delivery) recorded the unit, this delivery is a duplicate;

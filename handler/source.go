@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
@@ -150,7 +151,7 @@ func chain(hooks ...RecordHook) RecordHook {
 	return func(ctx context.Context, tx pgx.Tx, p store.Payment) error {
 		for _, fn := range set {
 			if err := fn(ctx, tx, p); err != nil {
-				return fmt.Errorf("%w: %w", errHook, err)
+				return fmt.Errorf("%w: %w", problem.ErrHook, err)
 			}
 		}
 		return nil

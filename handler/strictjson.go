@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/paylock/paylock/payload"
 )
 
 // maxJSONDepth bounds the nesting of a provider's body. Stripe's deepest
@@ -59,7 +61,7 @@ type jsonNode struct {
 // the keys an adapter reads.
 func decodeStrict(body []byte) (*jsonNode, error) {
 	if !utf8.Valid(body) {
-		return nil, badRequest("", "body is not valid UTF-8")
+		return nil, payload.Malformed("", "body is not valid UTF-8")
 	}
 	if !json.Valid(body) {
 		// json.Valid is the reference grammar; the token walk below then
@@ -68,10 +70,10 @@ func decodeStrict(body []byte) (*jsonNode, error) {
 		return nil, malformed(json.Unmarshal(body, &v))
 	}
 	if msg := jsonbUnsafe(body); msg != "" {
-		return nil, unprocessable("", msg)
+		return nil, payload.Invalid("", msg)
 	}
 	if hugeExponent(body) {
-		return nil, unprocessable("", fmt.Sprintf("numbers with an exponent beyond ±%d are not accepted", maxExponent))
+		return nil, payload.Invalid("", fmt.Sprintf("numbers with an exponent beyond ±%d are not accepted", maxExponent))
 	}
 	w := strictWalker{body: body, dec: json.NewDecoder(bytes.NewReader(body))}
 	w.dec.UseNumber()
@@ -80,10 +82,10 @@ func decodeStrict(body []byte) (*jsonNode, error) {
 		return nil, err
 	}
 	if root.kind != jsonObject {
-		return nil, badRequest("", "body must be a JSON object")
+		return nil, payload.Malformed("", "body must be a JSON object")
 	}
 	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, badRequest("", "unexpected data after the JSON object")
+		return nil, payload.Malformed("", "unexpected data after the JSON object")
 	}
 	return root, nil
 }
@@ -96,7 +98,7 @@ type strictWalker struct {
 // value reads the next value; path is where it sits, for error messages.
 func (w *strictWalker) value(path []string) (*jsonNode, error) {
 	if len(path) > maxJSONDepth {
-		return nil, unprocessable(jsonPath(path[:maxJSONDepth]), fmt.Sprintf("JSON nested deeper than %d levels is not accepted", maxJSONDepth))
+		return nil, payload.Invalid(jsonPath(path[:maxJSONDepth]), fmt.Sprintf("JSON nested deeper than %d levels is not accepted", maxJSONDepth))
 	}
 	start := w.offset()
 	tok, err := w.dec.Token()
@@ -124,7 +126,7 @@ func (w *strictWalker) value(path []string) (*jsonNode, error) {
 				}
 				key, _ := tok.(string)
 				if _, dup := n.members[key]; dup {
-					return nil, badRequest(jsonPath(append(path, key)), fmt.Sprintf("key %q appears more than once", key))
+					return nil, payload.Malformed(jsonPath(append(path, key)), fmt.Sprintf("key %q appears more than once", key))
 				}
 				child, err := w.value(append(path, key))
 				if err != nil {
@@ -143,7 +145,7 @@ func (w *strictWalker) value(path []string) (*jsonNode, error) {
 				n.items = append(n.items, child)
 			}
 		default:
-			return nil, badRequest(jsonPath(path), "malformed JSON")
+			return nil, payload.Malformed(jsonPath(path), "malformed JSON")
 		}
 		if _, err := w.dec.Token(); err != nil { // the closing delimiter
 			return nil, malformed(err)
@@ -183,7 +185,7 @@ func jsonPath(path []string) string {
 func (n *jsonNode) member(key, name string) (*jsonNode, error) {
 	for _, k := range n.keys {
 		if k != key && strings.EqualFold(k, key) {
-			return nil, badRequest(name, fmt.Sprintf("key %q must be spelled %q", k, key))
+			return nil, payload.Malformed(name, fmt.Sprintf("key %q must be spelled %q", k, key))
 		}
 	}
 	return n.members[key], nil
@@ -196,7 +198,7 @@ func (n *jsonNode) child(prefix string, keys ...string) (*jsonNode, string, erro
 	name := prefix
 	for _, k := range keys {
 		if n.kind != jsonObject {
-			return nil, name, badRequest(name, name+" must be a JSON object")
+			return nil, name, payload.Malformed(name, name+" must be a JSON object")
 		}
 		if name != "" {
 			name += "."
@@ -218,9 +220,9 @@ func (n *jsonNode) requiredObject(prefix string, keys ...string) (*jsonNode, str
 	case err != nil:
 		return nil, name, err
 	case c == nil:
-		return nil, name, unprocessable(name, name+" is required")
+		return nil, name, payload.Invalid(name, name+" is required")
 	case c.kind != jsonObject:
-		return nil, name, badRequest(name, name+" must be a JSON object")
+		return nil, name, payload.Malformed(name, name+" must be a JSON object")
 	}
 	return c, name, nil
 }
@@ -233,9 +235,9 @@ func (n *jsonNode) requiredString(prefix string, keys ...string) (string, string
 	case err != nil:
 		return "", name, err
 	case c == nil:
-		return "", name, unprocessable(name, name+" is required")
+		return "", name, payload.Invalid(name, name+" is required")
 	case c.kind != jsonString:
-		return "", name, badRequest(name, name+" must be a JSON string")
+		return "", name, payload.Malformed(name, name+" must be a JSON string")
 	}
 	return c.str, name, nil
 }
@@ -249,7 +251,7 @@ func (n *jsonNode) requiredAmount(prefix string, keys ...string) (int64, string,
 	case err != nil:
 		return 0, name, err
 	case c == nil:
-		return 0, name, unprocessable(name, name+" is required")
+		return 0, name, payload.Invalid(name, name+" is required")
 	}
 	var v int64
 	var set bool

@@ -11,16 +11,20 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
-// wantAdapterProblem fails unless err is a *problem with status and field.
+// wantAdapterProblem fails unless err is a *payload.Error answered with
+// status and field.
 func wantAdapterProblem(t *testing.T, err error, status int, field string) {
 	t.Helper()
-	var p *problem
-	if !errors.As(err, &p) {
+	var pe *payload.Error
+	if !errors.As(err, &pe) {
 		t.Fatalf("error = %v, want a %d problem for %q", err, status, field)
 	}
+	p := problem.From(err)
 	if p.Status != status || p.Field != field {
 		t.Fatalf("problem = %d field %q (%s), want %d field %q", p.Status, p.Field, p.Detail, status, field)
 	}
@@ -31,8 +35,8 @@ func wantAdapterProblem(t *testing.T, err error, status int, field string) {
 func checkAdapted(t *testing.T, payments []store.Payment, err error) {
 	t.Helper()
 	if err != nil {
-		var p *problem
-		if !errors.As(err, &p) || (p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity) {
+		var pe *payload.Error
+		if p := problem.From(err); !errors.As(err, &pe) || (p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity) {
 			t.Fatalf("refusal is not a 400/422 problem: %#v", err)
 		}
 		if payments != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/problem"
 )
 
 // held is a lock this delivery holds, with when it was obtained.
@@ -24,7 +25,7 @@ var busyPolling = lock.ExponentialBackoff(10*time.Millisecond, 250*time.Millisec
 // request holds the key (the retry strategy is the lock's; the policy, how
 // long, is the handler's). It returns a nil lock and nil error when Redis is
 // unreachable and the policy is Backstop, errFinished when the key holds
-// the finished marker, and a busyError carrying the holder's remaining TTL
+// the finished marker, and a problem.Busy carrying the holder's remaining TTL
 // (for Retry-After) when the key is still held. waited reports whether the
 // key was busy at least once.
 func (h *Handler) obtain(ctx context.Context, key string, o *outcome, wait bool) (lk *held, waited bool, err error) {
@@ -48,7 +49,7 @@ func (h *Handler) obtain(ctx context.Context, key string, o *outcome, wait bool)
 		if retryAfter <= 0 {
 			retryAfter = h.cfg.LockTTL
 		}
-		return nil, true, busyError{retryAfter: retryAfter}
+		return nil, true, problem.Busy{RetryAfter: retryAfter}
 	case errors.Is(err, lock.ErrFinished):
 		return nil, false, errFinished
 	case ctx.Err() != nil:
@@ -56,7 +57,7 @@ func (h *Handler) obtain(ctx context.Context, key string, o *outcome, wait bool)
 	case h.cfg.RedisUnavailable == Reject:
 		o.redisDown = string(Reject)
 		h.log.WarnContext(ctx, "redis unavailable: rejecting (PAYLOCK_REDIS_UNAVAILABLE=reject)", slog.Any("error", err))
-		return nil, false, fmt.Errorf("%w: %w", errRedisUnavailable, err)
+		return nil, false, fmt.Errorf("%w: %w", problem.ErrRedisUnavailable, err)
 	default:
 		o.lockMode, o.redisDown = "backstop", string(Backstop)
 		h.log.WarnContext(ctx, "redis unavailable: recording on the database constraint alone (PAYLOCK_REDIS_UNAVAILABLE=backstop)", slog.Any("error", err))
