@@ -18,8 +18,7 @@
 // error is turned into an RFC 9457 application/problem+json answer by one
 // function, and internal details go to the log, never to the client.
 //
-// Admin is the admin listener's handler (PAYLOCK_ADMIN_ADDR): disbursement
-// reads and mounted tools such as River UI, behind the admin token, sent as
-// a bearer header by tools or, from a browser, as a session cookie set by
-// /admin/login (see admin_session.go for the cookie and its CSRF rules).
+// The admin listener (PAYLOCK_ADMIN_ADDR: disbursement reads, the review
+// queue, the console, River UI) is package admin; handler serves only the
+// public webhook listener.
 package handler

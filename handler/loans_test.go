@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/fakeprovider"
 	"github.com/paylock/paylock/internal/testenv"
@@ -75,7 +76,7 @@ func startLending(t *testing.T, o lendingOptions) *lending {
 		t.Cleanup(srv.Close)
 		l.reps = append(l.reps, &replica{url: srv.URL, store: st, rdb: rdb, cfg: rc})
 		if l.adminURL == "" {
-			asrv := httptest.NewServer(handler.NewAdmin(handler.AdminConfig{Disbursements: st, Logger: cfg.Logger}))
+			asrv := httptest.NewServer(admin.New(admin.Config{Disbursements: st, Logger: cfg.Logger}))
 			t.Cleanup(asrv.Close)
 			l.adminURL = asrv.URL
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/signature"
@@ -202,10 +203,10 @@ func TestAdminListenerAnswers401WithoutTheToken(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
 	wantResult(t, approve(t, l.reps[0].url, "evt-adm", "L-adm", 1, 100), "accepted")
-	admin := httptest.NewServer(handler.NewAdmin(handler.AdminConfig{Token: "s3cret-token", Disbursements: l.reps[0].store, Logger: testLogger(t)}))
-	t.Cleanup(admin.Close)
+	asrv := httptest.NewServer(admin.New(admin.Config{Token: "s3cret-token", Disbursements: l.reps[0].store, Logger: testLogger(t)}))
+	t.Cleanup(asrv.Close)
 	getWith := func(path, auth string) answer {
-		req, _ := http.NewRequest(http.MethodGet, admin.URL+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, asrv.URL+path, nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/signature"
@@ -81,7 +82,7 @@ type config struct {
 	// AdminTokens are PAYLOCK_ADMIN_TOKENS: further named admin tokens
 	// (name:token,...; tokens never printed). A token's name is who
 	// resolves a review item with it.
-	AdminTokens []handler.AdminToken
+	AdminTokens []admin.Token
 	Pprof       bool // PAYLOCK_PPROF: serve net/http/pprof
 
 	Forward forwardSettings // forwarding recorded payments to the team's own service
@@ -555,11 +556,11 @@ var adminTokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
 
 // parseAdminTokens reads PAYLOCK_ADMIN_TOKENS: name:token pairs separated
 // by commas. Its errors name the pair by position and name, never a token.
-func parseAdminTokens(v string) ([]handler.AdminToken, error) {
+func parseAdminTokens(v string) ([]admin.Token, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, nil
 	}
-	var out []handler.AdminToken
+	var out []admin.Token
 	names, tokens := map[string]bool{}, map[string]bool{}
 	for i, pair := range strings.Split(v, ",") {
 		name, token, ok := strings.Cut(strings.TrimSpace(pair), ":")
@@ -574,13 +575,13 @@ func parseAdminTokens(v string) ([]handler.AdminToken, error) {
 			return nil, fmt.Errorf("the token of %q is another name's too", name)
 		}
 		names[name], tokens[token] = true, true
-		out = append(out, handler.AdminToken{Name: name, Token: token})
+		out = append(out, admin.Token{Name: name, Token: token})
 	}
 	return out, nil
 }
 
 // adminTokenNames lists the names of tokens, never the tokens.
-func adminTokenNames(tokens []handler.AdminToken) []string {
+func adminTokenNames(tokens []admin.Token) []string {
 	names := make([]string, len(tokens))
 	for i, t := range tokens {
 		names[i] = t.Name
@@ -595,8 +596,8 @@ const minAdminToken = 16
 // token: it lists and acts on payments and jobs.
 func checkAdmin(c config) error {
 	for _, t := range c.AdminTokens {
-		if c.AdminToken != "" && t.Name == handler.AdminTokenName {
-			return fmt.Errorf("invalid PAYLOCK_ADMIN_TOKENS: the name %q is PAYLOCK_ADMIN_TOKEN's", handler.AdminTokenName)
+		if c.AdminToken != "" && t.Name == admin.TokenName {
+			return fmt.Errorf("invalid PAYLOCK_ADMIN_TOKENS: the name %q is PAYLOCK_ADMIN_TOKEN's", admin.TokenName)
 		}
 		if c.AdminToken != "" && t.Token == c.AdminToken {
 			return fmt.Errorf("invalid PAYLOCK_ADMIN_TOKENS: the token named %q is PAYLOCK_ADMIN_TOKEN too", t.Name)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -350,12 +351,12 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		if err != nil {
 			return err
 		}
-		mounts, stopMounts, err := adminMounts(ctx, st, logger)
+		mounts, stopMounts, err := admin.RiverUI(ctx, st, logger)
 		if err != nil {
 			return err
 		}
 		defer stopMounts()
-		asrv := newServer(handler.NewAdmin(handler.AdminConfig{Token: cfg.AdminToken, Tokens: cfg.AdminTokens,
+		asrv := newServer(admin.New(admin.Config{Token: cfg.AdminToken, Tokens: cfg.AdminTokens,
 			Disbursements: st, Review: newReviewQueue(cfg, st), Console: st, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()

@@ -1,59 +1,20 @@
-package handler
+package admin
 
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
+	"encoding/json"
 	"log/slog"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/paylock/paylock/problem"
-	"github.com/paylock/paylock/store"
 )
 
-// disbursementView is the JSON of GET /disbursements/{loan_id}/{tranche}.
-type disbursementView struct {
-	LoanID         string     `json:"loan_id"`
-	Tranche        int        `json:"tranche"`
-	Amount         int64      `json:"amount"`
-	Currency       string     `json:"currency"`
-	Status         string     `json:"status"`
-	IdempotencyKey string     `json:"idempotency_key"`
-	ProviderRef    string     `json:"provider_ref,omitempty"`
-	Attempts       int        `json:"attempts"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"` // pending rows only
-	FirstAttemptAt *time.Time `json:"first_attempt_at,omitempty"`
-	LastError      string     `json:"last_error,omitempty"`
-	ReviewReason   string     `json:"review_reason,omitempty"`
-	EventID        string     `json:"event_id"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	StatusSince    time.Time  `json:"status_since"`
-}
-
-func viewOf(d store.Disbursement) disbursementView {
-	v := disbursementView{
-		LoanID: d.LoanID, Tranche: d.Tranche, Amount: d.Amount, Currency: d.Currency, Status: string(d.Status),
-		IdempotencyKey: d.IdempotencyKey, ProviderRef: d.ProviderRef, Attempts: d.Attempts,
-		LastError: d.LastError, ReviewReason: d.ReviewReason, EventID: d.EventID,
-		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, StatusSince: d.StatusSince,
-	}
-	if d.Status == store.StatusPending {
-		v.NextAttemptAt = &d.NextAttemptAt
-	}
-	if !d.FirstAttemptAt.IsZero() {
-		v.FirstAttemptAt = &d.FirstAttemptAt
-	}
-	return v
-}
-
-// AdminConfig configures the admin listener (PAYLOCK_ADMIN_ADDR): reads
+// Config configures the admin listener (PAYLOCK_ADMIN_ADDR): reads
 // and tools for operators, never served on the public webhook listener.
-type AdminConfig struct {
+type Config struct {
 	// Token is what every request must carry: the header
 	// Authorization: Bearer <token> (compared in constant time), or, from a
 	// browser, the session cookie that GET/POST /admin/login sets once the
@@ -63,10 +24,10 @@ type AdminConfig struct {
 	Token string
 	// Tokens are further named tokens (PAYLOCK_ADMIN_TOKENS), accepted
 	// like Token, whose name is "admin". The name of the token a request
-	// was let in with (bearer or session) is its identity: AdminIdentity.
-	Tokens []AdminToken
+	// was let in with (bearer or session) is its identity: Identity.
+	Tokens []Token
 	// SessionTTL is how long a browser session from /admin/login lasts;
-	// zero means DefaultAdminSessionTTL.
+	// zero means DefaultSessionTTL.
 	SessionTTL time.Duration
 	// Disbursements serves GET /disbursements/{loan_id}/{tranche}; nil
 	// leaves it out.
@@ -76,7 +37,7 @@ type AdminConfig struct {
 	// leaves them out.
 	Review ReviewStore
 	// Mounts are further handlers, by ServeMux pattern (River UI under
-	// "/admin/river/"), behind the same token.
+	// "/admin/river/": see RiverUI), behind the same token.
 	Mounts map[string]http.Handler
 	// Console serves the admin console's pages under /admin/ (see
 	// console.go); nil leaves them out.
@@ -88,33 +49,33 @@ type AdminConfig struct {
 	Logger      *slog.Logger // default slog.Default()
 }
 
-// AdminToken is a named admin token.
-type AdminToken struct {
+// Token is a named admin token.
+type Token struct {
 	Name  string
 	Token string
 }
 
-// AdminTokenName is the identity of AdminConfig.Token.
-const AdminTokenName = "admin"
+// TokenName is the identity of Config.Token.
+const TokenName = "admin"
 
-// AdminAnonymous is the identity of requests to an admin listener without
+// Anonymous is the identity of requests to an admin listener without
 // tokens (a loopback address only).
-const AdminAnonymous = "anonymous"
+const Anonymous = "anonymous"
 
-type adminIdentityKey struct{}
+type identityKey struct{}
 
-// AdminIdentity returns the name of the token the admin request was let in
-// with (AdminTokenName for AdminConfig.Token, a PAYLOCK_ADMIN_TOKENS name,
-// or AdminAnonymous without tokens), set by Admin's authentication for
+// Identity returns the name of the token the admin request was let in
+// with (TokenName for Config.Token, a PAYLOCK_ADMIN_TOKENS name,
+// or Anonymous without tokens), set by Admin's authentication for
 // every route it serves, mounts included. It is "" outside one.
-func AdminIdentity(ctx context.Context) string {
-	name, _ := ctx.Value(adminIdentityKey{}).(string)
+func Identity(ctx context.Context) string {
+	name, _ := ctx.Value(identityKey{}).(string)
 	return name
 }
 
 // Admin serves the admin listener's routes behind cfg.Token.
 type Admin struct {
-	cfg    AdminConfig
+	cfg    Config
 	tokens []namedToken
 	mux    *http.ServeMux
 	log    *slog.Logger
@@ -122,22 +83,22 @@ type Admin struct {
 	// cookie (see sameOrigin).
 	origin *http.CrossOriginProtection
 	now    func() time.Time
-	// console serves /admin/ when AdminConfig.Console is set.
+	// console serves /admin/ when Config.Console is set.
 	console *console
 }
 
-// NewAdmin returns the admin listener's handler.
-func NewAdmin(cfg AdminConfig) *Admin {
+// New returns the admin listener's handler.
+func New(cfg Config) *Admin {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = DefaultAdminSessionTTL
+		cfg.SessionTTL = DefaultSessionTTL
 	}
 	a := &Admin{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger,
 		origin: http.NewCrossOriginProtection(), now: time.Now}
 	if cfg.Token != "" {
-		a.tokens = append(a.tokens, namedToken{AdminTokenName, []byte(cfg.Token)})
+		a.tokens = append(a.tokens, namedToken{TokenName, []byte(cfg.Token)})
 	}
 	for _, t := range cfg.Tokens {
 		if t.Token != "" {
@@ -169,14 +130,14 @@ func NewAdmin(cfg AdminConfig) *Admin {
 // (see sameOrigin), else 403.
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case adminLoginPath:
+	case loginPath:
 		a.login(w, r)
 		return
-	case adminLogoutPath:
+	case logoutPath:
 		a.logout(w, r)
 		return
 	}
-	who := AdminAnonymous
+	who := Anonymous
 	if len(a.tokens) > 0 {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var found bool
@@ -200,7 +161,7 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminIdentityKey{}, who)))
+	a.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, who)))
 }
 
 // namedToken is an accepted admin token and its name.
@@ -221,23 +182,11 @@ func (a *Admin) tokenName(got []byte) (string, bool) {
 	return name, found
 }
 
-// disbursement answers GET /disbursements/{loan_id}/{tranche} with the row,
-// for operators and the lending platform's reconciliation.
-func (a *Admin) disbursement(w http.ResponseWriter, r *http.Request) {
-	loanID := r.PathValue("loan_id")
-	tranche, err := strconv.ParseInt(r.PathValue("tranche"), 10, 64)
-	if err != nil || tranche < 1 || tranche > math.MaxInt32 {
-		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "tranche",
-			"tranche must be an integer from 1 to 2147483647"))
-		return
-	}
-	d, err := a.cfg.Disbursements.Disbursement(r.Context(), loanID, int(tranche))
-	if err != nil {
-		p := problem.Write(w, err)
-		if p.Status >= 500 || !errors.Is(err, store.ErrNotFound) {
-			a.log.ErrorContext(r.Context(), "reading a disbursement failed", "loan_id", loanID, "tranche", tranche, "error", err)
-		}
-		return
-	}
-	writeJSON(w, http.StatusOK, viewOf(d))
+// writeJSON answers v as JSON with status, never cached.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }

@@ -1,4 +1,4 @@
-package handler_test
+package admin_test
 
 import (
 	"crypto/hmac"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/admin"
 )
 
 const adminTestToken = "s3cret-admin-token-0123"
@@ -25,7 +25,7 @@ func startAdmin(t *testing.T, token string, tls bool) *httptest.Server {
 	mount := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "mounted "+r.Method+" "+r.URL.Path)
 	})
-	h := handler.NewAdmin(handler.AdminConfig{Token: token, Logger: testLogger(t),
+	h := admin.New(admin.Config{Token: token, Logger: testLogger(t),
 		Mounts: map[string]http.Handler{"/admin/river/": mount}})
 	srv := httptest.NewUnstartedServer(h)
 	if tls {
@@ -71,7 +71,7 @@ func adminDo(t *testing.T, srv *httptest.Server, method, path string, body io.Re
 	b, _ := io.ReadAll(res.Body)
 	a := adminAnswer{status: res.StatusCode, header: res.Header, body: string(b)}
 	for _, c := range res.Cookies() {
-		if c.Name == handler.AdminSessionCookie {
+		if c.Name == admin.SessionCookie {
 			a.cookie = c
 		}
 	}
@@ -93,7 +93,7 @@ func sessionFor(token string, expiry time.Time) *http.Cookie {
 	exp := strconv.FormatInt(expiry.Unix(), 10)
 	m := hmac.New(sha256.New, []byte(token))
 	m.Write([]byte("paylock admin session v1\x00" + exp))
-	return &http.Cookie{Name: handler.AdminSessionCookie, Value: "v1." + exp + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))}
+	return &http.Cookie{Name: admin.SessionCookie, Value: "v1." + exp + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))}
 }
 
 func TestAdminLoginSetsAStrictHttpOnlyCookieThatOpensTheMounts(t *testing.T) {
@@ -126,7 +126,7 @@ func TestAdminLoginSetsAStrictHttpOnlyCookieThatOpensTheMounts(t *testing.T) {
 				t.Fatal("login set no session cookie")
 			}
 			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tls || c.Path != "/" ||
-				c.MaxAge != int(handler.DefaultAdminSessionTTL/time.Second) {
+				c.MaxAge != int(admin.DefaultSessionTTL/time.Second) {
 				t.Errorf("cookie flags: HttpOnly %v SameSite %v Secure %v (tls %v) Path %q MaxAge %d",
 					c.HttpOnly, c.SameSite, c.Secure, tls, c.Path, c.MaxAge)
 			}
@@ -215,8 +215,8 @@ func TestAdminRefusesForgedExpiredAndForeignSessions(t *testing.T) {
 		"expired":             sessionFor(adminTestToken, time.Now().Add(-time.Second)),
 		"another token's":     sessionFor("the-previous-admin-token", future),
 		"expiry pushed later": &tampered,
-		"the token itself":    {Name: handler.AdminSessionCookie, Value: adminTestToken},
-		"garbage":             {Name: handler.AdminSessionCookie, Value: "v1.x.y"},
+		"the token itself":    {Name: admin.SessionCookie, Value: adminTestToken},
+		"garbage":             {Name: admin.SessionCookie, Value: "v1.x.y"},
 	} {
 		if a := adminDo(t, srv, http.MethodGet, "/admin/river/", nil, nil, c); a.status != http.StatusUnauthorized {
 			t.Errorf("%s session: %d, want 401", name, a.status)

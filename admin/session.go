@@ -1,4 +1,4 @@
-package handler
+package admin
 
 import (
 	"crypto/hmac"
@@ -41,16 +41,16 @@ import (
 //     which the admin listener does not grant.
 
 const (
-	// DefaultAdminSessionTTL is AdminConfig.SessionTTL's default.
-	DefaultAdminSessionTTL = 12 * time.Hour
+	// DefaultSessionTTL is Config.SessionTTL's default.
+	DefaultSessionTTL = 12 * time.Hour
 
-	adminLoginPath  = "/admin/login"
-	adminLogoutPath = "/admin/logout"
-	// AdminSessionCookie is the name of the admin session cookie.
-	AdminSessionCookie = "paylock_admin_session"
-	adminDefaultNext   = "/admin/river/"
-	adminSessionLabel  = "paylock admin session v1\x00"
-	maxLoginBody       = 4 << 10
+	loginPath  = "/admin/login"
+	logoutPath = "/admin/logout"
+	// SessionCookie is the name of the admin session cookie.
+	SessionCookie = "paylock_admin_session"
+	defaultNext   = "/admin/river/"
+	sessionLabel  = "paylock admin session v1\x00"
+	maxLoginBody  = 4 << 10
 )
 
 // sessionValue returns the cookie value of a session ending at expiry,
@@ -62,7 +62,7 @@ func (a *Admin) sessionValue(token []byte, expiry time.Time) string {
 
 func sessionMAC(token []byte, exp string) string {
 	m := hmac.New(sha256.New, token)
-	m.Write([]byte(adminSessionLabel))
+	m.Write([]byte(sessionLabel))
 	m.Write([]byte(exp))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -71,7 +71,7 @@ func sessionMAC(token []byte, exp string) string {
 // with one of the current tokens, and that token's name (the session's
 // identity: the MAC says which token it was keyed by).
 func (a *Admin) validSession(r *http.Request) (string, bool) {
-	c, err := r.Cookie(AdminSessionCookie)
+	c, err := r.Cookie(SessionCookie)
 	if err != nil {
 		return "", false
 	}
@@ -152,7 +152,7 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 		}
 		expiry := a.now().Add(a.cfg.SessionTTL)
 		http.SetCookie(w, &http.Cookie{
-			Name: AdminSessionCookie, Value: a.sessionValue([]byte(r.PostForm.Get("token")), expiry), Path: "/",
+			Name: SessionCookie, Value: a.sessionValue([]byte(r.PostForm.Get("token")), expiry), Path: "/",
 			Expires: expiry, MaxAge: int(a.cfg.SessionTTL / time.Second),
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		})
@@ -174,20 +174,20 @@ func (a *Admin) logout(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: AdminSessionCookie, Value: "", Path: "/", MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, adminLoginPath, http.StatusSeeOther)
+	http.Redirect(w, r, loginPath, http.StatusSeeOther)
 }
 
 // localPath returns next when it is a path on this listener, else the
 // default page: the login form never redirects to another site.
 func localPath(next string) string {
 	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
-		return adminDefaultNext
+		return defaultNext
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Path == adminLoginPath || u.Path == adminLogoutPath {
-		return adminDefaultNext
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path == loginPath || u.Path == logoutPath {
+		return defaultNext
 	}
 	return next
 }

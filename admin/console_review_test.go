@@ -1,4 +1,4 @@
-package handler_test
+package admin_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/review"
 	"github.com/paylock/paylock/store"
 )
@@ -26,8 +26,8 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 		t.Fatalf("items %v, %v", items, err)
 	}
 	id := items[0].ID
-	srv := httptest.NewServer(handler.NewAdmin(handler.AdminConfig{Token: adminTestToken, Logger: testLogger(t),
-		Tokens: []handler.AdminToken{{Name: "alice", Token: aliceToken}}, Console: st, Review: review.New(st, nil)}))
+	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t),
+		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}}, Console: st, Review: review.New(st, nil)}))
 	t.Cleanup(srv.Close)
 
 	l := login(t, srv, aliceToken, "/admin/review-queue")

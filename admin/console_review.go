@@ -1,4 +1,4 @@
-package handler
+package admin
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// The console's review queue pages (AdminConfig.Review, beside the JSON
+// The console's review queue pages (Config.Review, beside the JSON
 // API under /admin/review):
 //
 //   - GET /admin/review-queue[?kind=K][&all=true]: the open items (all:
@@ -20,7 +20,7 @@ import (
 //   - GET /admin/review-queue/{id}: one item, its details and a resolve
 //     form (the actions its kind allows, and a note);
 //   - POST /admin/review-queue/{id}/resolve: resolves it under the
-//     request's AdminIdentity and shows the item as it then stands, or why
+//     request's Identity and shows the item as it then stands, or why
 //     it was refused. CSRF-checked like every console POST.
 
 const maxReviewNote = 2000
@@ -91,7 +91,7 @@ func (c *console) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	if len(note) > maxReviewNote {
 		note = note[:maxReviewNote]
 	}
-	who := AdminIdentity(r.Context())
+	who := Identity(r.Context())
 	_, err := c.a.cfg.Review.Resolve(r.Context(), id, store.Resolve{Action: action, Note: note, Who: who})
 	if err == nil {
 		c.a.log.InfoContext(r.Context(), "admin console: review item resolved", "id", id, "action", action, "who", who)

@@ -1,4 +1,4 @@
-package handler
+package admin
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func (a *Admin) reviewItem(w http.ResponseWriter, r *http.Request) {
 
 // reviewResolve answers POST /admin/review/{id}/resolve with
 // {"action","note"}: the item as it stands after the resolution, recorded
-// under the identity of the request's token (AdminIdentity). 400: a bad
+// under the identity of the request's token (Identity). 400: a bad
 // body or an action the item's kind does not allow; 404: no such item;
 // 409: the item is not in a state the action applies to, or the payout
 // provider disagrees or cannot be reached (nothing changed).
@@ -90,7 +90,7 @@ func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, payload.Malformed("", `the body must be a JSON object {"action": "...", "note": "..."}`))
 		return
 	}
-	who := AdminIdentity(r.Context())
+	who := Identity(r.Context())
 	it, err := a.cfg.Review.Resolve(r.Context(), id, store.Resolve{Action: req.Action, Note: req.Note, Who: who})
 	if err != nil {
 		a.reviewError(w, r, "resolving a review item failed", id, err)
@@ -100,7 +100,7 @@ func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, it)
 }
 
-// reviewError answers a review request's error through writeError: an
+// reviewError answers a review request's error through problem.Write: an
 // unknown item is 404; refusals and bad actions carry their reason.
 func (a *Admin) reviewError(w http.ResponseWriter, r *http.Request, msg, id string, err error) {
 	if errors.Is(err, store.ErrNotFound) {

@@ -1,4 +1,4 @@
-package handler_test
+package admin_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/store"
 )
 
@@ -33,7 +33,7 @@ func startConsole(t *testing.T) (*httptest.Server, *store.Store) {
 			t.Fatal(err)
 		}
 	}
-	h := handler.NewAdmin(handler.AdminConfig{Token: adminTestToken, Logger: testLogger(t), Console: st,
+	h := admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t), Console: st,
 		ForwardURLs: map[string]string{"stripe": consoleForwardURL, "acme": consoleForwardURL}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

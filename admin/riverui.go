@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -11,18 +11,18 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// riverUIPrefix is where River UI is served on the admin listener.
-const riverUIPrefix = "/admin/river"
+// RiverUIPrefix is where River UI is served on the admin listener.
+const RiverUIPrefix = "/admin/river"
 
-// adminMounts returns the admin listener's extra handlers (River UI under
+// RiverUI returns River UI as mounts for Config.Mounts (under
 // /admin/river/, over the store's insert-only River client: it reads and
 // manages jobs, works none) and stop, which ends River UI's background
 // services. They run until stop is called or ctx ends.
-func adminMounts(ctx context.Context, st *store.Store, logger *slog.Logger) (mounts map[string]http.Handler, stop func(), err error) {
+func RiverUI(ctx context.Context, st *store.Store, logger *slog.Logger) (mounts map[string]http.Handler, stop func(), err error) {
 	ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(st.JobClient(), nil),
 		Logger:    logger.With(slog.String("component", "riverui")),
-		Prefix:    riverUIPrefix,
+		Prefix:    RiverUIPrefix,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("river ui: %w", err)
@@ -32,5 +32,5 @@ func adminMounts(ctx context.Context, st *store.Store, logger *slog.Logger) (mou
 		cancel()
 		return nil, nil, fmt.Errorf("river ui: start: %w", err)
 	}
-	return map[string]http.Handler{riverUIPrefix + "/": ui}, cancel, nil
+	return map[string]http.Handler{RiverUIPrefix + "/": ui}, cancel, nil
 }

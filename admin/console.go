@@ -1,4 +1,4 @@
-package handler
+package admin
 
 import (
 	"bytes"
@@ -111,7 +111,7 @@ func (a *Admin) mountConsole(st ConsoleStore, urls map[string]string) {
 func (c *console) csrfToken(r *http.Request) string {
 	key := c.csrfKey
 	sess := ""
-	if ck, err := r.Cookie(AdminSessionCookie); err == nil {
+	if ck, err := r.Cookie(SessionCookie); err == nil {
 		sess = ck.Value
 	}
 	m := hmac.New(sha256.New, key)
