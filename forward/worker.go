@@ -130,18 +130,11 @@ func New(cfg Config, st Store) (w *Worker, err error) {
 // forward queue beside others (the payout queue). It raises rcfg's
 // JobTimeout and RescueStuckJobsAfter to at least the worker's bounds.
 func (w *Worker) AddTo(rcfg *river.Config) error {
-	if rcfg.Workers == nil {
-		rcfg.Workers = river.NewWorkers()
-	}
-	if err := river.AddWorkerSafely(rcfg.Workers, w); err != nil {
+	q := store.JobQueue{Name: store.ForwardQueue, MaxWorkers: w.cfg.Concurrency,
+		JobTimeout: w.cfg.AttemptTimeout(), RescueAfter: w.cfg.RescueAfter}
+	if err := store.AddJobWorker(rcfg, w, q); err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
-	if rcfg.Queues == nil {
-		rcfg.Queues = map[string]river.QueueConfig{}
-	}
-	rcfg.Queues[store.ForwardQueue] = river.QueueConfig{MaxWorkers: w.cfg.Concurrency}
-	rcfg.JobTimeout = max(rcfg.JobTimeout, w.cfg.AttemptTimeout())
-	rcfg.RescueStuckJobsAfter = max(rcfg.RescueStuckJobsAfter, w.cfg.RescueAfter)
 	return nil
 }
 

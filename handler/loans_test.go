@@ -102,7 +102,7 @@ func (l *lending) startWorker(t *testing.T, st *store.Store) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
+	go func() { defer close(done); _ = w.Run(ctx, st) }()
 	t.Cleanup(func() { cancel(); <-done })
 }
 

@@ -26,7 +26,6 @@ type Store interface {
 	NoteRetry(ctx context.Context, id int64, delay time.Duration, lastErr string) error
 	MarkFailed(ctx context.Context, id int64, lastErr string) error
 	FlagForReview(ctx context.Context, id int64, reason string) error
-	StartJobs(ctx context.Context, cfg *river.Config) (stop func(context.Context) error, err error)
 }
 
 // Config tunes a Worker. Zero values take the defaults noted.
@@ -86,8 +85,8 @@ type Event struct {
 // Worker pays out disbursements: the River worker of store.PayoutArgs jobs.
 // Each attempt calls the provider with the row's fixed idempotency key and
 // records the outcome through updates guarded on status = 'pending'. Run
-// starts a River client working the payout queue; several workers may run
-// against one database.
+// (or AddTo, into a process's one River client) works the payout queue;
+// several workers may run against one database.
 type Worker struct {
 	river.WorkerDefaults[store.PayoutArgs]
 
@@ -185,65 +184,36 @@ func (w *Worker) RiverConfig() (*river.Config, error) {
 // JobTimeout and RescueStuckJobsAfter to at least AttemptTimeout and
 // RescueAfter; polling and the client's id are rcfg's.
 func (w *Worker) AddTo(rcfg *river.Config) error {
-	if rcfg.Workers == nil {
-		rcfg.Workers = river.NewWorkers()
-	}
-	if err := river.AddWorkerSafely(rcfg.Workers, w); err != nil {
+	q := store.JobQueue{Name: store.PayoutQueue, MaxWorkers: w.cfg.Concurrency,
+		JobTimeout: w.cfg.AttemptTimeout(), RescueAfter: w.cfg.RescueAfter}
+	if err := store.AddJobWorker(rcfg, w, q); err != nil {
 		return fmt.Errorf("payout: %w", err)
 	}
-	if rcfg.Queues == nil {
-		rcfg.Queues = map[string]river.QueueConfig{}
-	}
-	rcfg.Queues[store.PayoutQueue] = river.QueueConfig{MaxWorkers: w.cfg.Concurrency}
-	rcfg.JobTimeout = max(rcfg.JobTimeout, w.cfg.AttemptTimeout())
-	rcfg.RescueStuckJobsAfter = max(rcfg.RescueStuckJobsAfter, w.cfg.RescueAfter)
 	return nil
 }
 
-// Run works payout jobs until ctx is done, then stops fetching, lets the
-// jobs in hand finish (each provider call is bounded by Config.Timeout) and
-// returns nil. While the database cannot be reached at start, it tries
-// again with backoff; once started, River reconnects by itself. River wakes
-// it on a new job (LISTEN, unless the store is behind a pooler in
-// transaction mode) and polls at least every PollInterval.
-func (w *Worker) Run(ctx context.Context) error {
+// Jobs runs a River client until its context is done: *store.Store is
+// one (store.Store.RunJobs, paylock's one start/stop loop of River).
+type Jobs interface {
+	RunJobs(ctx context.Context, cfg *river.Config, logger *slog.Logger, started func()) error
+}
+
+// Run works payout jobs through jobs (the worker's RiverConfig) until ctx
+// is done, then stops fetching, lets the jobs in hand finish (each provider
+// call is bounded by Config.Timeout) and returns nil. While the database
+// cannot be reached at start, it tries again with backoff; once started,
+// River reconnects by itself. River wakes it on a new job (LISTEN, unless
+// the store is behind a pooler in transaction mode) and polls at least
+// every PollInterval.
+func (w *Worker) Run(ctx context.Context, jobs Jobs) error {
 	rcfg, err := w.RiverConfig()
 	if err != nil {
 		return err
 	}
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     500 * time.Millisecond,
-		RandomizationFactor: 0.5,
-		Multiplier:          2,
-		MaxInterval:         30 * time.Second,
-	}
-	bo.Reset()
-	var stop func(context.Context) error
-	for {
-		if stop, err = w.st.StartJobs(ctx, rcfg); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		wait := bo.NextBackOff()
-		w.log.WarnContext(ctx, "starting the payout worker failed; trying again", slog.Any("error", err), slog.Duration("in", wait))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-	}
-	w.log.InfoContext(ctx, "payout worker started", slog.String("provider", w.cfg.ProviderURL),
-		slog.Int("concurrency", w.cfg.Concurrency), slog.Duration("rescue_after", w.cfg.RescueAfter))
-	<-ctx.Done()
-	w.log.InfoContext(ctx, "payout worker stopping: finishing the jobs in hand")
-	if err := stop(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("payout: stop: %w", err)
-	}
-	return nil
+	return jobs.RunJobs(ctx, rcfg, w.log, func() {
+		w.log.InfoContext(ctx, "payout worker started", slog.String("provider", w.cfg.ProviderURL),
+			slog.Int("concurrency", w.cfg.Concurrency), slog.Duration("rescue_after", w.cfg.RescueAfter))
+	})
 }
 
 // Timeout bounds an attempt: see Config.AttemptTimeout.

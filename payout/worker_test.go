@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"github.com/paylock/paylock/internal/fakeprovider"
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/payout"
@@ -124,13 +122,14 @@ func (b *bundle) startWorker(t *testing.T, tweak func(*payout.Config)) *payout.W
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	w, err := payout.New(cfg, openStore(t, b.dsn))
+	st := openStore(t, b.dsn)
+	w, err := payout.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- w.Run(ctx, st) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -476,13 +475,14 @@ func TestStoppingWorkerFinishesTheRowInHand(t *testing.T) {
 	b := setup(t, fakeprovider.Config{})
 	release := b.fake.Hold()
 	defer release()
-	w, err := payout.New(payout.Config{ProviderURL: b.url, PollInterval: 20 * time.Millisecond, Logger: testLogger()}, openStore(t, b.dsn))
+	st := openStore(t, b.dsn)
+	w, err := payout.New(payout.Config{ProviderURL: b.url, PollInterval: 20 * time.Millisecond, Logger: testLogger()}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- w.Run(ctx, st) }()
 	b.accept(t, "L-stop", 1)
 	deadline := time.Now().Add(10 * time.Second)
 	for b.fake.Created("L-stop-1") == 0 {
@@ -526,22 +526,19 @@ func TestNewRejectsUnsafeConfigurations(t *testing.T) {
 	}
 }
 
-// brokenStore cannot start, as with an unreachable database.
-type brokenStore struct{ payout.Store }
-
-func (brokenStore) StartJobs(context.Context, *river.Config) (func(context.Context) error, error) {
-	return nil, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
-}
-
 func TestWorkerKeepsTryingToStartWhileTheDatabaseIsDown(t *testing.T) {
 	t.Parallel()
-	w, err := payout.New(payout.Config{ProviderURL: "http://127.0.0.1:1", PollInterval: 10 * time.Millisecond, Logger: testLogger()}, brokenStore{})
+	// A store whose pool is closed cannot start River, as with an
+	// unreachable database.
+	st := openStore(t, testenv.Schema(t))
+	st.Close()
+	w, err := payout.New(payout.Config{ProviderURL: "http://127.0.0.1:1", PollInterval: 10 * time.Millisecond, Logger: testLogger()}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if err := w.Run(ctx); err != nil {
+	if err := w.Run(ctx, st); err != nil {
 		t.Fatalf("Run: %v, want nil after ctx ends", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/paylock/paylock/store"
 )
 
 // Queue is the River queue of the periodic reconciliation jobs, and Kind
@@ -87,16 +89,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[JobArgs]) error {
 // AddTo adds the worker, its queue and one periodic job per source to
 // rcfg.
 func (w *Worker) AddTo(rcfg *river.Config) error {
-	if rcfg.Workers == nil {
-		rcfg.Workers = river.NewWorkers()
-	}
-	if err := river.AddWorkerSafely(rcfg.Workers, w); err != nil {
+	if err := store.AddJobWorker(rcfg, w, store.JobQueue{Name: Queue, MaxWorkers: 1}); err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	if rcfg.Queues == nil {
-		rcfg.Queues = map[string]river.QueueConfig{}
-	}
-	rcfg.Queues[Queue] = river.QueueConfig{MaxWorkers: 1}
 	for name := range w.Sources {
 		rcfg.PeriodicJobs = append(rcfg.PeriodicJobs, river.NewPeriodicJob(
 			river.PeriodicInterval(w.Interval),

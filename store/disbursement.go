@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
 // Sources of webhook events, the first half of webhook_events' key.
@@ -610,46 +607,3 @@ func (PayoutArgs) InsertOpts() river.InsertOpts {
 		UniqueOpts:  river.UniqueOpts{ByArgs: true},
 	}
 }
-
-var discardLogger = slog.New(slog.DiscardHandler)
-
-// newInsertOnlyClient returns a River client that inserts jobs over pool
-// and works none.
-func newInsertOnlyClient(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
-	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLogger})
-	if err != nil {
-		return nil, fmt.Errorf("store: river client: %w", err)
-	}
-	return c, nil
-}
-
-// StartJobs starts a River client over the store's pool that works cfg's
-// queues with cfg's workers, in the current schema, and returns stop, which
-// stops it gracefully: no new jobs are fetched and those in hand finish (or
-// stop's ctx ends). ctx bounds the start only: the client runs, and its
-// jobs' contexts live, until stop is called. Behind a pooler in transaction mode (a pooled ExecMode)
-// the client cannot LISTEN: StartJobs sets cfg.PollOnly, and jobs are found
-// by polling every cfg.FetchPollInterval. Errors wrap ErrUnavailable when
-// the database cannot be reached; nothing is started then.
-func (s *Store) StartJobs(ctx context.Context, cfg *river.Config) (stop func(context.Context) error, err error) {
-	if s.pooled {
-		cfg.PollOnly = true
-	}
-	c, err := river.NewClient(riverpgxv5.New(s.pool), cfg)
-	if err != nil {
-		return nil, fmt.Errorf("store: river client: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, translate("start jobs", err)
-	}
-	// Cancelling Start's context would be River's hard stop, cancelling the
-	// jobs in hand: only stop ends the client.
-	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, translate("start jobs", err)
-	}
-	return c.Stop, nil
-}
-
-// Pooled reports whether the store's exec mode is a pooled one (see
-// ExecMode): behind a pooler in transaction mode, with no session state.
-func (s *Store) Pooled() bool { return s.pooled }

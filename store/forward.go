@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -321,46 +319,4 @@ func (s *Store) RetryGivenUpForwards(ctx context.Context) (int, error) {
 			return len(seen), nil
 		}
 	}
-}
-
-// RunJobs works cfg's queues (StartJobs) until ctx is done, then stops
-// fetching, lets the jobs in hand finish and returns nil. While the
-// database cannot be reached at start it tries again with backoff (logged
-// on logger); once started, River reconnects by itself. started, when not
-// nil, is called once the client runs.
-func (s *Store) RunJobs(ctx context.Context, cfg *river.Config, logger *slog.Logger, started func()) error {
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     500 * time.Millisecond,
-		RandomizationFactor: 0.5,
-		Multiplier:          2,
-		MaxInterval:         30 * time.Second,
-	}
-	bo.Reset()
-	var stop func(context.Context) error
-	for {
-		var err error
-		if stop, err = s.StartJobs(ctx, cfg); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		wait := bo.NextBackOff()
-		logger.WarnContext(ctx, "starting the job worker failed; trying again", slog.Any("error", err), slog.Duration("in", wait))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-	}
-	if started != nil {
-		started()
-	}
-	<-ctx.Done()
-	if err := stop(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("store: stop jobs: %w", err)
-	}
-	return nil
 }

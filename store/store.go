@@ -200,3 +200,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Pool returns the connection pool, for its statistics. Query through the
 // Store's methods, not through the pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Pooled reports whether the store's exec mode is a pooled one (see
+// ExecMode): behind a pooler in transaction mode, with no session state.
+func (s *Store) Pooled() bool { return s.pooled }
