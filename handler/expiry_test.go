@@ -17,7 +17,7 @@ import (
 // stallFirst holds the first RecordPayment until released, like a replica
 // paused (GC, SIGSTOP, a slow disk) in the middle of a request.
 type stallFirst struct {
-	handler.Store
+	handler.Recorder
 	once    sync.Once
 	entered chan struct{}
 	resume  chan struct{}
@@ -30,7 +30,7 @@ func (s *stallFirst) RecordPayment(ctx context.Context, p store.Payment) (store.
 		close(s.entered)
 		<-s.resume
 	}
-	return s.Store.RecordPayment(ctx, p)
+	return s.Recorder.RecordPayment(ctx, p)
 }
 
 // TestLockExpiryMidRequestRecordsOnce: the first request stalls inside the
@@ -48,7 +48,7 @@ func TestLockExpiryMidRequestRecordsOnce(t *testing.T) {
 		// Plain releases: the test has a third party take the key after
 		// the second request (a finished marker would keep it from that).
 		cfg:  handler.Config{LockTTL: ttl, LockWait: -1, FinishedTTL: -1},
-		wrap: func(s handler.Store) handler.Store { stall.Store = s; return stall },
+		wrap: func(s handler.Recorder) handler.Recorder { stall.Recorder = s; return stall },
 	})
 	tx := "tx-expiry"
 	key := lockKey(r, tx)

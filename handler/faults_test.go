@@ -208,7 +208,7 @@ func TestStalledDatabaseAnswers503BeforeThePSPGivesUp(t *testing.T) {
 	t.Parallel()
 	r := startReplica(t, options{
 		cfg:  handler.Config{RequestTimeout: 300 * time.Millisecond},
-		wrap: func(s handler.Store) handler.Store { return untilDone{s} },
+		wrap: func(s handler.Recorder) handler.Recorder { return untilDone{s} },
 	})
 	a := pay(t, r.url, "tx-stalled-db", 100, "JPY")
 	wantProblem(t, a, http.StatusServiceUnavailable)

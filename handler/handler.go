@@ -21,8 +21,9 @@ type Locker interface {
 	Obtain(ctx context.Context, key string, ttl time.Duration, opts ...lock.ObtainOption) (*lock.Lock, error)
 }
 
-// Store is what the handler needs from the store package.
-type Store interface {
+// Recorder is what the handler needs to record payments: *store.Payments
+// is one.
+type Recorder interface {
 	RecordPayment(ctx context.Context, p store.Payment) (store.Payment, error)
 	RecordPaymentFunc(ctx context.Context, p store.Payment, fn func(ctx context.Context, tx pgx.Tx, p store.Payment) error) (store.Payment, error)
 	Confirm(ctx context.Context, p store.Payment) (store.Payment, error)
@@ -153,7 +154,7 @@ func (c *Config) setDefaults() {
 type Handler struct {
 	cfg      Config
 	locker   Locker
-	store    Store
+	store    Recorder
 	rules    *inputRules
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -165,7 +166,7 @@ type Handler struct {
 // source that cannot be served: a bad name, an unknown adapter, a bad
 // Stripe event or JSON pointer, a name served twice, or a loans or payouts
 // source without Config.Disbursements.
-func New(cfg Config, locker Locker, st Store) (*Handler, error) {
+func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 	cfg.setDefaults()
 	h := &Handler{
 		cfg:      cfg,

@@ -78,7 +78,7 @@ func TestExpiredLockShowsAsExpiredReleaseAndBackstopDuplicate(t *testing.T) {
 	r, reg := instrumented(t, options{
 		redisURL: "redis://" + mr.Addr() + "/0",
 		cfg:      handler.Config{LockTTL: ttl, LockWait: -1},
-		wrap:     func(s handler.Store) handler.Store { stall.Store = s; return stall },
+		wrap:     func(s handler.Recorder) handler.Recorder { stall.Recorder = s; return stall },
 		lockOpts: []lock.Option{lock.WithClock(clk.Now)},
 	})
 	first := make(chan answer, 1)
@@ -115,7 +115,7 @@ func TestExpiredLockShowsAsExpiredReleaseAndBackstopDuplicate(t *testing.T) {
 
 // untilDone blocks RecordPayment until its context ends, like a request
 // stuck behind a lock that the watchdog then finds lost.
-type untilDone struct{ handler.Store }
+type untilDone struct{ handler.Recorder }
 
 func (untilDone) RecordPayment(ctx context.Context, p store.Payment) (store.Payment, error) {
 	<-ctx.Done()
@@ -128,7 +128,7 @@ func TestLostLeaseCancelsTheWorkAndIsCounted(t *testing.T) {
 	r, reg := instrumented(t, options{
 		redisURL: "redis://" + mr.Addr() + "/0",
 		cfg:      handler.Config{LockTTL: 300 * time.Millisecond},
-		wrap:     func(s handler.Store) handler.Store { return untilDone{s} },
+		wrap:     func(s handler.Recorder) handler.Recorder { return untilDone{s} },
 	})
 	done := make(chan answer, 1)
 	go func() { done <- pay(t, r.url, "tx-m-lost", 100, "JPY") }()

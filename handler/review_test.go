@@ -61,7 +61,7 @@ func TestMismatchStormAcrossThreeReplicasKeepsOneReviewItemPerDistinctDelivery(t
 }
 
 // failingMismatches cannot keep a mismatch.
-type failingMismatches struct{ handler.Store }
+type failingMismatches struct{ handler.Recorder }
 
 func (failingMismatches) RecordMismatch(context.Context, store.Mismatch) error {
 	return store.ErrUnavailable
@@ -69,7 +69,7 @@ func (failingMismatches) RecordMismatch(context.Context, store.Mismatch) error {
 
 func TestAMismatchIsStill422WhenItCannotBeKeptForReview(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{wrap: func(s handler.Store) handler.Store { return failingMismatches{s} }})
+	r := startReplica(t, options{wrap: func(s handler.Recorder) handler.Recorder { return failingMismatches{s} }})
 	if a := pay(t, r.url, "tx-mm-fail", 1000, "JPY"); a.status != http.StatusOK {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}

@@ -33,12 +33,12 @@ type replica struct {
 // options of a test's replicas.
 type options struct {
 	cfg      handler.Config
-	dsn      string                            // "" = a fresh schema
-	redisURL string                            // "" = testenv's Redis
-	wrap     func(handler.Store) handler.Store // wraps the real store (fault injection)
-	storeCfg func(*store.Config)               // tweaks the store's config
-	redisOpt func(*redis.Options)              // tweaks the Redis client
-	lockOpts []lock.Option                     // options of each replica's Locker
+	dsn      string                                  // "" = a fresh schema
+	redisURL string                                  // "" = testenv's Redis
+	wrap     func(handler.Recorder) handler.Recorder // wraps the real store (fault injection)
+	storeCfg func(*store.Config)                     // tweaks the store's config
+	redisOpt func(*redis.Options)                    // tweaks the Redis client
+	lockOpts []lock.Option                           // options of each replica's Locker
 }
 
 // testLogger sends the handler's logs to the test log when -v, else discards.
@@ -114,7 +114,7 @@ func startReplicas(t *testing.T, n int, o options) []*replica {
 		}
 		st := openStore(t, sc)
 		rdb := newRedisClient(t, o.redisURL, o.redisOpt)
-		var hs handler.Store = st
+		var hs handler.Recorder = st
 		if o.wrap != nil {
 			hs = o.wrap(st)
 		}
@@ -126,7 +126,7 @@ func startReplicas(t *testing.T, n int, o options) []*replica {
 }
 
 // mustNew builds a handler or fails the test.
-func mustNew(t *testing.T, cfg handler.Config, l handler.Locker, st handler.Store) *handler.Handler {
+func mustNew(t *testing.T, cfg handler.Config, l handler.Locker, st handler.Recorder) *handler.Handler {
 	t.Helper()
 	h, err := handler.New(cfg, l, st)
 	if err != nil {

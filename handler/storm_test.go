@@ -44,7 +44,7 @@ func TestDuplicateStormAcrossThreeReplicasRecordsOnce(t *testing.T) {
 			t.Parallel()
 			// A slow insert keeps the lock busy long enough for the storm
 			// to meet it.
-			slow := func(s handler.Store) handler.Store { return slowStore{s, 100 * time.Millisecond} }
+			slow := func(s handler.Recorder) handler.Recorder { return slowStore{s, 100 * time.Millisecond} }
 			duplicateStorm(t, options{cfg: handler.Config{LockWait: c.lockWait}, wrap: slow})
 		})
 	}
@@ -52,13 +52,13 @@ func TestDuplicateStormAcrossThreeReplicasRecordsOnce(t *testing.T) {
 
 // slowStore delays every RecordPayment, as a loaded database would.
 type slowStore struct {
-	handler.Store
+	handler.Recorder
 	delay time.Duration
 }
 
 func (s slowStore) RecordPayment(ctx context.Context, p store.Payment) (store.Payment, error) {
 	time.Sleep(s.delay)
-	return s.Store.RecordPayment(ctx, p)
+	return s.Recorder.RecordPayment(ctx, p)
 }
 
 func duplicateStorm(t *testing.T, o options) {
