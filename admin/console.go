@@ -39,7 +39,9 @@ import (
 // request with the bearer header needs neither (a page on another site
 // cannot set it).
 
-// ConsoleStore is what the console reads and does; *store.Store is one.
+// ConsoleStore is what the console reads and does: *store.Payments
+// (SearchPayments, Payment) and *store.Outbox (PaymentForwards,
+// ReplayForwards) together.
 type ConsoleStore interface {
 	SearchPayments(ctx context.Context, q store.PaymentSearch) ([]store.Payment, error)
 	Payment(ctx context.Context, source, transactionID string) (store.Payment, error)

@@ -17,17 +17,17 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, store.Config{URL: migratedSchema(t)})
 	ctx := context.Background()
-	if err := st.RecordMismatch(ctx, store.Mismatch{Source: "acme", TransactionID: "tx-<b>", Amount: 101, Currency: "EUR",
+	if err := st.Payments().RecordMismatch(ctx, store.Mismatch{Source: "acme", TransactionID: "tx-<b>", Amount: 101, Currency: "EUR",
 		RequestID: "req-1", Body: []byte(`{"amount":101,"note":"<script>x</script>"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	items, err := st.ReviewItems(ctx, store.ReviewFilter{})
+	items, err := st.Review().ReviewItems(ctx, store.ReviewFilter{})
 	if err != nil || len(items) != 1 {
 		t.Fatalf("items %v, %v", items, err)
 	}
 	id := items[0].ID
 	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t),
-		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}}, Console: st, Review: review.New(st, nil)}))
+		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}}, Console: consoleStore(st), Review: review.New(st.Review(), nil)}))
 	t.Cleanup(srv.Close)
 
 	l := login(t, srv, aliceToken, "/admin/review-queue")
@@ -53,7 +53,7 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 	if a := post(url.Values{"action": {"adopt"}, "csrf": {m[1]}}); a.status != http.StatusBadRequest || !strings.Contains(a.body, "Not resolved") {
 		t.Fatalf("an action the kind does not allow: %d %s", a.status, a.body)
 	}
-	open, err := st.ReviewItems(ctx, store.ReviewFilter{})
+	open, err := st.Review().ReviewItems(ctx, store.ReviewFilter{})
 	if err != nil || len(open) != 1 {
 		t.Fatalf("refused resolutions changed the queue: %v, %v", open, err)
 	}
@@ -67,7 +67,7 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 			t.Errorf("the result page lacks %q", w)
 		}
 	}
-	if open, _ := st.ReviewItems(ctx, store.ReviewFilter{}); len(open) != 0 {
+	if open, _ := st.Review().ReviewItems(ctx, store.ReviewFilter{}); len(open) != 0 {
 		t.Errorf("still open: %v", open)
 	}
 }

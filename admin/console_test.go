@@ -17,6 +17,15 @@ import (
 
 const consoleForwardURL = "https://orders.internal/paylock"
 
+// consoleStore is what the console reads and does: st's payments and
+// their forward jobs.
+func consoleStore(st *store.Store) admin.ConsoleStore {
+	return struct {
+		*store.Payments
+		*store.Outbox
+	}{st.Payments(), st.Outbox()}
+}
+
 // startConsole serves an Admin with the console over a migrated store,
 // holding a stripe payment with a forward job and a hostile one.
 func startConsole(t *testing.T) (*httptest.Server, *store.Store) {
@@ -29,11 +38,11 @@ func startConsole(t *testing.T) (*httptest.Server, *store.Store) {
 		{Source: "acme", TransactionID: "tx<script>", Amount: 1, Currency: "USD", EventID: "evt_hostile",
 			Payload: []byte(`{"note":"<script>alert(1)</script>","id":"tx<script>"}`)},
 	} {
-		if _, err := st.RecordPaymentForwarded(ctx, p, consoleForwardURL); err != nil {
+		if _, err := st.Payments().RecordPaymentForwarded(ctx, p, consoleForwardURL); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h := admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t), Console: st,
+	h := admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t), Console: consoleStore(st),
 		ForwardURLs: map[string]string{"stripe": consoleForwardURL, "acme": consoleForwardURL}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -133,7 +142,7 @@ func TestConsolePaymentPageEscapesAHostilePayload(t *testing.T) {
 func TestConsolePaymentPageShowsItsForwardJobs(t *testing.T) {
 	t.Parallel()
 	srv, st := startConsole(t)
-	jobs, err := st.PaymentForwards(context.Background(), "stripe", "pi_console_1")
+	jobs, err := st.Outbox().PaymentForwards(context.Background(), "stripe", "pi_console_1")
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs %v, %v", jobs, err)
 	}
@@ -187,7 +196,7 @@ func TestConsolePOSTNeedsTheCSRFToken(t *testing.T) {
 	if !strings.Contains(a.body, "still waiting") {
 		t.Errorf("the replay's result is not shown")
 	}
-	jobs, err := st.PaymentForwards(context.Background(), "stripe", "pi_console_1")
+	jobs, err := st.Outbox().PaymentForwards(context.Background(), "stripe", "pi_console_1")
 	if err != nil || len(jobs) != 1 || jobs[0].State != "available" {
 		t.Fatalf("jobs %+v, %v", jobs, err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Disbursements is what GET /disbursements/{loan_id}/{tranche} reads;
-// *store.Store is one.
+// *store.Disbursements is one.
 type Disbursements interface {
 	Disbursement(ctx context.Context, loanID string, tranche int) (store.Disbursement, error)
 }

@@ -33,5 +33,6 @@
 // Every error answer goes through package problem (problem.Write), the one
 // place that chooses a status. What it reads and does comes through the
 // small interfaces declared here (Disbursements, ReviewStore,
-// ConsoleStore), satisfied by *store.Store and *review.Queue.
+// ConsoleStore), satisfied by *store.Disbursements, *review.Queue, and
+// *store.Payments with *store.Outbox.
 package admin

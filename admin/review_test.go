@@ -38,7 +38,7 @@ func setupReview(t *testing.T, providerURL string) *reviewBundle {
 		providerURL = fsrv.URL
 	}
 	pc := payout.NewClient(fsrv.URL, nil)
-	q := review.New(st, payout.NewClient(providerURL, nil))
+	q := review.New(st.Review(), payout.NewClient(providerURL, nil))
 	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t),
 		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}}, Review: q}))
 	t.Cleanup(srv.Close)
@@ -48,11 +48,11 @@ func setupReview(t *testing.T, providerURL string) *reviewBundle {
 func (b *reviewBundle) flagged(t *testing.T, loan string) (store.Disbursement, string) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := b.st.AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 500, Currency: "JPY", EventID: "evt_" + loan})
+	d, err := b.st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 500, Currency: "JPY", EventID: "evt_" + loan})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.st.FlagForReview(ctx, d.ID, "lookup refused"); err != nil {
+	if err := b.st.Disbursements().FlagForReview(ctx, d.ID, "lookup refused"); err != nil {
 		t.Fatal(err)
 	}
 	return d, "disbursement-" + strconv.FormatInt(d.ID, 10)
@@ -81,10 +81,10 @@ func TestAdminReviewAPIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 	ctx := context.Background()
 
 	// A mismatch.
-	if _, err := b.st.RecordPayment(ctx, store.Payment{TransactionID: "tx-r", Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}); err != nil {
+	if _, err := b.st.Payments().RecordPayment(ctx, store.Payment{TransactionID: "tx-r", Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.st.RecordMismatch(ctx, store.Mismatch{TransactionID: "tx-r", Amount: 101, Currency: "EUR", RequestID: "req-1", Body: []byte(`{"amount":101}`)}); err != nil {
+	if err := b.st.Payments().RecordMismatch(ctx, store.Mismatch{TransactionID: "tx-r", Amount: 101, Currency: "EUR", RequestID: "req-1", Body: []byte(`{"amount":101}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// Disbursements: the provider holds the first one's payout, not the
@@ -143,16 +143,16 @@ func TestAdminReviewAPIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 			t.Errorf("%s: recorded %s %s %q", c.name, who, action, note)
 		}
 	}
-	if d, _ := b.st.Disbursement(ctx, "L-adopt", 1); d.Status != store.StatusSent || d.ProviderRef == "" {
+	if d, _ := b.st.Disbursements().Disbursement(ctx, "L-adopt", 1); d.Status != store.StatusSent || d.ProviderRef == "" {
 		t.Errorf("adopted: %+v", d)
 	}
-	if d, _ := b.st.Disbursement(ctx, "L-fail", 1); d.Status != store.StatusFailed {
+	if d, _ := b.st.Disbursements().Disbursement(ctx, "L-fail", 1); d.Status != store.StatusFailed {
 		t.Errorf("failed: %+v", d)
 	}
-	if p, _ := b.st.Payment(ctx, "", "tx-r"); p.Amount != 100 {
+	if p, _ := b.st.Payments().Payment(ctx, "", "tx-r"); p.Amount != 100 {
 		t.Errorf("payment changed: %+v", p)
 	}
-	if items, _ := b.st.ReviewItems(ctx, store.ReviewFilter{}); len(items) != 0 {
+	if items, _ := b.st.Review().ReviewItems(ctx, store.ReviewFilter{}); len(items) != 0 {
 		t.Errorf("queue left: %+v", items)
 	}
 }
@@ -168,7 +168,7 @@ func TestAdminReviewRefusesAdoptAndFailWhenTheProviderIsUnreachable(t *testing.T
 			t.Errorf("%s: %d %s, want 409", action, a.status, a.body)
 		}
 	}
-	d, err := b.st.Disbursement(ctx, "L-down", 1)
+	d, err := b.st.Disbursements().Disbursement(ctx, "L-down", 1)
 	if err != nil || d.Status != store.StatusPending || d.ReviewReason == "" {
 		t.Fatalf("row changed: %+v, %v", d, err)
 	}

@@ -21,7 +21,8 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// Store is what the worker needs from the store package.
+// Store is what the worker needs from the store package; *store.Payments
+// satisfies it.
 type Store interface {
 	Payment(ctx context.Context, source, transactionID string) (store.Payment, error)
 }

@@ -152,7 +152,7 @@ func setup(t *testing.T, maxAttempts int) *bundle {
 		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
 		Logger:  slog.New(slog.DiscardHandler),
 		Observe: o.observe,
-	}, st)
+	}, st.Payments())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
 
-	rec, err := b.store.RecordPaymentForwarded(ctx, payment("tx-fwd-1"), srv.URL+"/paylock")
+	rec, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-fwd-1"), srv.URL+"/paylock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	ctx := context.Background()
-	if _, err := b.store.RecordPaymentForwarded(ctx, payment("tx-down"), "http://"+addr+"/paylock"); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-down"), "http://"+addr+"/paylock"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two failed attempts", func() bool { return len(b.outcomes.list()) >= 2 })
@@ -304,7 +304,7 @@ func TestASlowReceiverTimesOutAndIsTriedAgain(t *testing.T) {
 	rc.delay = time.Second // past the 300ms timeout, once
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	if _, err := b.store.RecordPaymentForwarded(context.Background(), payment("tx-slow"), srv.URL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-slow"), srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the delivered outcome", func() bool {
@@ -327,13 +327,13 @@ func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	if _, err := b.store.RecordPaymentForwarded(ctx, payment("tx-discard"), srv.URL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-discard"), srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	var jobs []store.ForwardJob
 	waitFor(t, "the discarded job", func() bool {
 		var err error
-		jobs, err = b.store.ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true})
+		jobs, err = b.store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true})
 		return err == nil && len(jobs) == 1
 	})
 	if want := []forward.Outcome{forward.OutcomeFailedAttempt, forward.OutcomeDiscarded}; !reflect.DeepEqual(b.outcomes.list(), want) {
@@ -344,7 +344,7 @@ func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 		t.Fatalf("discarded job %+v", j)
 	}
 
-	j, err := b.store.RetryForward(ctx, j.ID)
+	j, err := b.store.Outbox().RetryForward(ctx, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 	if got := rc.deliveries(); len(got) != 3 || got[2].header.Get("webhook-id") != got[0].header.Get("webhook-id") {
 		t.Fatalf("%d deliveries, want 3 with one webhook-id", len(got))
 	}
-	if jobs, _ := b.store.ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true}); len(jobs) != 0 {
+	if jobs, _ := b.store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true}); len(jobs) != 0 {
 		t.Fatalf("given-up jobs after the retry: %+v", jobs)
 	}
 }
@@ -370,7 +370,7 @@ func TestARetryAfterPostponesTheNextAttempt(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
 	start := time.Now()
-	if _, err := b.store.RecordPaymentForwarded(context.Background(), payment("tx-429"), srv.URL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-429"), srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two deliveries", func() bool { return len(rc.deliveries()) == 2 })
@@ -386,16 +386,16 @@ func TestDisbursementStatusChangesAreForwarded(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	b.store.OnStatusChange(b.store.ForwardStatusHook(srv.URL))
+	b.store.Disbursements().OnStatusChange(b.store.Outbox().ForwardStatusHook(srv.URL))
 
-	d, err := b.store.AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-7", Tranche: 1, Amount: 500000, Currency: "EUR", EventID: "loan-evt-7"})
+	d, err := b.store.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-7", Tranche: 1, Amount: 500000, Currency: "EUR", EventID: "loan-evt-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.MarkSent(ctx, d.ID, "po_7", store.StatusSent); err != nil {
+	if err := b.store.Disbursements().MarkSent(ctx, d.ID, "po_7", store.StatusSent); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.store.ApplyPayoutStatus(ctx, "pevt_7", "po_7", store.StatusPaid, ""); err != nil {
+	if _, _, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pevt_7", "po_7", store.StatusPaid, ""); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two deliveries", func() bool { return len(rc.deliveries()) == 2 })

@@ -133,7 +133,7 @@ func newBenchServer(b *testing.B, cfg handler.Config) *benchServer {
 	// The log line is built and encoded as in production (JSON, info),
 	// then dropped.
 	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h, err := handler.New(cfg, lock.New(testenv.Redis(b)), st)
+	h, err := handler.New(cfg, lock.New(testenv.Redis(b)), st.Payments())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func ExampleConfig_onPayment() {
 				ON CONFLICT (account) DO UPDATE SET minor = balances.minor + EXCLUDED.minor`, p.Amount)
 			return err
 		},
-	}, lock.New(rdb), st)
+	}, lock.New(rdb), st.Payments())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -36,7 +36,7 @@ func ingestHandler(t *testing.T) (*handler.Handler, *store.Store, string, *atomi
 		Logger:     testLogger(t),
 		Sources: []handler.Source{{Name: "stripe", Adapter: handler.AdapterStripe,
 			OnRecord: func(context.Context, pgx.Tx, store.Payment) error { hooked.Add(1); return nil }}},
-	}, lock.New(newRedisClient(t, testenv.RedisURL(t), nil)), st)
+	}, lock.New(newRedisClient(t, testenv.RedisURL(t), nil)), st.Payments())
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return h, st, srv.URL, hooked

@@ -137,7 +137,7 @@ func TestAcceptedInputVariants(t *testing.T) {
 			if ct := a.header.Get("Content-Type"); ct != "application/json" {
 				t.Fatalf("Content-Type %q", ct)
 			}
-			p, err := r.store.Payment(context.Background(), "payments", c.tx)
+			p, err := r.store.Payments().Payment(context.Background(), "payments", c.tx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestReplayAnswersDuplicateAndAMismatchIs422(t *testing.T) {
 			t.Fatalf("type = %q, want a mismatch problem", a.str("type"))
 		}
 	}
-	p, err := r.store.Payment(context.Background(), "payments", "tx-r")
+	p, err := r.store.Payments().Payment(context.Background(), "payments", "tx-r")
 	if err != nil || p.Amount != 500 || p.Currency != "JPY" {
 		t.Fatalf("stored row changed: %+v, %v", p, err)
 	}
@@ -210,7 +210,7 @@ func TestBodyIDIsKeptForAuditButNeverRefused(t *testing.T) {
 		}
 	}
 	for tx, want := range map[string]string{"tx-id-string": "evt_1", "tx-id-number": "", "tx-id-case": "", "tx-id-twice": "evt_b"} {
-		p, err := r.store.Payment(context.Background(), "payments", tx)
+		p, err := r.store.Payments().Payment(context.Background(), "payments", tx)
 		if err != nil || p.EventID != want {
 			t.Errorf("%s: event_id %q (%v), want %q", tx, p.EventID, err, want)
 		}

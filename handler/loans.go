@@ -15,8 +15,8 @@ import (
 )
 
 // Disbursements is what the loan, payout and disbursement endpoints need
-// from the store. When Config.Disbursements is nil those endpoints are not
-// served.
+// from the store; *store.Disbursements satisfies it. When
+// Config.Disbursements is nil those endpoints are not served.
 type Disbursements interface {
 	AcceptDisbursement(ctx context.Context, d store.Disbursement) (store.Disbursement, error)
 	Disbursement(ctx context.Context, loanID string, tranche int) (store.Disbursement, error)

@@ -68,15 +68,15 @@ func startLending(t *testing.T, o lendingOptions) *lending {
 		st := openStore(t, store.Config{URL: l.dsn})
 		rdb := newRedisClient(t, redisURL, nil)
 		rc := cfg
-		rc.Disbursements = st
+		rc.Disbursements = st.Disbursements()
 		if rc.Sources == nil {
 			rc.Sources = lendingSources(nil)
 		}
-		srv := httptest.NewServer(mustNew(t, rc, lock.New(rdb), st))
+		srv := httptest.NewServer(mustNew(t, rc, lock.New(rdb), st.Payments()))
 		t.Cleanup(srv.Close)
 		l.reps = append(l.reps, &replica{url: srv.URL, store: st, rdb: rdb, cfg: rc})
 		if l.adminURL == "" {
-			asrv := httptest.NewServer(admin.New(admin.Config{Disbursements: st, Logger: cfg.Logger}))
+			asrv := httptest.NewServer(admin.New(admin.Config{Disbursements: st.Disbursements(), Logger: cfg.Logger}))
 			t.Cleanup(asrv.Close)
 			l.adminURL = asrv.URL
 		}
@@ -96,7 +96,7 @@ func (l *lending) startWorker(t *testing.T, st *store.Store) {
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffCap:     200 * time.Millisecond,
 		Logger:         testLogger(t),
-	}, st)
+	}, st.Disbursements())
 	if err != nil {
 		t.Fatal(err)
 	}

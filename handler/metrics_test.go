@@ -239,7 +239,7 @@ func TestReadinessFlipsWithPostgresAndRedis(t *testing.T) {
 					{Name: "postgres", Critical: true, Ping: st.Ping},
 					{Name: "redis", Critical: policy == handler.Reject, Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 				},
-			}, lock.New(rdb), st)
+			}, lock.New(rdb), st.Payments())
 			ready := func() (int, string) {
 				rec := httptestRecorder(h, "/readyz")
 				var body struct{ Status string }

@@ -85,7 +85,7 @@ func TestAdyenBatchSignedByAdyensLibraryIsAcceptedAndRecordsItsAuthorisations(t 
 		}
 	}
 	for psp, amount := range want {
-		p, err := r.store.Payment(context.Background(), "adyen", psp)
+		p, err := r.store.Payments().Payment(context.Background(), "adyen", psp)
 		if err != nil {
 			t.Fatalf("authorisation %s: %v", psp, err)
 		}
@@ -130,7 +130,7 @@ func TestMappedSourceRecordsThroughItsPointers(t *testing.T) {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}
 	wantResult(t, send(), "duplicate")
-	p, err := r.store.Payment(context.Background(), "acme", "acme-tx-1")
+	p, err := r.store.Payments().Payment(context.Background(), "acme", "acme-tx-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,11 +39,11 @@ func TestMismatchStormAcrossThreeReplicasKeepsOneReviewItemPerDistinctDelivery(t
 			t.Errorf("delivery %d: %d %s, want 422 mismatch", i, a.status, a.raw)
 		}
 	}
-	p, err := reps[0].store.Payment(context.Background(), "", tx)
+	p, err := reps[0].store.Payments().Payment(context.Background(), "", tx)
 	if err != nil || p.Amount != 1000 || p.Currency != "JPY" || rows(t, reps[0].store, tx) != 1 {
 		t.Fatalf("stored payment %+v, %v; want the original 1000 JPY, once", p, err)
 	}
-	items, err := reps[0].store.ReviewItems(context.Background(), store.ReviewFilter{Kind: store.ReviewMismatch})
+	items, err := reps[0].store.Review().ReviewItems(context.Background(), store.ReviewFilter{Kind: store.ReviewMismatch})
 	if err != nil || len(items) != 2 {
 		t.Fatalf("review items %+v, %v; want one per distinct delivery (2)", items, err)
 	}
@@ -74,7 +74,7 @@ func TestAMismatchIsStill422WhenItCannotBeKeptForReview(t *testing.T) {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}
 	wantProblem(t, pay(t, r.url, "tx-mm-fail", 1001, "JPY"), http.StatusUnprocessableEntity)
-	if items, err := r.store.ReviewItems(context.Background(), store.ReviewFilter{}); err != nil || len(items) != 0 {
+	if items, err := r.store.Review().ReviewItems(context.Background(), store.ReviewFilter{}); err != nil || len(items) != 0 {
 		t.Fatalf("items %+v, %v; want none", items, err)
 	}
 }

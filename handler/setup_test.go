@@ -114,9 +114,9 @@ func startReplicas(t *testing.T, n int, o options) []*replica {
 		}
 		st := openStore(t, sc)
 		rdb := newRedisClient(t, o.redisURL, o.redisOpt)
-		var hs handler.Recorder = st
+		var hs handler.Recorder = st.Payments()
 		if o.wrap != nil {
-			hs = o.wrap(st)
+			hs = o.wrap(st.Payments())
 		}
 		srv := httptest.NewServer(mustNew(t, o.cfg, lock.New(rdb, o.lockOpts...), hs))
 		t.Cleanup(srv.Close)

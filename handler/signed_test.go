@@ -80,7 +80,7 @@ func TestUnsignedOrBadlySignedDeliveriesAre401AndTouchNothing(t *testing.T) {
 	if a.status != 200 || a.str("result") != "processed" {
 		t.Fatalf("signed delivery: %d %s", a.status, a.raw)
 	}
-	p, err := r.store.Payment(context.Background(), "payments", "tx-sig")
+	p, err := r.store.Payments().Payment(context.Background(), "payments", "tx-sig")
 	if err != nil || p.EventID != "msg_1" {
 		t.Fatalf("stored %+v, %v; want event_id msg_1", p, err)
 	}
@@ -96,7 +96,7 @@ func TestStripeSignedDeliveryStoresTheEventID(t *testing.T) {
 	if a.status != 200 || a.str("result") != "processed" {
 		t.Fatalf("%d %s", a.status, a.raw)
 	}
-	p, err := r.store.Payment(context.Background(), "payments", "tx-stripe")
+	p, err := r.store.Payments().Payment(context.Background(), "payments", "tx-stripe")
 	if err != nil || p.EventID != "evt_123" {
 		t.Fatalf("stored %+v, %v; want event_id evt_123", p, err)
 	}

@@ -147,7 +147,7 @@ func (c *readCounter) Read(p []byte) (int, error) {
 func TestBeyondMaxInFlightDeliveriesAre503UnreadWithRetryAfter(t *testing.T) {
 	t.Parallel()
 	r := startReplica(t, options{cfg: handler.Config{MaxInFlight: 1}})
-	h := mustNew(t, handler.Config{MaxInFlight: 1, LockPrefix: r.cfg.LockPrefix, Logger: testLogger(t)}, lock.New(r.rdb), r.store)
+	h := mustNew(t, handler.Config{MaxInFlight: 1, LockPrefix: r.cfg.LockPrefix, Logger: testLogger(t)}, lock.New(r.rdb), r.store.Payments())
 
 	// The first delivery trickles its body and holds the only slot.
 	pr, pw := io.Pipe()
@@ -203,7 +203,7 @@ func TestAdminListenerAnswers401WithoutTheToken(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
 	wantResult(t, approve(t, l.reps[0].url, "evt-adm", "L-adm", 1, 100), "accepted")
-	asrv := httptest.NewServer(admin.New(admin.Config{Token: "s3cret-token", Disbursements: l.reps[0].store, Logger: testLogger(t)}))
+	asrv := httptest.NewServer(admin.New(admin.Config{Token: "s3cret-token", Disbursements: l.reps[0].store.Disbursements(), Logger: testLogger(t)}))
 	t.Cleanup(asrv.Close)
 	getWith := func(path, auth string) answer {
 		req, _ := http.NewRequest(http.MethodGet, asrv.URL+path, nil)
@@ -245,7 +245,7 @@ func TestSourceConfigurationErrors(t *testing.T) {
 		{"loans without a store", []handler.Source{{Name: "loans", Adapter: handler.AdapterLoans}}, "Disbursements"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := handler.New(handler.Config{Sources: tc.sources}, lock.New(r.rdb), r.store)
+			_, err := handler.New(handler.Config{Sources: tc.sources}, lock.New(r.rdb), r.store.Payments())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
 			}

@@ -19,7 +19,8 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// Store is what the worker needs from the store package.
+// Store is what the worker needs from the store package; *store.Disbursements
+// satisfies it.
 type Store interface {
 	BeginAttempt(ctx context.Context, id int64) (store.Disbursement, error)
 	MarkSent(ctx context.Context, id int64, providerRef string, status store.DisbursementStatus) error

@@ -123,7 +123,7 @@ func (b *bundle) startWorker(t *testing.T, tweak func(*payout.Config)) *payout.W
 		tweak(&cfg)
 	}
 	st := openStore(t, b.dsn)
-	w, err := payout.New(cfg, st)
+	w, err := payout.New(cfg, st.Disbursements())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func (b *bundle) startWorker(t *testing.T, tweak func(*payout.Config)) *payout.W
 
 func (b *bundle) accept(t *testing.T, loanID string, tranche int) store.Disbursement {
 	t.Helper()
-	d, err := b.store.AcceptDisbursement(context.Background(), store.Disbursement{
+	d, err := b.store.Disbursements().AcceptDisbursement(context.Background(), store.Disbursement{
 		LoanID: loanID, Tranche: tranche, Amount: 500000, Currency: "JPY",
 		EventID: fmt.Sprintf("evt-%s-%d", loanID, tranche),
 	})
@@ -156,7 +156,7 @@ func (b *bundle) waitFor(t *testing.T, loanID string, tranche int, what string, 
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		d, err := b.store.Disbursement(context.Background(), loanID, tranche)
+		d, err := b.store.Disbursements().Disbursement(context.Background(), loanID, tranche)
 		if err == nil && cond(d) {
 			return d
 		}
@@ -328,7 +328,7 @@ func TestAnAttemptAfterACrashedOneUsesTheSameKey(t *testing.T) {
 	d := b.accept(t, "L-crash", 1)
 	// An attempt begins, reaches the provider, and its worker dies before
 	// saving the answer.
-	if _, err := b.store.BeginAttempt(context.Background(), d.ID); err != nil {
+	if _, err := b.store.Disbursements().BeginAttempt(context.Background(), d.ID); err != nil {
 		t.Fatal(err)
 	}
 	first, err := payout.NewClient(b.url, nil).Create(context.Background(), d.IdempotencyKey,
@@ -396,7 +396,7 @@ func TestAfterKeyRetentionTheWorkerLooksThePayoutUpAndAdoptsIt(t *testing.T) {
 	b := setup(t, fakeprovider.Config{KeyRetention: time.Hour})
 	d := b.accept(t, "L-adopt", 1)
 	// Attempt 1, a day ago: the payout was created, the answer never saved.
-	if _, err := b.store.BeginAttempt(context.Background(), d.ID); err != nil {
+	if _, err := b.store.Disbursements().BeginAttempt(context.Background(), d.ID); err != nil {
 		t.Fatal(err)
 	}
 	po, err := payout.NewClient(b.url, nil).Create(context.Background(), d.IdempotencyKey,
@@ -448,10 +448,10 @@ func TestAfterKeyRetentionWithoutAPayoutTheRowAwaitsReviewAndIsNeverPostedAgain(
 		t.Fatalf("posts %d lookups %d created %d: want the one failed POST, one lookup, no payout",
 			s.Posts, s.Lookups, s.Created["L-review-1"])
 	}
-	if again, _ := b.store.Disbursement(context.Background(), "L-review", 1); again.Attempts != 2 {
+	if again, _ := b.store.Disbursements().Disbursement(context.Background(), "L-review", 1); again.Attempts != 2 {
 		t.Fatalf("a flagged row was attempted again: %+v", again)
 	}
-	stuck, err := b.store.StuckDisbursements(context.Background(), time.Hour)
+	stuck, err := b.store.Disbursements().StuckDisbursements(context.Background(), time.Hour)
 	if err != nil || len(stuck) != 1 || stuck[0].LoanID != "L-review" {
 		t.Fatalf("stuck = %+v, %v; want the flagged row", stuck, err)
 	}
@@ -476,7 +476,7 @@ func TestStoppingWorkerFinishesTheRowInHand(t *testing.T) {
 	release := b.fake.Hold()
 	defer release()
 	st := openStore(t, b.dsn)
-	w, err := payout.New(payout.Config{ProviderURL: b.url, PollInterval: 20 * time.Millisecond, Logger: testLogger()}, st)
+	w, err := payout.New(payout.Config{ProviderURL: b.url, PollInterval: 20 * time.Millisecond, Logger: testLogger()}, st.Disbursements())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestStoppingWorkerFinishesTheRowInHand(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	d, _ := b.store.Disbursement(context.Background(), "L-stop", 1)
+	d, _ := b.store.Disbursements().Disbursement(context.Background(), "L-stop", 1)
 	if d.Status != store.StatusSent {
 		t.Fatalf("after shutdown the row is %+v, want sent", d)
 	}
@@ -532,7 +532,7 @@ func TestWorkerKeepsTryingToStartWhileTheDatabaseIsDown(t *testing.T) {
 	// unreachable database.
 	st := openStore(t, testenv.Schema(t))
 	st.Close()
-	w, err := payout.New(payout.Config{ProviderURL: "http://127.0.0.1:1", PollInterval: 10 * time.Millisecond, Logger: testLogger()}, st)
+	w, err := payout.New(payout.Config{ProviderURL: "http://127.0.0.1:1", PollInterval: 10 * time.Millisecond, Logger: testLogger()}, st.Disbursements())
 	if err != nil {
 		t.Fatal(err)
 	}

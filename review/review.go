@@ -1,5 +1,5 @@
 // Package review resolves the items of paylock's review queue (see
-// store.ReviewItems): it checks a disbursement's resolution with the
+// store.Review.ReviewItems): it checks a disbursement's resolution with the
 // payout provider before the store applies it. Listing and the other
 // resolutions are the store's; this package adds only the provider check.
 //
@@ -18,7 +18,7 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// Store is what the queue needs from the store; *store.Store satisfies it.
+// Store is what the queue needs from the store; *store.Review satisfies it.
 type Store interface {
 	ReviewItems(ctx context.Context, f store.ReviewFilter) ([]store.ReviewItem, error)
 	ReviewItem(ctx context.Context, id string) (store.ReviewItem, error)
@@ -42,17 +42,17 @@ type Queue struct {
 // adopt and fail are then refused.
 func New(st Store, provider Provider) *Queue { return &Queue{store: st, provider: provider} }
 
-// ReviewItems lists the queue (store.Store.ReviewItems).
+// ReviewItems lists the queue (store.Review.ReviewItems).
 func (q *Queue) ReviewItems(ctx context.Context, f store.ReviewFilter) ([]store.ReviewItem, error) {
 	return q.store.ReviewItems(ctx, f)
 }
 
-// ReviewItem returns one item (store.Store.ReviewItem).
+// ReviewItem returns one item (store.Review.ReviewItem).
 func (q *Queue) ReviewItem(ctx context.Context, id string) (store.ReviewItem, error) {
 	return q.store.ReviewItem(ctx, id)
 }
 
-// Resolve applies r to item id (store.Store.ResolveReview) after, for a
+// Resolve applies r to item id (store.Review.ResolveReview) after, for a
 // disbursement's adopt or fail, looking its idempotency key up at the
 // provider: adopt takes the payout found, fail needs the provider to
 // answer it has none. Errors are the store's; a provider that disagrees,

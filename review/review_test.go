@@ -43,11 +43,11 @@ func setup(t *testing.T) *bundle {
 func (b *bundle) flagged(t *testing.T, loan string) (store.Disbursement, string) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := b.st.AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 700, Currency: "EUR", EventID: "evt_" + loan})
+	d, err := b.st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 700, Currency: "EUR", EventID: "evt_" + loan})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.st.FlagForReview(ctx, d.ID, "key retention passed, no payout found"); err != nil {
+	if err := b.st.Disbursements().FlagForReview(ctx, d.ID, "key retention passed, no payout found"); err != nil {
 		t.Fatal(err)
 	}
 	return d, "disbursement-" + strconv.FormatInt(d.ID, 10)
@@ -65,12 +65,12 @@ func TestAdoptTakesThePayoutAndTheStatusTheProviderHolds(t *testing.T) {
 	if _, err := b.fake.Settle(p.ID, "", "paid"); err != nil {
 		t.Fatal(err)
 	}
-	q := review.New(b.st, b.client)
+	q := review.New(b.st.Review(), b.client)
 	it, err := q.Resolve(ctx, id, store.Resolve{Action: store.ActionAdopt, Note: "paid at the provider", Who: "ann"})
 	if err != nil || it.Resolution == nil || it.Resolution.Who != "ann" {
 		t.Fatalf("adopt: %+v, %v", it, err)
 	}
-	got, _ := b.st.Disbursement(ctx, "L-paid", 1)
+	got, _ := b.st.Disbursements().Disbursement(ctx, "L-paid", 1)
 	if got.Status != store.StatusPaid || got.ProviderRef != p.ID || got.ReviewReason != "" {
 		t.Errorf("adopted row %+v, want paid with %s", got, p.ID)
 	}
@@ -82,8 +82,8 @@ func TestAdoptAndFailAreRefusedWithoutAProviderAnswer(t *testing.T) {
 	ctx := context.Background()
 	_, id := b.flagged(t, "L-none")
 	for name, q := range map[string]*review.Queue{
-		"no provider configured": review.New(b.st, nil),
-		"provider unreachable":   review.New(b.st, payout.NewClient("http://127.0.0.1:1", nil)),
+		"no provider configured": review.New(b.st.Review(), nil),
+		"provider unreachable":   review.New(b.st.Review(), payout.NewClient("http://127.0.0.1:1", nil)),
 	} {
 		for _, action := range []string{store.ActionAdopt, store.ActionFail} {
 			_, err := q.Resolve(ctx, id, store.Resolve{Action: action, Note: "n", Who: "ann"})
@@ -93,11 +93,11 @@ func TestAdoptAndFailAreRefusedWithoutAProviderAnswer(t *testing.T) {
 			}
 		}
 	}
-	if got, _ := b.st.Disbursement(ctx, "L-none", 1); got.Status != store.StatusPending || got.ReviewReason == "" {
+	if got, _ := b.st.Disbursements().Disbursement(ctx, "L-none", 1); got.Status != store.StatusPending || got.ReviewReason == "" {
 		t.Errorf("row changed: %+v", got)
 	}
 	// Other resolutions need no provider.
-	if _, err := review.New(b.st, nil).Resolve(ctx, id, store.Resolve{Action: store.ActionRetry, Note: "n", Who: "ann"}); err != nil {
+	if _, err := review.New(b.st.Review(), nil).Resolve(ctx, id, store.Resolve{Action: store.ActionRetry, Note: "n", Who: "ann"}); err != nil {
 		t.Errorf("retry without a provider: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // The outcomes of RecordPayment and the answers they deserve.
-func ExampleStore_RecordPayment() {
+func ExamplePayments_RecordPayment() {
 	ctx := context.Background()
 	s, err := store.Open(ctx, store.Config{URL: os.Getenv("DATABASE_URL")})
 	if err != nil {
@@ -19,7 +19,7 @@ func ExampleStore_RecordPayment() {
 	}
 	defer s.Close()
 
-	_, err = s.RecordPayment(ctx, store.Payment{
+	_, err = s.Payments().RecordPayment(ctx, store.Payment{
 		TransactionID: "tx_123",
 		Amount:        1999,
 		Currency:      "EUR",

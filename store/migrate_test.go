@@ -220,7 +220,7 @@ func TestSourceMigrationRunsUnderConcurrentInsertsOfThePreviousVersion(t *testin
 
 	// Now a transaction id is unique per source.
 	old := Payment{TransactionID: "old_7", Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}
-	if _, err := s.RecordPayment(ctx, old); !errors.Is(err, ErrDuplicate) {
+	if _, err := s.Payments().RecordPayment(ctx, old); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("old_7 again (no source): %v, want ErrDuplicate", err)
 	}
 	old.Source = DefaultSource
@@ -230,14 +230,14 @@ func TestSourceMigrationRunsUnderConcurrentInsertsOfThePreviousVersion(t *testin
 	for _, src := range []string{"stripe", "adyen"} {
 		other := old
 		other.Source = src
-		if _, err := s.Confirm(ctx, other); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Payments().Confirm(ctx, other); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Confirm old_7 of %s: %v, want ErrNotFound", src, err)
 		}
-		rec, err := s.RecordPayment(ctx, other)
+		rec, err := s.Payments().RecordPayment(ctx, other)
 		if err != nil || rec.Source != src {
 			t.Fatalf("old_7 from %s: %+v, %v; want a new payment of that source", src, rec, err)
 		}
-		if _, err := s.Confirm(ctx, other); !errors.Is(err, ErrDuplicate) {
+		if _, err := s.Payments().Confirm(ctx, other); !errors.Is(err, ErrDuplicate) {
 			t.Errorf("Confirm old_7 of %s after recording it: %v, want ErrDuplicate", src, err)
 		}
 	}
@@ -315,7 +315,7 @@ func TestSourceMigrationWaitsBrieflyForTheSwapAndFailsToRetry(t *testing.T) {
 		go func() {
 			time.Sleep(time.Second) // the swap is retrying by now
 			start := time.Now()
-			_, err := s.RecordPayment(ctx, newPayment("tx_during_retries"))
+			_, err := s.Payments().RecordPayment(ctx, newPayment("tx_during_retries"))
 			if err != nil {
 				t.Errorf("insert during the retries: %v", err)
 			}

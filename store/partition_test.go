@@ -27,7 +27,7 @@ func TestHashPartitionedPaymentsKeepExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	const before = 300
 	for i := range before {
-		if _, err := b.store.RecordPayment(ctx, newPayment(fmt.Sprintf("tx_old_%d", i))); err != nil {
+		if _, err := b.store.Payments().RecordPayment(ctx, newPayment(fmt.Sprintf("tx_old_%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,12 +46,12 @@ func TestHashPartitionedPaymentsKeepExactlyOnce(t *testing.T) {
 	}
 
 	// Payments recorded before the change are still duplicates.
-	if _, err := b.store.RecordPayment(ctx, newPayment("tx_old_7")); !errors.Is(err, ErrDuplicate) {
+	if _, err := b.store.Payments().RecordPayment(ctx, newPayment("tx_old_7")); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("an old payment again: %v, want ErrDuplicate", err)
 	}
 	old := newPayment("tx_old_8")
 	old.Amount++
-	if _, err := b.store.RecordPayment(ctx, old); !errors.Is(err, ErrMismatch) {
+	if _, err := b.store.Payments().RecordPayment(ctx, old); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("an old payment with another amount: %v, want ErrMismatch", err)
 	}
 
@@ -65,7 +65,7 @@ func TestHashPartitionedPaymentsKeepExactlyOnce(t *testing.T) {
 	for i := range txs * deliveries {
 		wg.Go(func() {
 			tx := fmt.Sprintf("tx_new_%d", i%txs)
-			_, err := b.store.RecordPayment(ctx, newPayment(tx))
+			_, err := b.store.Payments().RecordPayment(ctx, newPayment(tx))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -99,8 +99,8 @@ func TestHashPartitionedPaymentsKeepExactlyOnce(t *testing.T) {
 	// payments_transaction_id_key: the store does not take it for a
 	// duplicate, and answers an error, never success. (Its insert uses
 	// ON CONFLICT on the parent's constraint, so this path is not taken.)
-	b.store.insert = plainInsertSQL
-	_, err = b.store.RecordPayment(ctx, newPayment("tx_new_3"))
+	b.store.payments.insert = plainInsertSQL
+	_, err = b.store.Payments().RecordPayment(ctx, newPayment("tx_new_3"))
 	var pgErr *pgconn.PgError
 	if isSuccessLike(err) || !errors.As(err, &pgErr) || pgErr.Code != codeUniqueViolation || !strings.HasPrefix(pgErr.ConstraintName, "payments_p") {
 		t.Fatalf("plain insert of a duplicate on the partitioned table: %v; want an error carrying the partition's unique violation", err)

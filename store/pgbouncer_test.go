@@ -80,14 +80,14 @@ func TestRecordPaymentThroughPgBouncer(t *testing.T) {
 			for _, ins := range insertModes {
 				t.Run(string(mode)+"/"+path.name+"/"+ins.name, func(t *testing.T) {
 					s, _ := pooledSetup(t, mode, pooledTimeouts)
-					s.insert = ins.sql
+					s.payments.insert = ins.sql
 					ctx := context.Background()
 					p := newPayment("tx_pooled")
 					rec, err := path.record(s, ctx, p)
 					if err != nil {
 						t.Fatalf("first: %v", err)
 					}
-					got, err := s.Payment(ctx, "", p.TransactionID)
+					got, err := s.Payments().Payment(ctx, "", p.TransactionID)
 					if err != nil || !jsonEqual(t, got.Payload, p.Payload) || got.Amount != p.Amount || rec.ReceivedAt.IsZero() {
 						t.Fatalf("read back %+v, %v; want the payment with its JSON payload", got, err)
 					}
@@ -99,7 +99,7 @@ func TestRecordPaymentThroughPgBouncer(t *testing.T) {
 					if _, err := path.record(s, ctx, q); !errors.Is(err, ErrMismatch) {
 						t.Fatalf("other amount: %v, want ErrMismatch", err)
 					}
-					if _, err := s.Payment(ctx, "", "tx_absent"); !errors.Is(err, ErrNotFound) {
+					if _, err := s.Payments().Payment(ctx, "", "tx_absent"); !errors.Is(err, ErrNotFound) {
 						t.Fatalf("absent: %v, want ErrNotFound", err)
 					}
 
@@ -153,7 +153,7 @@ func TestServerSideTimeoutsReachPooledSessions(t *testing.T) {
 	}
 	db.Exec(t, sleepTrigger(2, false, false))
 	p := newPayment("tx_slow")
-	_, err := s.RecordPayment(context.Background(), p)
+	_, err := s.Payments().RecordPayment(context.Background(), p)
 	var pgErr *pgconn.PgError
 	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &pgErr) || pgErr.Code != codeQueryCanceled {
 		t.Fatalf("got %v, want ErrUnavailable wrapping the server's 57014", err)
@@ -185,7 +185,7 @@ func TestInterruptedCommitThroughPgBouncerConverges(t *testing.T) {
 				t.Fatalf("got %v, want ErrCommitUnknown", err)
 			}
 			db.Exec(t, "DROP TRIGGER slow_insert ON payments") // waits for the COMMIT's outcome
-			_, err = s.RecordPayment(context.Background(), p)
+			_, err = s.Payments().RecordPayment(context.Background(), p)
 			if err != nil && !errors.Is(err, ErrDuplicate) || !errors.Is(err, tc.retry) {
 				t.Fatalf("retry: %v, want %v", err, tc.retry)
 			}
@@ -306,7 +306,7 @@ func TestMigrateBehindPgBouncer(t *testing.T) {
 			WHERE is_applied GROUP BY version_id HAVING count(*) > 1) d`).Scan(&dup); err != nil || dup != 0 {
 			t.Fatalf("migrations recorded twice: %d, %v", dup, err)
 		}
-		if _, err := s.RecordPayment(ctx, newPayment("tx_migrated")); err != nil {
+		if _, err := s.Payments().RecordPayment(ctx, newPayment("tx_migrated")); err != nil {
 			t.Fatalf("after migrating: %v", err)
 		}
 	})

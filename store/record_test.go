@@ -33,10 +33,10 @@ func TestRecordPaymentFuncRunsFnInTheRecordingTransactionOnlyForANewPayment(t *t
 	}
 
 	p := newPayment("tx_fn")
-	if _, err := b.store.RecordPaymentFunc(ctx, p, enqueue); err != nil {
+	if _, err := b.store.Payments().RecordPaymentFunc(ctx, p, enqueue); err != nil {
 		t.Fatalf("new payment: %v", err)
 	}
-	if _, err := b.store.RecordPaymentFunc(ctx, p, enqueue); !errors.Is(err, ErrDuplicate) {
+	if _, err := b.store.Payments().RecordPaymentFunc(ctx, p, enqueue); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("same again: %v, want ErrDuplicate", err)
 	}
 	if calls.Load() != 1 || outbox(p.TransactionID) != 1 {
@@ -53,7 +53,7 @@ func TestRecordPaymentFuncRunsFnInTheRecordingTransactionOnlyForANewPayment(t *t
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newPayment("tx_fn_" + tc.name)
-			_, err := b.store.RecordPaymentFunc(ctx, q, func(ctx context.Context, tx pgx.Tx, p Payment) error {
+			_, err := b.store.Payments().RecordPaymentFunc(ctx, q, func(ctx context.Context, tx pgx.Tx, p Payment) error {
 				if err := enqueue(ctx, tx, p); err != nil {
 					return err
 				}
@@ -155,7 +155,7 @@ func TestPaymentsCommitSynchronouslyWhateverTheDefault(t *testing.T) {
 				if path == "Autocommit" {
 					fn = nil
 				}
-				if _, err := s.RecordPaymentFunc(ctx, p, fn); err != nil {
+				if _, err := s.Payments().RecordPaymentFunc(ctx, p, fn); err != nil {
 					t.Fatal(err)
 				}
 				var atInsert string

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 )
 
 // Defaults for the zero values of Config's durations.
@@ -94,20 +93,19 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Store records payments in Postgres. It is safe for concurrent use.
+// Store is the store's root: it opens and closes the one pool, migrates
+// the schema and runs River over it, and hands out the types that work on
+// it by concern (Payments, Disbursements, Review, Outbox). It is safe for
+// concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	*base
 	// pooled: the exec mode keeps no session state (see ExecMode).
 	pooled bool
-	// insert is the statement RecordPaymentFunc runs; see insertPaymentSQL.
-	insert string
-	// jobs is an insert-only River client over pool: it inserts the outbox
-	// jobs (PayoutArgs) in the transactions that create their rows.
-	jobs *river.Client[pgx.Tx]
-	// onStatus, when set, runs in every transaction that changes a
-	// disbursement's status (see OnStatusChange).
-	onStatus StatusHook
+
+	payments      *Payments
+	disbursements *Disbursements
+	review        *Review
+	outbox        *Outbox
 }
 
 // Open builds a connection pool from cfg and pings the server. Its errors wrap
@@ -157,8 +155,34 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool, cfg: cfg, pooled: pooled, insert: insertPaymentSQL, jobs: jobs}, nil
+	return newStore(&base{pool: pool, cfg: cfg, jobs: jobs}, pooled), nil
 }
+
+// newStore wires the types of each concern over b.
+func newStore(b *base, pooled bool) *Store {
+	outbox := &Outbox{base: b}
+	disbursements := &Disbursements{base: b}
+	return &Store{
+		base:          b,
+		pooled:        pooled,
+		payments:      &Payments{base: b, insert: insertPaymentSQL, outbox: outbox},
+		disbursements: disbursements,
+		review:        &Review{base: b, disbursements: disbursements},
+		outbox:        outbox,
+	}
+}
+
+// Payments records and reads payments.
+func (s *Store) Payments() *Payments { return s.payments }
+
+// Disbursements keeps loan disbursements, their payouts and their events.
+func (s *Store) Disbursements() *Disbursements { return s.disbursements }
+
+// Review is the review queue and its resolutions.
+func (s *Store) Review() *Review { return s.review }
+
+// Outbox is the forward jobs.
+func (s *Store) Outbox() *Outbox { return s.outbox }
 
 // setSessionParams makes every session of cc carry cfg's server-side
 // timeouts and synchronous_commit=on.
@@ -198,7 +222,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Pool returns the connection pool, for its statistics. Query through the
-// Store's methods, not through the pool.
+// store's types, not through the pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Pooled reports whether the store's exec mode is a pooled one (see

@@ -46,7 +46,7 @@ var recordPaths = []struct {
 	record func(s *Store, ctx context.Context, p Payment) (Payment, error)
 }{
 	{"Autocommit", func(s *Store, ctx context.Context, p Payment) (Payment, error) {
-		return s.RecordPayment(ctx, p)
+		return s.Payments().RecordPayment(ctx, p)
 	}},
 	{"Transaction", recordInTx},
 }
@@ -54,7 +54,7 @@ var recordPaths = []struct {
 // recordInTx records p through the transactional path, with an fn that
 // writes nothing.
 func recordInTx(s *Store, ctx context.Context, p Payment) (Payment, error) {
-	return s.RecordPaymentFunc(ctx, p, func(context.Context, pgx.Tx, Payment) error { return nil })
+	return s.Payments().RecordPaymentFunc(ctx, p, func(context.Context, pgx.Tx, Payment) error { return nil })
 }
 
 type bundle struct {
@@ -148,7 +148,7 @@ func TestRecordPaymentRecordsOnceAndConfirmsDuplicates(t *testing.T) {
 			t.Run(path.name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
-				b.store.insert = mode.sql
+				b.store.payments.insert = mode.sql
 				ctx := context.Background()
 				p := newPayment("tx_1")
 
@@ -159,7 +159,7 @@ func TestRecordPaymentRecordsOnceAndConfirmsDuplicates(t *testing.T) {
 				if rec.ReceivedAt.IsZero() {
 					t.Error("first delivery: ReceivedAt not set")
 				}
-				stored, err := b.store.Payment(ctx, "", p.TransactionID)
+				stored, err := b.store.Payments().Payment(ctx, "", p.TransactionID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -193,7 +193,7 @@ func TestRecordPaymentRecordsOnceAndConfirmsDuplicates(t *testing.T) {
 						if got.Amount != p.Amount || got.Currency != p.Currency {
 							t.Errorf("returned %+v, want the stored row", got)
 						}
-						after, err := b.store.Payment(ctx, "", p.TransactionID)
+						after, err := b.store.Payments().Payment(ctx, "", p.TransactionID)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -217,7 +217,7 @@ func TestEmptyEventIDIsStoredAsNull(t *testing.T) {
 	ctx := context.Background()
 	p := newPayment("tx_no_event")
 	p.EventID = ""
-	if _, err := b.store.RecordPayment(ctx, p); err != nil {
+	if _, err := b.store.Payments().RecordPayment(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	var isNull bool
@@ -228,7 +228,7 @@ func TestEmptyEventIDIsStoredAsNull(t *testing.T) {
 	if !isNull {
 		t.Error("event_id is not NULL")
 	}
-	got, err := b.store.Payment(ctx, "", p.TransactionID)
+	got, err := b.store.Payments().Payment(ctx, "", p.TransactionID)
 	if err != nil || got.EventID != "" {
 		t.Errorf("Payment: %+v, %v", got, err)
 	}
@@ -241,7 +241,7 @@ func TestConcurrentDeliveriesRecordOnce(t *testing.T) {
 			t.Run(path.name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
-				b.store.insert = mode.sql
+				b.store.payments.insert = mode.sql
 				p := newPayment("tx_concurrent")
 
 				const n = 50
@@ -285,7 +285,7 @@ func TestUniqueViolationOnAnotherIndexIsNotADuplicate(t *testing.T) {
 			t.Run(path.name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
-				b.store.insert = mode.sql
+				b.store.payments.insert = mode.sql
 				b.exec(t, "CREATE UNIQUE INDEX payments_ref_key ON payments ((payload->>'ref'))")
 				ctx := context.Background()
 
@@ -327,7 +327,7 @@ func TestInvalidPaymentsAreErrorsNotRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPayment("tx_" + tc.name)
 			tc.change(&p)
-			_, err := b.store.RecordPayment(context.Background(), p)
+			_, err := b.store.Payments().RecordPayment(context.Background(), p)
 			if isSuccessLike(err) || errors.Is(err, ErrUnavailable) {
 				t.Fatalf("got %v, want a plain error", err)
 			}
@@ -402,7 +402,7 @@ func TestUniqueViolationAbortsTheTransaction(t *testing.T) {
 	}
 
 	// The store, driven down the same path, answers from a fresh read.
-	b.store.insert = plainInsertSQL
+	b.store.payments.insert = plainInsertSQL
 	p := Payment{TransactionID: "tx_1", Amount: 1, Currency: "EUR", Payload: []byte(`{}`)}
 	if _, err := recordInTx(b.store, ctx, p); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("RecordPayment: %v, want ErrDuplicate", err)
@@ -420,7 +420,7 @@ func TestUniqueViolationAtCommitIsConfirmedAsDuplicate(t *testing.T) {
 			b.exec(t, `ALTER TABLE payments DROP CONSTRAINT payments_transaction_id_key,
 				ADD CONSTRAINT payments_transaction_id_key UNIQUE (source, transaction_id) DEFERRABLE INITIALLY DEFERRED`)
 			// ON CONFLICT cannot use a deferrable arbiter, so the plain insert runs.
-			b.store.insert = plainInsertSQL
+			b.store.payments.insert = plainInsertSQL
 			ctx := context.Background()
 			p := newPayment("tx_deferred")
 			if _, err := path.record(b.store, ctx, p); err != nil {
@@ -445,7 +445,7 @@ func TestConflictWithoutStoredRowIsUnavailable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// As if the conflicting transaction had gone by the time of the read.
-	_, err := b.store.confirmConflict(context.Background(), newPayment("tx_gone"))
+	_, err := b.store.payments.confirmConflict(context.Background(), newPayment("tx_gone"))
 	if !errors.Is(err, ErrUnavailable) || isSuccessLike(err) {
 		t.Errorf("got %v, want ErrUnavailable", err)
 	}
@@ -487,17 +487,17 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if _, err := s.RecordPayment(ctx, newPayment("tx_before")); err != nil {
+		if _, err := s.Payments().RecordPayment(ctx, newPayment("tx_before")); err != nil {
 			t.Fatalf("through the proxy: %v", err)
 		}
 
 		px.Close() // the server is gone: open connections drop, new ones are refused
 
-		_, err = s.RecordPayment(ctx, newPayment("tx_after"))
+		_, err = s.Payments().RecordPayment(ctx, newPayment("tx_after"))
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("RecordPayment: %v, want ErrUnavailable", err)
 		}
-		if _, err := s.Payment(ctx, "", "tx_before"); !errors.Is(err, ErrUnavailable) {
+		if _, err := s.Payments().Payment(ctx, "", "tx_before"); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("Payment: %v, want ErrUnavailable", err)
 		}
 		if err := s.Ping(ctx); !errors.Is(err, ErrUnavailable) {
@@ -656,7 +656,7 @@ func TestInterruptedCommitIsUnknownAndRetryConverges(t *testing.T) {
 func TestPaymentNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.store.Payment(context.Background(), "", "tx_missing")
+	_, err := b.store.Payments().Payment(context.Background(), "", "tx_missing")
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("got %v, want ErrNotFound", err)
 	}
@@ -949,7 +949,7 @@ func TestValuesTheDatabaseRefusesAreInvalidPayloadNotUnavailable(t *testing.T) {
 		"number beyond numeric's range": `{"n":1e200000}`,
 		"number below numeric's scale":  `{"n":1e-20000}`,
 	} {
-		_, err := st.RecordPayment(context.Background(), Payment{
+		_, err := st.Payments().RecordPayment(context.Background(), Payment{
 			TransactionID: "tx-" + strings.ReplaceAll(name, " ", "-"), Amount: 1, Currency: "JPY", Payload: []byte(payload)})
 		if !errors.Is(err, ErrInvalidPayload) || errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s: %v, want ErrInvalidPayload", name, err)
@@ -962,18 +962,18 @@ func TestConfirmComparesWithoutReadingThePayload(t *testing.T) {
 	st := setup(t).store
 	ctx := context.Background()
 	p := Payment{TransactionID: "tx-confirm", Amount: 10, Currency: "EUR", Payload: []byte(`{"big":"` + strings.Repeat("x", 1000) + `"}`)}
-	if _, err := st.Confirm(ctx, p); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Payments().Confirm(ctx, p); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("before recording: %v, want ErrNotFound", err)
 	}
-	if _, err := st.RecordPayment(ctx, p); err != nil {
+	if _, err := st.Payments().RecordPayment(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := st.Confirm(ctx, p)
+	stored, err := st.Payments().Confirm(ctx, p)
 	if !errors.Is(err, ErrDuplicate) || stored.Amount != 10 || stored.Payload != nil {
 		t.Fatalf("same payment: %+v, %v; want ErrDuplicate without payload", stored, err)
 	}
 	p.Amount = 11
-	if _, err := st.Confirm(ctx, p); !errors.Is(err, ErrMismatch) {
+	if _, err := st.Payments().Confirm(ctx, p); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("other amount: %v, want ErrMismatch", err)
 	}
 }
@@ -985,12 +985,12 @@ func TestCancelledContextAfterTheInsertDoesNotCommit(t *testing.T) {
 	lost := errors.New("lease lost")
 	// Cancel from inside the transaction, after the INSERT: the lease was
 	// lost while the statement ran.
-	_, err := st.RecordPaymentFunc(ctx, Payment{TransactionID: "tx-lost", Amount: 1, Currency: "JPY", Payload: []byte(`{}`)},
+	_, err := st.Payments().RecordPaymentFunc(ctx, Payment{TransactionID: "tx-lost", Amount: 1, Currency: "JPY", Payload: []byte(`{}`)},
 		func(context.Context, pgx.Tx, Payment) error { cancel(lost); return nil })
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, lost) {
 		t.Fatalf("err = %v, want ErrUnavailable wrapping the cause", err)
 	}
-	if _, err := st.Payment(context.Background(), "", "tx-lost"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Payments().Payment(context.Background(), "", "tx-lost"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("committed anyway: %v", err)
 	}
 }

@@ -86,7 +86,7 @@ func TestDisbursementGaugesReportCountsAndTheOldestAge(t *testing.T) {
 		"status = 'paid', provider_ref = 'po_5', status_since = now() - interval '9 days'",
 	} {
 		loan := fmt.Sprintf("L-%d", i)
-		if _, err := st.AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
+		if _, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
 			t.Fatal(err)
 		}
 		if set != "" {
@@ -96,7 +96,7 @@ func TestDisbursementGaugesReportCountsAndTheOldestAge(t *testing.T) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(disbursementCollector{st: st, timeout: disbursementStatsTimeout})
+	reg.MustRegister(disbursementCollector{st: st.Disbursements(), timeout: disbursementStatsTimeout})
 	got := gathered(t, reg)
 	for series, want := range map[string]float64{
 		`paylock_disbursement_stats_up`:               1,
@@ -122,7 +122,7 @@ func TestDisbursementGaugesOfAnEmptyTableAreZero(t *testing.T) {
 	t.Parallel()
 	st := migratedStore(t, testenv.Schema(t))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(disbursementCollector{st: st, timeout: disbursementStatsTimeout})
+	reg.MustRegister(disbursementCollector{st: st.Disbursements(), timeout: disbursementStatsTimeout})
 	got := gathered(t, reg)
 	if got[`paylock_disbursement_stats_up`] != 1 || len(got) != 7 {
 		t.Fatalf("want stats_up 1 and 6 zero gauges, got %v", got)
@@ -149,7 +149,7 @@ func TestAScrapeBlockedByTheDatabaseEndsInTimeWithStatsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(disbursementCollector{st: st, timeout: 200 * time.Millisecond})
+	reg.MustRegister(disbursementCollector{st: st.Disbursements(), timeout: 200 * time.Millisecond})
 	start := time.Now()
 	got := gathered(t, reg)
 	if took := time.Since(start); took > 2*time.Second {
@@ -180,7 +180,7 @@ func TestPaylockWorkerServesMetricsAndCountsItsAttempts(t *testing.T) {
 
 	fake.FailNext(1, http.StatusServiceUnavailable) // one attempt to retry
 	for _, loan := range []string{"L-m1", "L-m2"} {
-		if _, err := st.AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
+		if _, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
 			t.Fatal(err)
 		}
 	}

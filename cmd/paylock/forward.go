@@ -36,7 +36,7 @@ func newForwardWorker(cfg config, st *store.Store, logger *slog.Logger, observe 
 		Concurrency: cfg.Forward.Concurrency,
 		Logger:      logger,
 		Observe:     observe,
-	}, st)
+	}, st.Payments())
 }
 
 // forwardOutcomes are exported from the start (at 0) so that increase()
@@ -164,21 +164,21 @@ func runForward(ctx context.Context, args []string, getenv func(string) string, 
 	defer st.Close()
 	switch {
 	case sub == "list":
-		jobs, err := st.ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: fa.discarded, Limit: fa.limit})
+		jobs, err := st.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: fa.discarded, Limit: fa.limit})
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return 1
 		}
 		printForwards(stdout, jobs, fa.discarded)
 	case fa.discarded:
-		n, err := st.RetryGivenUpForwards(ctx)
+		n, err := st.Outbox().RetryGivenUpForwards(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v (%d put back before the error)\n", name, err, n)
 			return 1
 		}
 		fmt.Fprintf(stdout, "put %d discarded or cancelled forward jobs back in the queue\n", n)
 	default:
-		j, err := st.RetryForward(ctx, fa.id)
+		j, err := st.Outbox().RetryForward(ctx, fa.id)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return 1

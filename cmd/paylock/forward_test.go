@@ -130,7 +130,7 @@ func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
 	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
 	metricsURL := "http://" + mln.Addr().String() + "/metrics"
 
-	if _, err := st.RecordPaymentForwarded(ctx, store.Payment{Source: "acme", TransactionID: "tx-cli", Amount: 100, Currency: "EUR",
+	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{Source: "acme", TransactionID: "tx-cli", Amount: 100, Currency: "EUR",
 		Payload: []byte(`{"id":"tx-cli"}`)}, url); err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +197,11 @@ func TestServeForwardsDisbursementStatusChanges(t *testing.T) {
 	st := migratedStore(t, env["DATABASE_URL"])
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := st.AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-sf", Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_sf"})
+	d, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-sf", Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_sf"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.MarkSent(ctx, d.ID, "po_sf", store.StatusSent); err != nil { // this store has no hook: nothing forwarded
+	if err := st.Disbursements().MarkSent(ctx, d.ID, "po_sf", store.StatusSent); err != nil { // this store has no hook: nothing forwarded
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -229,7 +229,7 @@ func TestServeForwardsDisbursementStatusChanges(t *testing.T) {
 		t.Fatalf("payout status webhook: %d", res.StatusCode)
 	}
 	// And a payment forward inserted by another replica's store.
-	if _, err := st.RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-sf", Amount: 5, Currency: "EUR", Payload: []byte(`{}`)}, url); err != nil {
+	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-sf", Amount: 5, Currency: "EUR", Payload: []byte(`{}`)}, url); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "two forwards", func() bool {
@@ -320,7 +320,7 @@ func TestServeForwardsEachRecordedPaymentOnceAndNothingForDuplicatesOrRefusals(t
 		t.Fatalf("receiver got %v (%d unverified); want one payment.recorded, sent twice (500, then 200)", types, bad)
 	}
 	st := migratedStore(t, env["DATABASE_URL"])
-	jobs, err := st.ForwardJobs(ctx, store.ForwardJobFilter{Limit: 10})
+	jobs, err := st.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ func newRegistry(st *store.Store, rdb redisPoolStats) *prometheus.Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		poolCollector{st: st, rdb: rdb},
-		disbursementCollector{st: st, timeout: disbursementStatsTimeout},
-		reviewCollector{st: st, timeout: reviewStatsTimeout},
+		disbursementCollector{st: st.Disbursements(), timeout: disbursementStatsTimeout},
+		reviewCollector{st: st.Review(), timeout: reviewStatsTimeout},
 	)
 	return reg
 }

@@ -118,7 +118,7 @@ func runPurge(ctx context.Context, args []string, getenv func(string) string, st
 		return 1
 	}
 	defer st.Close()
-	p, err := st.PurgeWebhookEvents(ctx, retention, store.DefaultPurgeBatch)
+	p, err := st.Disbursements().PurgeWebhookEvents(ctx, retention, store.DefaultPurgeBatch)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: deleted %d webhook events, then: %v\n", name, p.Deleted, err)
 		return 1
@@ -169,7 +169,7 @@ func jitter(d time.Duration) time.Duration {
 
 func purgeOnce(ctx context.Context, st *store.Store, retention time.Duration, logger *slog.Logger) {
 	start := time.Now()
-	p, err := st.PurgeWebhookEvents(ctx, retention, store.DefaultPurgeBatch)
+	p, err := st.Disbursements().PurgeWebhookEvents(ctx, retention, store.DefaultPurgeBatch)
 	attrs := []slog.Attr{
 		slog.Int64("deleted", p.Deleted),
 		slog.String("older_than", formatAge(retention)),

@@ -22,11 +22,11 @@ func seedRetention(t *testing.T) (map[string]string, *store.Store) {
 	env := map[string]string{"DATABASE_URL": testenv.Schema(t), "PAYLOCK_LOG_LEVEL": "error"}
 	st := migratedStore(t, env["DATABASE_URL"])
 	ctx := context.Background()
-	if _, err := st.RecordPayment(ctx, store.Payment{TransactionID: "tx-old", Amount: 1, Currency: "JPY",
+	if _, err := st.Payments().RecordPayment(ctx, store.Payment{TransactionID: "tx-old", Amount: 1, Currency: "JPY",
 		Payload: []byte(`{"transaction_id":"tx-old","amount":1,"currency":"JPY"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-old", Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_old"}); err != nil {
+	if _, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-old", Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_old"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, sql := range []string{

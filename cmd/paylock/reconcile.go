@@ -182,12 +182,12 @@ func runReconcileDisbursements(ctx context.Context, args []string, getenv func(s
 	defer st.Close()
 	// Every row pending or sent (in its status for longer than nothing),
 	// flagged ones included, oldest first.
-	rows, err := st.StuckDisbursements(ctx, 0)
+	rows, err := st.Disbursements().StuckDisbursements(ctx, 0)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	retriedFailures, err := st.RetriedFailures(ctx)
+	retriedFailures, err := st.Disbursements().RetriedFailures(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1

@@ -84,8 +84,8 @@ func newPipeline(cfg config, logger *slog.Logger, sources []handler.Source, st *
 		Checks:           checks,
 		Version:          buildVersion(),
 		Logger:           logger,
-		Disbursements:    st,
-	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st)
+		Disbursements:    st.Disbursements(),
+	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st.Payments())
 }
 
 // openPipeline builds serve's handler over st outside serve (reconcile

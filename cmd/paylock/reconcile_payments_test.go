@@ -78,7 +78,7 @@ func (e *stripeReconcileEnv) payment(t *testing.T, pi string, amount, recorded i
 	ev := fakestripe.PaymentIntentSucceeded(fakestripe.Payment{ID: pi, Amount: amount, Currency: "jpy", Created: created})
 	e.api.Add(ev)
 	if recorded > 0 {
-		_, err := e.st.RecordPayment(context.Background(), store.Payment{Source: "stripe", TransactionID: pi,
+		_, err := e.st.Payments().RecordPayment(context.Background(), store.Payment{Source: "stripe", TransactionID: pi,
 			Amount: recorded, Currency: "JPY", Payload: ev, EventID: "evt_" + pi})
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +143,7 @@ func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *t
 	if _, err := e.st.Pool().Exec(context.Background(), `DELETE FROM payments WHERE transaction_id = 'pi_other'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.RecordPayment(context.Background(), store.Payment{Source: "stripe", TransactionID: "pi_other", Amount: 2500, Currency: "JPY", Payload: []byte(`{}`)}); err != nil {
+	if _, err := e.st.Payments().RecordPayment(context.Background(), store.Payment{Source: "stripe", TransactionID: "pi_other", Amount: 2500, Currency: "JPY", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, _ = e.run(t); code != 0 || !strings.Contains(out, "122 already recorded, 0 recorded now, 0 mismatched, 0 errors") {

@@ -52,7 +52,7 @@ func setupReconcile(t *testing.T, refuse ...string) *reconcileEnv {
 func (e *reconcileEnv) disbursement(t *testing.T, loan, set string) store.Disbursement {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.st.AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
+	if _, err := e.st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
 		t.Fatal(err)
 	}
 	if set != "" {
@@ -60,7 +60,7 @@ func (e *reconcileEnv) disbursement(t *testing.T, loan, set string) store.Disbur
 			t.Fatalf("%s: %v", set, err)
 		}
 	}
-	d, err := e.st.Disbursement(ctx, loan, 1)
+	d, err := e.st.Disbursements().Disbursement(ctx, loan, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		return 1
 	}
 	defer st.Close()
-	res, err := st.ReplayForwards(ctx, store.ReplayFilter{Source: ra.source, Since: ra.since, Until: ra.until,
+	res, err := st.Outbox().ReplayForwards(ctx, store.ReplayFilter{Source: ra.source, Since: ra.since, Until: ra.until,
 		TransactionID: ra.transaction, URL: url, DryRun: ra.dryRun})
 	verb := "replayed"
 	if ra.dryRun {

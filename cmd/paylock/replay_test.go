@@ -41,13 +41,13 @@ func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
 
 	id1, id2 := store.PaymentForwardID("payments", "tx-r1"), store.PaymentForwardID("payments", "tx-r2")
 	for _, tx := range []string{"tx-r1", "tx-r2"} {
-		if _, err := st.RecordPaymentForwarded(ctx, store.Payment{TransactionID: tx, Amount: 100, Currency: "EUR",
+		if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: tx, Amount: 100, Currency: "EUR",
 			Payload: []byte(`{"id":"` + tx + `"}`)}, url); err != nil {
 			t.Fatal(err)
 		}
 	}
 	completed := func() bool {
-		jobs, err := st.ForwardJobs(ctx, store.ForwardJobFilter{})
+		jobs, err := st.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

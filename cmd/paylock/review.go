@@ -43,7 +43,7 @@ func newReviewQueue(cfg config, st *store.Store) *review.Queue {
 	if cfg.Payout.URL != "" {
 		p = payout.NewClient(cfg.Payout.URL, &http.Client{Timeout: cfg.Payout.Timeout})
 	}
-	return review.New(st, p)
+	return review.New(st.Review(), p)
 }
 
 // runReview implements "paylock review".

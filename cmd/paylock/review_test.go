@@ -47,10 +47,10 @@ func TestReviewCLIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 	t.Parallel()
 	e := setupReconcile(t, store.IdempotencyKey("L-refused", 1))
 	ctx := context.Background()
-	if _, err := e.st.RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-1", Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}, "https://orders.internal/x"); err != nil {
+	if _, err := e.st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-1", Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}, "https://orders.internal/x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.RecordMismatch(ctx, store.Mismatch{TransactionID: "tx-1", Amount: 200, Currency: "EUR", RequestID: "r1", Body: []byte(`{"amount":200}`)}); err != nil {
+	if err := e.st.Payments().RecordMismatch(ctx, store.Mismatch{TransactionID: "tx-1", Amount: 200, Currency: "EUR", RequestID: "r1", Body: []byte(`{"amount":200}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.st.Pool().Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now(), attempt = max_attempts WHERE kind = 'forward'`); err != nil {
@@ -67,7 +67,7 @@ func TestReviewCLIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 	}
 	_, failID := e.flagged(t, "L-fail")
 	_, refusedID := e.flagged(t, "L-refused")
-	mmItems, _ := e.st.ReviewItems(ctx, store.ReviewFilter{Kind: store.ReviewMismatch})
+	mmItems, _ := e.st.Review().ReviewItems(ctx, store.ReviewFilter{Kind: store.ReviewMismatch})
 	if len(mmItems) != 1 {
 		t.Fatalf("mismatches %+v", mmItems)
 	}
@@ -117,10 +117,10 @@ func TestReviewCLIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 			t.Errorf("%s: recorded %q, want %q", c.name, e.resolution(t, c.args[1]), c.who)
 		}
 	}
-	if d, _ := e.st.Disbursement(ctx, "L-adopt", 1); d.Status != store.StatusSent || d.ProviderRef == "" {
+	if d, _ := e.st.Disbursements().Disbursement(ctx, "L-adopt", 1); d.Status != store.StatusSent || d.ProviderRef == "" {
 		t.Errorf("adopted %+v", d)
 	}
-	if d, _ := e.st.Disbursement(ctx, "L-fail", 1); d.Status != store.StatusFailed {
+	if d, _ := e.st.Disbursements().Disbursement(ctx, "L-fail", 1); d.Status != store.StatusFailed {
 		t.Errorf("failed %+v", d)
 	}
 	if code, out, _ := e.review(t, "list"); code != 0 || !strings.Contains(out, "empty") {

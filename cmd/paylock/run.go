@@ -169,7 +169,7 @@ func openStore(ctx context.Context, cfg config) (*store.Store, error) {
 	if cfg.Forward.URL != "" {
 		// Every process that changes a disbursement's status (serve's
 		// payout notifications, the payout worker) forwards the change.
-		st.OnStatusChange(st.ForwardStatusHook(cfg.Forward.URL))
+		st.Disbursements().OnStatusChange(st.Outbox().ForwardStatusHook(cfg.Forward.URL))
 	}
 	if cfg.Migrate {
 		if err := st.Migrate(ctx); err != nil {
@@ -240,7 +240,7 @@ func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, map[stri
 
 // forwardOnRecord makes each source with a forward URL insert every newly
 // recorded payment's forward job in the recording transaction
-// (st.EnqueueForwardTx): the job exists if and only if the payment does, and
+// (store.Outbox.EnqueueForwardTx): the job exists if and only if the payment does, and
 // a duplicate inserts none.
 func forwardOnRecord(sources []handler.Source, urls map[string]string, st *store.Store) {
 	for i := range sources {
@@ -249,9 +249,16 @@ func forwardOnRecord(sources []handler.Source, urls map[string]string, st *store
 			continue
 		}
 		sources[i].OnRecord = func(ctx context.Context, tx pgx.Tx, p store.Payment) error {
-			return st.EnqueueForwardTx(ctx, tx, store.Forward{Source: p.Source, TransactionID: p.TransactionID, URL: url})
+			return st.Outbox().EnqueueForwardTx(ctx, tx, store.Forward{Source: p.Source, TransactionID: p.TransactionID, URL: url})
 		}
 	}
+}
+
+// consoleStore is what the admin console reads and does: the payments
+// (search, read) and their forward jobs (list, replay).
+type consoleStore struct {
+	*store.Payments
+	*store.Outbox
 }
 
 // listen returns ln, or a listener on addr when ln is nil.
@@ -357,7 +364,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		}
 		defer stopMounts()
 		asrv := newServer(admin.New(admin.Config{Token: cfg.AdminToken, Tokens: cfg.AdminTokens,
-			Disbursements: st, Review: newReviewQueue(cfg, st), Console: st, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
+			Disbursements: st.Disbursements(), Review: newReviewQueue(cfg, st), Console: consoleStore{st.Payments(), st.Outbox()}, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()
 		if cfg.AdminToken == "" && len(cfg.AdminTokens) == 0 {

@@ -73,7 +73,7 @@ func newWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(pa
 		KeyRetention: cfg.Payout.KeyRetention,
 		Logger:       logger,
 		Observe:      observe,
-	}, st)
+	}, st.Disbursements())
 }
 
 // jobObservers are the metrics callbacks of a process's River workers.
@@ -232,7 +232,7 @@ func runDisbursements(ctx context.Context, args []string, getenv func(string) st
 		return 1
 	}
 	defer st.Close()
-	rows, err := st.StuckDisbursements(ctx, olderThan)
+	rows, err := st.Disbursements().StuckDisbursements(ctx, olderThan)
 	if err != nil {
 		fmt.Fprintf(stderr, "paylock disbursements stuck: %v\n", err)
 		return 1

@@ -56,7 +56,7 @@ func waitForStatus(t *testing.T, st *store.Store, loanID string, want store.Disb
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		d, err := st.Disbursement(context.Background(), loanID, 1)
+		d, err := st.Disbursements().Disbursement(context.Background(), loanID, 1)
 		if err == nil && d.Status == want {
 			return d
 		}
@@ -76,7 +76,7 @@ func TestWorkerCommandPaysOutAndStopsOnSIGTERM(t *testing.T) {
 	var stderr bytes.Buffer
 	go func() { exit <- Run(ctx, []string{"worker"}, envMap(env), nil, io.Discard, &stderr) }()
 
-	if _, err := st.AcceptDisbursement(context.Background(), store.Disbursement{
+	if _, err := st.Disbursements().AcceptDisbursement(context.Background(), store.Disbursement{
 		LoanID: "L-cmd", Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_cmd",
 	}); err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestDisbursementsStuckListsOldAndFlaggedRows(t *testing.T) {
 	st := migratedStore(t, env["DATABASE_URL"])
 	ctx := context.Background()
 	for _, loan := range []string{"L-fresh", "L-old", "L-flagged"} {
-		if _, err := st.AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
+		if _, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,7 +60,7 @@ func startReplicas(t *testing.T, n int) ([]string, string) {
 		opt.ContextTimeoutEnabled = true
 		rdb := redis.NewClient(opt)
 		t.Cleanup(func() { rdb.Close() })
-		h, err := handler.New(handler.Config{LockPrefix: prefix, Sources: []handler.Source{handler.PaymentsSource(v)}, Logger: slog.New(slog.DiscardHandler)}, lock.New(rdb), st)
+		h, err := handler.New(handler.Config{LockPrefix: prefix, Sources: []handler.Source{handler.PaymentsSource(v)}, Logger: slog.New(slog.DiscardHandler)}, lock.New(rdb), st.Payments())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -89,7 +89,7 @@ func openStore(ctx context.Context, databaseURL string) (*store.Store, error) {
 func readPayment(ctx context.Context, st *store.Store, id string) (store.Payment, error) {
 	var p store.Payment
 	err := retryUnavailable(ctx, func() (err error) {
-		p, err = st.Payment(ctx, store.DefaultSource, id)
+		p, err = st.Payments().Payment(ctx, store.DefaultSource, id)
 		return err
 	})
 	return p, err

@@ -127,7 +127,7 @@ func TestForwardWorkerDeliveriesAreAcceptedByStandardWebhooks(t *testing.T) {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, err := st.RecordPayment(ctx, store.Payment{Source: "payments", TransactionID: "tx-fwd-1", Amount: 1999,
+	p, err := st.Payments().RecordPayment(ctx, store.Payment{Source: "payments", TransactionID: "tx-fwd-1", Amount: 1999,
 		Currency: "EUR", EventID: "evt-1", Payload: []byte(`{"transaction_id":"tx-fwd-1","note":"caf\u00e9 ☃ <&>"}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestForwardWorkerDeliveriesAreAcceptedByStandardWebhooks(t *testing.T) {
 	lib := &libraryLog{wh: newWebhook(t, standardCur), next: rcv}
 	srv := httptest.NewServer(lib)
 	t.Cleanup(srv.Close)
-	w, err := forward.New(forward.Config{Secret: secrets[1], Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}, st)
+	w, err := forward.New(forward.Config{Secret: secrets[1], Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}, st.Payments())
 	if err != nil {
 		t.Fatal(err)
 	}

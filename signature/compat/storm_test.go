@@ -58,7 +58,7 @@ func stripeReplicas(t *testing.T, n int) ([]string, *store.Store) {
 			LockPrefix: prefix,
 			Logger:     slog.New(slog.DiscardHandler),
 			Sources:    []handler.Source{{Name: "stripe", Adapter: handler.AdapterStripe, Verifier: v}},
-		}, lock.New(rdb), st)
+		}, lock.New(rdb), st.Payments())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestStripePaymentIntentSignedByStripeGoIsRecordedOnceAcrossThreeReplicas(t 
 	if count["processed"] != 1 || count["duplicate"] != deliveries-1 {
 		t.Fatalf("answers %v, want 1 processed and %d duplicates", count, deliveries-1)
 	}
-	p, err := st.Payment(context.Background(), "stripe", "pi_storm_1")
+	p, err := st.Payments().Payment(context.Background(), "stripe", "pi_storm_1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestStripeEventOfAnotherTypeIsAcknowledgedAndWritesNothing(t *testing.T) {
 		t.Fatalf("customer.created: %d %s, want 200 ignored", code, ans)
 	}
 	// Nothing was written: not even under the customer's id.
-	if _, err := st.Payment(context.Background(), "stripe", "cus_1"); err == nil {
+	if _, err := st.Payments().Payment(context.Background(), "stripe", "cus_1"); err == nil {
 		t.Fatal("an ignored event was recorded")
 	}
 }

@@ -50,7 +50,7 @@ WHERE (source, event_id) IN (
 // It returns what it deleted, also alongside an error. Errors:
 // ErrRetentionTooShort when olderThan is under MinEventRetention (nothing is
 // deleted); ErrUnavailable for transient failures, ctx's end included.
-func (s *Store) PurgeWebhookEvents(ctx context.Context, olderThan time.Duration, batch int) (Purged, error) {
+func (s *Disbursements) PurgeWebhookEvents(ctx context.Context, olderThan time.Duration, batch int) (Purged, error) {
 	if olderThan < MinEventRetention {
 		return Purged{}, fmt.Errorf("%w: %s is under %s", ErrRetentionTooShort, olderThan, MinEventRetention)
 	}

@@ -16,11 +16,11 @@ func TestPurgeDeletesOnlyWebhookEventsPastTheWindow(t *testing.T) {
 
 	// Old loan and payout events with the payment and disbursements they
 	// brought, all received long ago; and recent events.
-	if _, err := b.store.RecordPayment(ctx, newPayment("tx-old")); err != nil {
+	if _, err := b.store.Payments().RecordPayment(ctx, newPayment("tx-old")); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, err := b.store.AcceptDisbursement(ctx, newDisbursement(fmt.Sprintf("L-old-%d", i), 1, fmt.Sprintf("evt_old_%d", i))); err != nil {
+		if _, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement(fmt.Sprintf("L-old-%d", i), 1, fmt.Sprintf("evt_old_%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,7 +33,7 @@ func TestPurgeDeletesOnlyWebhookEventsPastTheWindow(t *testing.T) {
 	b.exec(t, `UPDATE disbursements SET created_at = now() - interval '400 days', status_since = now() - interval '400 days'`)
 
 	// A batch of 2 makes the 6 old rows take several statements.
-	p, err := b.store.PurgeWebhookEvents(ctx, 90*24*time.Hour, 2)
+	p, err := b.store.Disbursements().PurgeWebhookEvents(ctx, 90*24*time.Hour, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +56,14 @@ func TestPurgeDeletesOnlyWebhookEventsPastTheWindow(t *testing.T) {
 		t.Errorf("%d disbursements left, want 5: disbursements are never purged", n)
 	}
 
-	again, err := b.store.PurgeWebhookEvents(ctx, 90*24*time.Hour, 0)
+	again, err := b.store.Disbursements().PurgeWebhookEvents(ctx, 90*24*time.Hour, 0)
 	if err != nil || again.Deleted != 0 {
 		t.Errorf("a second purge deleted %d (%v), want 0", again.Deleted, err)
 	}
 
 	// A redelivery of a purged loan event is a new event for the store, and
 	// still no second disbursement.
-	_, err = b.store.AcceptDisbursement(ctx, newDisbursement("L-old-0", 1, "evt_old_0"))
+	_, err = b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-old-0", 1, "evt_old_0"))
 	if !errors.Is(err, ErrDuplicate) || errors.Is(err, ErrEventSeen) {
 		t.Errorf("redelivered purged event: %v, want a duplicate of the tranche (not of the event)", err)
 	}
@@ -81,14 +81,14 @@ func TestPurgeRefusesAWindowUnderSevenDays(t *testing.T) {
 		('loans', 'evt_b', 'L-b-1', now() - interval '8 days')`)
 
 	for _, d := range []time.Duration{0, time.Hour, 6*24*time.Hour + 23*time.Hour} {
-		if p, err := b.store.PurgeWebhookEvents(ctx, d, 0); !errors.Is(err, ErrRetentionTooShort) || p.Deleted != 0 {
+		if p, err := b.store.Disbursements().PurgeWebhookEvents(ctx, d, 0); !errors.Is(err, ErrRetentionTooShort) || p.Deleted != 0 {
 			t.Errorf("purge older than %v: deleted %d, %v; want ErrRetentionTooShort", d, p.Deleted, err)
 		}
 	}
 	if n := b.count(t, `SELECT count(*) FROM webhook_events`); n != 2 {
 		t.Fatalf("a refused purge deleted rows: %d left", n)
 	}
-	p, err := b.store.PurgeWebhookEvents(ctx, MinEventRetention, 0)
+	p, err := b.store.Disbursements().PurgeWebhookEvents(ctx, MinEventRetention, 0)
 	if err != nil || p.Deleted != 1 {
 		t.Fatalf("purge older than 7 days: deleted %d, %v; want 1", p.Deleted, err)
 	}

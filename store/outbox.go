@@ -15,6 +15,16 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
+// Outbox is the forward jobs (ForwardArgs), River's transactional outbox
+// of recorded payments and disbursement status changes: inserted in the
+// transaction that makes their event (EnqueueForwardTx, ForwardStatusHook),
+// listed and put back (ForwardJobs, RetryForward, RetryGivenUpForwards),
+// read for one payment (PaymentForwards) and sent again (ReplayForwards).
+// Get it from Store.Outbox; it is safe for concurrent use.
+type Outbox struct {
+	*base
+}
+
 // The forward job: the transactional outbox of recorded payments and
 // disbursement status changes. River schedules, retries and discards it;
 // package forward works it.
@@ -130,12 +140,13 @@ type Forward struct {
 var ErrForward = errors.New("store: invalid forward")
 
 // EnqueueForwardTx inserts the payment.recorded forward job of f's payment
-// in tx, the transaction that records it (RecordPaymentFunc's fn): the job
-// commits with the payment or not at all. A job already held for the
-// payment (same webhook-id) is left as it is and nothing is inserted.
+// in tx, the transaction that records it (Payments.RecordPaymentFunc's
+// fn): the job commits with the payment or not at all. A job already held
+// for the payment (same webhook-id) is left as it is and nothing is
+// inserted.
 // Errors wrap ErrForward for a bad f, ErrUnavailable when the database
 // failed transiently.
-func (s *Store) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) error {
+func (s *Outbox) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) error {
 	if f.URL == "" || f.TransactionID == "" {
 		return fmt.Errorf("%w: a forward needs a URL and a transaction id", ErrForward)
 	}
@@ -152,7 +163,7 @@ func (s *Store) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) erro
 	return s.insertForward(ctx, tx, args)
 }
 
-func (s *Store) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {
+func (s *Outbox) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {
 	opts := &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}
 	if _, err := s.jobs.InsertTx(ctx, tx, args, opts); err != nil {
 		return translate("insert forward job", err)
@@ -160,27 +171,14 @@ func (s *Store) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) 
 	return nil
 }
 
-// RecordPaymentForwarded records p as RecordPaymentFunc does and, for a
-// newly recorded payment, inserts its forward to forwardURL in the same
-// transaction (EnqueueForwardTx). A forwardURL of "" forwards nothing:
-// it is RecordPayment. The outcomes are RecordPaymentFunc's: a duplicate
-// or a mismatch inserts no job, and a rolled-back record leaves none.
-func (s *Store) RecordPaymentForwarded(ctx context.Context, p Payment, forwardURL string) (Payment, error) {
-	if forwardURL == "" {
-		return s.RecordPayment(ctx, p)
-	}
-	return s.RecordPaymentFunc(ctx, p, func(ctx context.Context, tx pgx.Tx, rec Payment) error {
-		return s.EnqueueForwardTx(ctx, tx, Forward{Source: rec.Source, TransactionID: rec.TransactionID, URL: forwardURL})
-	})
-}
-
-// ForwardStatusHook returns a StatusHook (for OnStatusChange) that inserts
-// a disbursement.<status> forward job to url in every transaction that
-// moves a disbursement to sent, paid or failed. A row that goes from
+// ForwardStatusHook returns a StatusHook (for
+// Disbursements.OnStatusChange) that inserts a disbursement.<status>
+// forward job to url in every transaction that moves a disbursement to
+// sent, paid or failed. A row that goes from
 // pending straight to paid (the provider answered paid at once) is
 // forwarded as disbursement.paid only. Compose it with another hook by
 // calling both.
-func (s *Store) ForwardStatusHook(url string) StatusHook {
+func (s *Outbox) ForwardStatusHook(url string) StatusHook {
 	return func(ctx context.Context, tx pgx.Tx, c StatusChange) error {
 		d := c.Disbursement
 		if d.Status.Rank() < StatusSent.Rank() || url == "" {
@@ -247,7 +245,7 @@ type ForwardJobFilter struct {
 
 // ForwardJobs lists forward jobs, newest first. Errors wrap ErrUnavailable
 // when the database failed transiently.
-func (s *Store) ForwardJobs(ctx context.Context, f ForwardJobFilter) ([]ForwardJob, error) {
+func (s *Outbox) ForwardJobs(ctx context.Context, f ForwardJobFilter) ([]ForwardJob, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -276,7 +274,7 @@ func (s *Store) ForwardJobs(ctx context.Context, f ForwardJobFilter) ([]ForwardJ
 // JobRetry), with one more attempt if it had used them all, and returns it
 // as it stands afterwards. A running job is left alone. An id that is no
 // forward job is ErrNotFound.
-func (s *Store) RetryForward(ctx context.Context, id int64) (ForwardJob, error) {
+func (s *Outbox) RetryForward(ctx context.Context, id int64) (ForwardJob, error) {
 	row, err := s.jobs.JobGet(ctx, id)
 	switch {
 	case errors.Is(err, rivertype.ErrNotFound):
@@ -297,7 +295,7 @@ func (s *Store) RetryForward(ctx context.Context, id int64) (ForwardJob, error) 
 // forward job once and returns how many it put back. A job that is given
 // up again while it runs (the receiver is still down) is not retried a
 // second time.
-func (s *Store) RetryGivenUpForwards(ctx context.Context) (int, error) {
+func (s *Outbox) RetryGivenUpForwards(ctx context.Context) (int, error) {
 	seen := map[int64]bool{}
 	for {
 		jobs, err := s.ForwardJobs(ctx, ForwardJobFilter{GivenUp: true, Limit: 500 + len(seen)})

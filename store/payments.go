@@ -12,6 +12,20 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// Payments records payment webhooks exactly once and reads them back:
+// RecordPayment, RecordPaymentFunc and RecordPaymentForwarded (the package
+// documentation gives their guarantees), Confirm, Payment and
+// SearchPayments, and RecordMismatch, which keeps a delivery that mismatches
+// its stored payment for the review queue. Get it from Store.Payments; it
+// is safe for concurrent use.
+type Payments struct {
+	*base
+	// insert is the statement RecordPaymentFunc runs; see insertPaymentSQL.
+	insert string
+	// outbox inserts RecordPaymentForwarded's forward job.
+	outbox *Outbox
+}
+
 // DefaultSource is the source of a Payment whose Source is empty: paylock's
 // own flat body, and every payment recorded before sources existed
 // (migration 00004 gave them this source).
@@ -90,7 +104,7 @@ WHERE source = $1 AND transaction_id = $2`
 // reading the stored row); ErrInvalidPayload when the database refused the
 // values; a plain wrapped error for the rest, such as another constraint's
 // violation.
-func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
+func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
 	return s.RecordPaymentFunc(ctx, p, nil)
 }
 
@@ -114,7 +128,7 @@ func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
 // payment whose commit is confirmed, ErrDuplicate or ErrMismatch after a
 // conflict on payments_transaction_id_key and a fresh read (fn is not run),
 // ErrCommitUnknown when the commit's outcome is unknown.
-func (s *Store) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (Payment, error) {
+func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (Payment, error) {
 	p = p.withSource()
 	if cause := context.Cause(ctx); cause != nil {
 		return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
@@ -137,7 +151,7 @@ func (s *Store) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx co
 // recordAutocommit inserts p with one statement outside any transaction.
 // The server commits the statement's implicit transaction before it answers,
 // so a reply is the commit's outcome and a missing one leaves it unknown.
-func (s *Store) recordAutocommit(ctx context.Context, p Payment) (Payment, error) {
+func (s *Payments) recordAutocommit(ctx context.Context, p Payment) (Payment, error) {
 	// Acquired apart, so that waiting for a connection or opening one, which
 	// sends nothing, is never taken for an unanswered insert.
 	conn, err := s.pool.Acquire(ctx)
@@ -156,7 +170,7 @@ func (s *Store) recordAutocommit(ctx context.Context, p Payment) (Payment, error
 }
 
 // recordInTx inserts p in a transaction, runs fn in it and commits.
-func (s *Store) recordInTx(ctx context.Context, p Payment, fn func(context.Context, pgx.Tx, Payment) error) (Payment, error) {
+func (s *Payments) recordInTx(ctx context.Context, p Payment, fn func(context.Context, pgx.Tx, Payment) error) (Payment, error) {
 	// BEGIN is a round trip of its own: pgx offers no way to send it in one
 	// with the insert and still hand fn a pgx.Tx.
 	tx, err := s.pool.Begin(ctx)
@@ -200,17 +214,12 @@ func (s *Store) recordInTx(ctx context.Context, p Payment, fn func(context.Conte
 	return rec, nil
 }
 
-// rowQuerier is a pool or a transaction.
-type rowQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // insertPayment runs s.insert for p. It returns errConflict when
 // payments_transaction_id_key already holds p's source and transaction id,
 // whether the insert said so by returning no row or by raising a unique
 // violation (at the statement or, in autocommit, at its commit); any other
 // error is the driver's, untranslated.
-func (s *Store) insertPayment(ctx context.Context, q rowQuerier, p Payment) (Payment, error) {
+func (s *Payments) insertPayment(ctx context.Context, q querier, p Payment) (Payment, error) {
 	// json.RawMessage, not []byte: in the exec and simple_protocol modes
 	// (behind PgBouncer) pgx types a parameter by its Go type, and would
 	// send a []byte as bytea, which is no JSON.
@@ -241,40 +250,10 @@ func sentWithoutAnswer(err error) bool {
 	return errors.As(err, &pgErr) || transient(err)
 }
 
-// commit commits tx under its own timeout, even if ctx is done. A failure
-// that leaves the outcome unknown is ErrCommitUnknown: when the timeout
-// fires, pgx sends a cancel request and drops the connection, and the server
-// may have committed or not. A definite failure is translated, and a unique
-// violation of payments_transaction_id_key (raised at COMMIT by a deferred
-// check) is errConflict.
-func (s *Store) commit(ctx context.Context, tx pgx.Tx) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CommitTimeout)
-	defer cancel()
-	err := tx.Commit(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case !commitFailed(err):
-		return fmt.Errorf("%w: %w", ErrCommitUnknown, err)
-	case isTxIDConflict(err):
-		return fmt.Errorf("%w: %w", errConflict, err)
-	}
-	return translate("record payment: commit", err)
-}
-
-// rollback ends tx under its own timeout, even if ctx is done. Its error is
-// dropped: pgx closes a connection whose ROLLBACK failed, and the server then
-// aborts the transaction.
-func (s *Store) rollback(ctx context.Context, tx pgx.Tx) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CommitTimeout)
-	defer cancel()
-	_ = tx.Rollback(ctx)
-}
-
 // confirmConflict confirms that p's source and transaction id conflicted
 // with a stored row. A conflict whose row cannot be found (the conflicting
 // transaction rolled back, say) is ErrUnavailable: the sender must retry.
-func (s *Store) confirmConflict(ctx context.Context, p Payment) (Payment, error) {
+func (s *Payments) confirmConflict(ctx context.Context, p Payment) (Payment, error) {
 	stored, err := s.Confirm(ctx, p)
 	if errors.Is(err, ErrNotFound) {
 		return Payment{}, fmt.Errorf("%w: transaction %q of source %q conflicted on %s but no stored row was found",
@@ -289,7 +268,7 @@ func (s *Store) confirmConflict(ctx context.Context, p Payment) (Payment, error)
 // ErrNotFound when nothing is stored, and ErrUnavailable for transient
 // failures. The returned Payment (set with ErrDuplicate and ErrMismatch) has
 // no Payload.
-func (s *Store) Confirm(ctx context.Context, p Payment) (Payment, error) {
+func (s *Payments) Confirm(ctx context.Context, p Payment) (Payment, error) {
 	p = p.withSource()
 	var stored Payment
 	err := s.pool.QueryRow(ctx, selectSummarySQL, p.Source, p.TransactionID).Scan(
@@ -311,7 +290,7 @@ func (s *Store) Confirm(ctx context.Context, p Payment) (Payment, error) {
 // Payment returns the stored payment with the source ("" means
 // DefaultSource) and transaction id, or an error wrapping ErrNotFound.
 // Transient failures wrap ErrUnavailable.
-func (s *Store) Payment(ctx context.Context, source, transactionID string) (Payment, error) {
+func (s *Payments) Payment(ctx context.Context, source, transactionID string) (Payment, error) {
 	if source == "" {
 		source = DefaultSource
 	}
@@ -325,4 +304,18 @@ func (s *Store) Payment(ctx context.Context, source, transactionID string) (Paym
 		return Payment{}, translate("read payment", err)
 	}
 	return p, nil
+}
+
+// RecordPaymentForwarded records p as RecordPaymentFunc does and, for a
+// newly recorded payment, inserts its forward to forwardURL in the same
+// transaction (Outbox.EnqueueForwardTx). A forwardURL of "" forwards nothing:
+// it is RecordPayment. The outcomes are RecordPaymentFunc's: a duplicate
+// or a mismatch inserts no job, and a rolled-back record leaves none.
+func (s *Payments) RecordPaymentForwarded(ctx context.Context, p Payment, forwardURL string) (Payment, error) {
+	if forwardURL == "" {
+		return s.RecordPayment(ctx, p)
+	}
+	return s.RecordPaymentFunc(ctx, p, func(ctx context.Context, tx pgx.Tx, rec Payment) error {
+		return s.outbox.EnqueueForwardTx(ctx, tx, Forward{Source: rec.Source, TransactionID: rec.TransactionID, URL: forwardURL})
+	})
 }

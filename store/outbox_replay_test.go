@@ -7,59 +7,6 @@ import (
 	"time"
 )
 
-func TestConsoleSearchPayments(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	for _, src := range []string{"stripe", "adyen"} {
-		for _, id := range []string{"s-1", "s-2"} {
-			p := newPayment(id)
-			p.Source = src
-			p.EventID = "evt_" + src + "_" + id
-			if _, err := b.store.RecordPayment(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	later := time.Now().Add(time.Hour)
-	tests := []struct {
-		name string
-		q    PaymentSearch
-		want []string // source/transaction_id, newest first
-	}{
-		{"ByTransactionID", PaymentSearch{TransactionID: "s-1"}, []string{"adyen/s-1", "stripe/s-1"}},
-		{"ByEventID", PaymentSearch{EventID: "evt_adyen_s-2"}, []string{"adyen/s-2"}},
-		{"BySource", PaymentSearch{Source: "stripe"}, []string{"stripe/s-2", "stripe/s-1"}},
-		{"BySourceAndRange", PaymentSearch{Source: "stripe", Since: time.Now().Add(-time.Hour), Until: later}, []string{"stripe/s-2", "stripe/s-1"}},
-		{"RangeInTheFuture", PaymentSearch{Since: later}, nil},
-		{"Limit", PaymentSearch{Limit: 1}, []string{"adyen/s-2"}},
-		{"Nothing", PaymentSearch{TransactionID: "nope"}, nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := b.store.SearchPayments(ctx, tc.q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, p := range got {
-				names = append(names, p.Source+"/"+p.TransactionID)
-				if p.Payload != nil || p.EventID == "" || p.ReceivedAt.IsZero() {
-					t.Errorf("%+v: want no payload, an event id and received_at", p)
-				}
-			}
-			if len(names) != len(tc.want) {
-				t.Fatalf("got %v, want %v", names, tc.want)
-			}
-			for i := range names {
-				if names[i] != tc.want[i] {
-					t.Fatalf("got %v, want %v", names, tc.want)
-				}
-			}
-		})
-	}
-}
-
 // finish marks every forward job completed, as the worker would.
 func (b *bundle) finish(t *testing.T) {
 	t.Helper()
@@ -77,13 +24,13 @@ func TestReplayForwards(t *testing.T) {
 	for _, id := range []string{"r-1", "r-2", "r-3"} {
 		p := newPayment(id)
 		p.Source = "stripe"
-		if _, err := b.store.RecordPaymentForwarded(ctx, p, forwardURL); err != nil {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardURL); err != nil {
 			t.Fatal(err)
 		}
 	}
 	other := newPayment("r-1") // same id, other source: not selected
 	other.Source = "adyen"
-	if _, err := b.store.RecordPaymentForwarded(ctx, other, forwardURL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, other, forwardURL); err != nil {
 		t.Fatal(err)
 	}
 	// r-3's job is gone (River deleted it after its retention).
@@ -96,7 +43,7 @@ func TestReplayForwards(t *testing.T) {
 	t.Run("DryRunOnlyCounts", func(t *testing.T) {
 		f := filter
 		f.DryRun, f.URL = true, ""
-		res, err := b.store.ReplayForwards(ctx, f)
+		res, err := b.store.Outbox().ReplayForwards(ctx, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +60,7 @@ func TestReplayForwards(t *testing.T) {
 		}
 	})
 	t.Run("ReplaysWithTheOriginalWebhookIDs", func(t *testing.T) {
-		res, err := b.store.ReplayForwards(ctx, filter)
+		res, err := b.store.Outbox().ReplayForwards(ctx, filter)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +68,7 @@ func TestReplayForwards(t *testing.T) {
 			t.Fatalf("replay %+v, want 3 payments, 2 retried, 1 inserted", res)
 		}
 		for _, id := range []string{"r-1", "r-2", "r-3"} {
-			jobs, err := b.store.PaymentForwards(ctx, "stripe", id)
+			jobs, err := b.store.Outbox().PaymentForwards(ctx, "stripe", id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +76,7 @@ func TestReplayForwards(t *testing.T) {
 				t.Fatalf("%s: jobs %+v, want one available job with its webhook-id", id, jobs)
 			}
 		}
-		adyen, err := b.store.PaymentForwards(ctx, "adyen", "r-1")
+		adyen, err := b.store.Outbox().PaymentForwards(ctx, "adyen", "r-1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +84,7 @@ func TestReplayForwards(t *testing.T) {
 			t.Fatalf("adyen's job %+v, want it left completed", adyen)
 		}
 		// Jobs still waiting are left alone.
-		res, err = b.store.ReplayForwards(ctx, filter)
+		res, err = b.store.Outbox().ReplayForwards(ctx, filter)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +96,7 @@ func TestReplayForwards(t *testing.T) {
 		b.finish(t)
 		f := filter
 		f.Since, f.TransactionID = time.Time{}, "r-2"
-		res, err := b.store.ReplayForwards(ctx, f)
+		res, err := b.store.Outbox().ReplayForwards(ctx, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,14 +107,14 @@ func TestReplayForwards(t *testing.T) {
 	t.Run("UntilBoundsTheWindow", func(t *testing.T) {
 		f := filter
 		f.DryRun, f.Until = true, start
-		res, err := b.store.ReplayForwards(ctx, f)
+		res, err := b.store.Outbox().ReplayForwards(ctx, f)
 		if err != nil || res.Payments != 0 {
 			t.Fatalf("replay %+v, %v: want nothing before start", res, err)
 		}
 	})
 	t.Run("NeedsAWindowAndAURL", func(t *testing.T) {
 		for _, f := range []ReplayFilter{{Source: "stripe", URL: forwardURL}, {Source: "stripe", Since: start}} {
-			if _, err := b.store.ReplayForwards(ctx, f); !errors.Is(err, ErrForward) {
+			if _, err := b.store.Outbox().ReplayForwards(ctx, f); !errors.Is(err, ErrForward) {
 				t.Errorf("%+v: got %v, want ErrForward", f, err)
 			}
 		}

@@ -35,7 +35,7 @@ func TestAcceptDisbursementRecordsEachTrancheOnce(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 
-	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-1", 1, "evt_1"))
+	d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-1", 1, "evt_1"))
 	if err != nil {
 		t.Fatalf("first event: %v", err)
 	}
@@ -44,13 +44,13 @@ func TestAcceptDisbursementRecordsEachTrancheOnce(t *testing.T) {
 	}
 
 	t.Run("TheSameEventAgainIsSeen", func(t *testing.T) {
-		_, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-1", 1, "evt_1"))
+		_, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-1", 1, "evt_1"))
 		if !errors.Is(err, ErrEventSeen) || !errors.Is(err, ErrDuplicate) {
 			t.Fatalf("got %v, want ErrEventSeen (and ErrDuplicate)", err)
 		}
 	})
 	t.Run("ANewEventForTheSameTrancheIsADuplicateAndIsRecorded", func(t *testing.T) {
-		_, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-1", 1, "evt_2"))
+		_, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-1", 1, "evt_2"))
 		if !errors.Is(err, ErrDuplicate) || errors.Is(err, ErrEventSeen) {
 			t.Fatalf("got %v, want ErrDuplicate but not ErrEventSeen", err)
 		}
@@ -61,7 +61,7 @@ func TestAcceptDisbursementRecordsEachTrancheOnce(t *testing.T) {
 	t.Run("ANewEventWithAnotherAmountIsAMismatchAndIsNotRecorded", func(t *testing.T) {
 		other := newDisbursement("L-1", 1, "evt_3")
 		other.Amount = 400000
-		_, err := b.store.AcceptDisbursement(ctx, other)
+		_, err := b.store.Disbursements().AcceptDisbursement(ctx, other)
 		if !errors.Is(err, ErrMismatch) {
 			t.Fatalf("got %v, want ErrMismatch", err)
 		}
@@ -70,13 +70,13 @@ func TestAcceptDisbursementRecordsEachTrancheOnce(t *testing.T) {
 		}
 	})
 	t.Run("AnEventIdReusedForAnotherTrancheIsAMismatch", func(t *testing.T) {
-		_, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-1", 2, "evt_1"))
+		_, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-1", 2, "evt_1"))
 		if !errors.Is(err, ErrMismatch) {
 			t.Fatalf("got %v, want ErrMismatch", err)
 		}
 	})
 	t.Run("TrancheTwoIsItsOwnDisbursement", func(t *testing.T) {
-		d2, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-1", 2, "evt_4"))
+		d2, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-1", 2, "evt_4"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,11 +87,11 @@ func TestAcceptDisbursementRecordsEachTrancheOnce(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM disbursements WHERE loan_id = 'L-1'"); n != 2 {
 		t.Fatalf("%d disbursements for L-1, want 2", n)
 	}
-	stored, err := b.store.Disbursement(ctx, "L-1", 1)
+	stored, err := b.store.Disbursements().Disbursement(ctx, "L-1", 1)
 	if err != nil || stored.Amount != 500000 || stored.EventID != "evt_1" {
 		t.Fatalf("stored %+v, %v", stored, err)
 	}
-	if _, err := b.store.Disbursement(ctx, "L-1", 3); !errors.Is(err, ErrNotFound) {
+	if _, err := b.store.Disbursements().Disbursement(ctx, "L-1", 3); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing tranche: %v, want ErrNotFound", err)
 	}
 }
@@ -117,7 +117,7 @@ func TestConcurrentEventsForOneTrancheCreateOneDisbursement(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			// Half the events share ids: redeliveries racing new approvals.
-			_, errs[i] = stores[i%replicas].AcceptDisbursement(ctx, newDisbursement("L-race", 1, fmt.Sprintf("evt_%d", i/2)))
+			_, errs[i] = stores[i%replicas].Disbursements().AcceptDisbursement(ctx, newDisbursement("L-race", 1, fmt.Sprintf("evt_%d", i/2)))
 		})
 	}
 	close(start)
@@ -177,7 +177,7 @@ func TestOnlyANewDisbursementGetsAPayoutJobInItsTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j1"))
+	d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +185,11 @@ func TestOnlyANewDisbursementGetsAPayoutJobInItsTransaction(t *testing.T) {
 		t.Fatalf("%d payout jobs for a new disbursement, want 1", n)
 	}
 	// A redelivery, a re-approval and a mismatch add no job.
-	_, _ = b.store.AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j1"))
-	_, _ = b.store.AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j2"))
+	_, _ = b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j1"))
+	_, _ = b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-j", 1, "evt_j2"))
 	other := newDisbursement("L-j", 1, "evt_j3")
 	other.Amount++
-	if _, err := b.store.AcceptDisbursement(ctx, other); !errors.Is(err, ErrMismatch) {
+	if _, err := b.store.Disbursements().AcceptDisbursement(ctx, other); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("mismatch: %v", err)
 	}
 	if n := b.count(t, "SELECT count(*) FROM river_job"); n != 1 {
@@ -217,10 +217,10 @@ func TestOnlyANewDisbursementGetsAPayoutJobInItsTransaction(t *testing.T) {
 	if _, err := b.admin.Exec(ctx, `CREATE TRIGGER refuse_job BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTION refuse_job()`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcceptDisbursement(ctx, newDisbursement("L-j", 2, "evt_j4")); err == nil {
+	if _, err := s.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-j", 2, "evt_j4")); err == nil {
 		t.Fatal("accepted without its job")
 	}
-	if _, err := s.Disbursement(ctx, "L-j", 2); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Disbursements().Disbursement(ctx, "L-j", 2); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the row of a failed job insert: %v, want ErrNotFound", err)
 	}
 	if n := b.events(t, SourceLoans, "evt_j4"); n != 0 {
@@ -232,41 +232,41 @@ func TestWorkerUpdatesApplyToPendingRowsOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-c", 1, "evt_c"))
+	d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-c", 1, "evt_c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := b.store.BeginAttempt(ctx, d.ID)
+	first, err := b.store.Disbursements().BeginAttempt(ctx, d.ID)
 	if err != nil || first.Attempts != 1 || first.FirstAttemptAt.IsZero() {
 		t.Fatalf("first attempt %+v, %v", first, err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	second, err := b.store.BeginAttempt(ctx, d.ID)
+	second, err := b.store.Disbursements().BeginAttempt(ctx, d.ID)
 	if err != nil || second.Attempts != 2 || !second.FirstAttemptAt.Equal(first.FirstAttemptAt) {
 		t.Fatalf("second attempt %+v, %v", second, err)
 	}
 	if second.SinceFirstAttempt < 50*time.Millisecond {
 		t.Errorf("SinceFirstAttempt = %v, want at least the pause", second.SinceFirstAttempt)
 	}
-	if err := b.store.MarkSent(ctx, d.ID, "po_1", StatusSent); err != nil {
+	if err := b.store.Disbursements().MarkSent(ctx, d.ID, "po_1", StatusSent); err != nil {
 		t.Fatal(err)
 	}
 	for name, update := range map[string]func() error{
-		"MarkSent":      func() error { return b.store.MarkSent(ctx, d.ID, "po_2", StatusSent) },
-		"MarkFailed":    func() error { return b.store.MarkFailed(ctx, d.ID, "late refusal") },
-		"NoteRetry":     func() error { return b.store.NoteRetry(ctx, d.ID, time.Second, "late 503") },
-		"FlagForReview": func() error { return b.store.FlagForReview(ctx, d.ID, "late") },
-		"BeginAttempt":  func() error { _, err := b.store.BeginAttempt(ctx, d.ID); return err },
+		"MarkSent":      func() error { return b.store.Disbursements().MarkSent(ctx, d.ID, "po_2", StatusSent) },
+		"MarkFailed":    func() error { return b.store.Disbursements().MarkFailed(ctx, d.ID, "late refusal") },
+		"NoteRetry":     func() error { return b.store.Disbursements().NoteRetry(ctx, d.ID, time.Second, "late 503") },
+		"FlagForReview": func() error { return b.store.Disbursements().FlagForReview(ctx, d.ID, "late") },
+		"BeginAttempt":  func() error { _, err := b.store.Disbursements().BeginAttempt(ctx, d.ID); return err },
 	} {
 		if err := update(); !errors.Is(err, ErrNotPending) {
 			t.Errorf("%s on a sent row: %v, want ErrNotPending", name, err)
 		}
 	}
-	got, _ := b.store.Disbursement(ctx, "L-c", 1)
+	got, _ := b.store.Disbursements().Disbursement(ctx, "L-c", 1)
 	if got.Status != StatusSent || got.ProviderRef != "po_1" || got.Attempts != 2 || got.LastError != "" || got.ReviewReason != "" {
 		t.Fatalf("a sent row changed: %+v", got)
 	}
-	if _, err := b.store.BeginAttempt(ctx, 1<<40); !errors.Is(err, ErrNotFound) {
+	if _, err := b.store.Disbursements().BeginAttempt(ctx, 1<<40); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown id: %v, want ErrNotFound", err)
 	}
 }
@@ -275,26 +275,26 @@ func TestNoteRetryAndReview(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	d1, _ := b.store.AcceptDisbursement(ctx, newDisbursement("L-r", 1, "evt_r1"))
-	d2, _ := b.store.AcceptDisbursement(ctx, newDisbursement("L-r", 2, "evt_r2"))
-	if err := b.store.NoteRetry(ctx, d1.ID, time.Minute, "503"); err != nil {
+	d1, _ := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-r", 1, "evt_r1"))
+	d2, _ := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-r", 2, "evt_r2"))
+	if err := b.store.Disbursements().NoteRetry(ctx, d1.ID, time.Minute, "503"); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := b.store.Disbursement(ctx, "L-r", 1)
+	got, _ := b.store.Disbursements().Disbursement(ctx, "L-r", 1)
 	if got.Status != StatusPending || got.LastError != "503" || time.Until(got.NextAttemptAt) < 50*time.Second {
 		t.Fatalf("after NoteRetry: %+v", got)
 	}
-	if err := b.store.FlagForReview(ctx, d2.ID, "a person decides"); err != nil {
+	if err := b.store.Disbursements().FlagForReview(ctx, d2.ID, "a person decides"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.BeginAttempt(ctx, d2.ID); !errors.Is(err, ErrNotPending) {
+	if _, err := b.store.Disbursements().BeginAttempt(ctx, d2.ID); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("an attempt began on a flagged row: %v", err)
 	}
-	stuck, err := b.store.StuckDisbursements(ctx, time.Hour)
+	stuck, err := b.store.Disbursements().StuckDisbursements(ctx, time.Hour)
 	if err != nil || len(stuck) != 1 || stuck[0].ID != d2.ID {
 		t.Fatalf("stuck = %+v, %v; want the flagged row", stuck, err)
 	}
-	stuck, _ = b.store.StuckDisbursements(ctx, 0)
+	stuck, _ = b.store.Disbursements().StuckDisbursements(ctx, 0)
 	if len(stuck) != 2 {
 		t.Fatalf("stuck with no threshold = %d rows, want 2", len(stuck))
 	}
@@ -306,22 +306,22 @@ func TestRetriedFailuresListsFailedRowsWithoutARefAttemptedTwice(t *testing.T) {
 	ctx := context.Background()
 	fail := func(loan string, attempts int) {
 		t.Helper()
-		d, err := b.store.AcceptDisbursement(ctx, newDisbursement(loan, 1, "evt_"+loan))
+		d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement(loan, 1, "evt_"+loan))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range attempts {
-			if _, err := b.store.BeginAttempt(ctx, d.ID); err != nil {
+			if _, err := b.store.Disbursements().BeginAttempt(ctx, d.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := b.store.MarkFailed(ctx, d.ID, "403"); err != nil {
+		if err := b.store.Disbursements().MarkFailed(ctx, d.ID, "403"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fail("L-once", 1)
 	fail("L-twice", 2)
-	got, err := b.store.RetriedFailures(ctx)
+	got, err := b.store.Disbursements().RetriedFailures(ctx)
 	if err != nil || len(got) != 1 || got[0].LoanID != "L-twice" {
 		t.Fatalf("RetriedFailures = %+v, %v; want only L-twice", got, err)
 	}
@@ -341,7 +341,7 @@ func TestStatusHookRunsInTheTransactionThatChangesTheStatus(t *testing.T) {
 		changes []StatusChange
 		refuse  error
 	)
-	s.OnStatusChange(func(ctx context.Context, tx pgx.Tx, c StatusChange) error {
+	s.Disbursements().OnStatusChange(func(ctx context.Context, tx pgx.Tx, c StatusChange) error {
 		// The hook sees the change from inside its transaction.
 		var status string
 		if err := tx.QueryRow(ctx, "SELECT status FROM disbursements WHERE id = $1", c.Disbursement.ID).Scan(&status); err != nil {
@@ -355,19 +355,19 @@ func TestStatusHookRunsInTheTransactionThatChangesTheStatus(t *testing.T) {
 		changes = append(changes, c)
 		return refuse
 	})
-	d1, _ := s.AcceptDisbursement(ctx, newDisbursement("L-h", 1, "evt_h1"))
-	d2, _ := s.AcceptDisbursement(ctx, newDisbursement("L-h", 2, "evt_h2"))
-	if err := s.MarkSent(ctx, d1.ID, "po_h1", StatusSent); err != nil {
+	d1, _ := s.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-h", 1, "evt_h1"))
+	d2, _ := s.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-h", 2, "evt_h2"))
+	if err := s.Disbursements().MarkSent(ctx, d1.ID, "po_h1", StatusSent); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.ApplyPayoutStatus(ctx, "pe_h1", "po_h1", StatusPaid, ""); err != nil {
+	if _, _, err := s.Disbursements().ApplyPayoutStatus(ctx, "pe_h1", "po_h1", StatusPaid, ""); err != nil {
 		t.Fatal(err)
 	}
 	refuse = errors.New("forwarding unavailable")
-	if err := s.MarkFailed(ctx, d2.ID, "refused"); !errors.Is(err, refuse) {
+	if err := s.Disbursements().MarkFailed(ctx, d2.ID, "refused"); !errors.Is(err, refuse) {
 		t.Fatalf("MarkFailed with a failing hook: %v, want the hook's error", err)
 	}
-	if got, _ := s.Disbursement(ctx, "L-h", 2); got.Status != StatusPending {
+	if got, _ := s.Disbursements().Disbursement(ctx, "L-h", 2); got.Status != StatusPending {
 		t.Fatalf("a change whose hook failed was kept: %+v", got)
 	}
 	mu.Lock()
@@ -389,49 +389,49 @@ func TestPayoutStatusMovesForwardOnly(t *testing.T) {
 	ctx := context.Background()
 	sent := func(t *testing.T, loan, ref string) {
 		t.Helper()
-		d, err := b.store.AcceptDisbursement(ctx, newDisbursement(loan, 1, "evt_"+loan))
+		d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement(loan, 1, "evt_"+loan))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.store.BeginAttempt(ctx, d.ID); err != nil {
+		if _, err := b.store.Disbursements().BeginAttempt(ctx, d.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.store.MarkSent(ctx, d.ID, ref, StatusSent); err != nil {
+		if err := b.store.Disbursements().MarkSent(ctx, d.ID, ref, StatusSent); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Run("PaidThenLateFailedStaysPaid", func(t *testing.T) {
 		sent(t, "L-p1", "po_1")
-		d, applied, err := b.store.ApplyPayoutStatus(ctx, "pe_1", "po_1", StatusPaid, "")
+		d, applied, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pe_1", "po_1", StatusPaid, "")
 		if err != nil || !applied || d.Status != StatusPaid {
 			t.Fatalf("paid: %+v applied=%v %v", d, applied, err)
 		}
-		d, applied, err = b.store.ApplyPayoutStatus(ctx, "pe_2", "po_1", StatusFailed, "late")
+		d, applied, err = b.store.Disbursements().ApplyPayoutStatus(ctx, "pe_2", "po_1", StatusFailed, "late")
 		if err != nil || applied || d.Status != StatusPaid {
 			t.Fatalf("late failed: %+v applied=%v %v", d, applied, err)
 		}
 		if n := b.events(t, SourcePayouts, "pe_2"); n != 1 {
 			t.Fatalf("an ignored event is still received: %d rows", n)
 		}
-		if _, _, err := b.store.ApplyPayoutStatus(ctx, "pe_1", "po_1", StatusPaid, ""); !errors.Is(err, ErrEventSeen) {
+		if _, _, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pe_1", "po_1", StatusPaid, ""); !errors.Is(err, ErrEventSeen) {
 			t.Fatalf("repeated event: %v, want ErrEventSeen", err)
 		}
-		if _, _, err := b.store.ApplyPayoutStatus(ctx, "pe_1", "po_other", StatusPaid, ""); !errors.Is(err, ErrMismatch) {
+		if _, _, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pe_1", "po_other", StatusPaid, ""); !errors.Is(err, ErrMismatch) {
 			t.Fatalf("event id reused for another payout: %v, want ErrMismatch", err)
 		}
 	})
 	t.Run("FirstTerminalStatusWins", func(t *testing.T) {
 		sent(t, "L-p2", "po_2")
-		if _, applied, err := b.store.ApplyPayoutStatus(ctx, "pe_3", "po_2", StatusFailed, "account closed"); err != nil || !applied {
+		if _, applied, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pe_3", "po_2", StatusFailed, "account closed"); err != nil || !applied {
 			t.Fatalf("failed: %v %v", applied, err)
 		}
-		d, applied, err := b.store.ApplyPayoutStatus(ctx, "pe_4", "po_2", StatusPaid, "")
+		d, applied, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pe_4", "po_2", StatusPaid, "")
 		if err != nil || applied || d.Status != StatusFailed || d.LastError != "account closed" {
 			t.Fatalf("paid after failed: %+v applied=%v %v", d, applied, err)
 		}
 	})
 	t.Run("UnknownPayoutIsNotFoundAndNotRecorded", func(t *testing.T) {
-		if _, _, err := b.store.ApplyPayoutStatus(ctx, "pe_5", "po_unknown", StatusPaid, ""); !errors.Is(err, ErrNotFound) {
+		if _, _, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pe_5", "po_unknown", StatusPaid, ""); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("got %v, want ErrNotFound", err)
 		}
 		if n := b.events(t, SourcePayouts, "pe_5"); n != 0 {
@@ -449,7 +449,7 @@ func TestPayoutStatusMovesForwardOnly(t *testing.T) {
 					status = StatusFailed
 				}
 				var err error
-				_, applied[i], err = b.store.ApplyPayoutStatus(ctx, fmt.Sprintf("pe_c%d", i), "po_3", status, "")
+				_, applied[i], err = b.store.Disbursements().ApplyPayoutStatus(ctx, fmt.Sprintf("pe_c%d", i), "po_3", status, "")
 				if err != nil {
 					t.Errorf("event %d: %v", i, err)
 				}
@@ -486,7 +486,7 @@ func TestPayoutJobsAreInsertedAndWorkedThroughPgBouncer(t *testing.T) {
 			t.Parallel()
 			s, _ := pooledSetup(t, mode, pooledTimeouts)
 			ctx := context.Background()
-			d, err := s.AcceptDisbursement(ctx, newDisbursement("L-pgb", 1, "evt_pgb"))
+			d, err := s.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-pgb", 1, "evt_pgb"))
 			if err != nil {
 				t.Fatal(err)
 			}

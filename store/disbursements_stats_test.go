@@ -11,7 +11,7 @@ import (
 func TestDisbursementStatsOfAnEmptyTableReportEveryStatusAtZero(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s, err := b.store.DisbursementStats(context.Background())
+	s, err := b.store.Disbursements().DisbursementStats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestDisbursementStatsCountStatusesAndFindTheOldestUnsettledRow(t *testing.T
 	b := setup(t)
 	ctx := context.Background()
 	for i := range 9 {
-		if _, err := b.store.AcceptDisbursement(ctx, newDisbursement(fmt.Sprintf("L-%d", i), 1, fmt.Sprintf("evt_%d", i))); err != nil {
+		if _, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement(fmt.Sprintf("L-%d", i), 1, fmt.Sprintf("evt_%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +44,7 @@ func TestDisbursementStatsCountStatusesAndFindTheOldestUnsettledRow(t *testing.T
 		WHERE loan_id IN ('L-5', 'L-6', 'L-7')`)
 	b.exec(t, `UPDATE disbursements SET status = 'failed', status_since = now() - interval '30 days' WHERE loan_id = 'L-8'`)
 
-	s, err := b.store.DisbursementStats(ctx)
+	s, err := b.store.Disbursements().DisbursementStats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestDisbursementStatsHonourTheContextDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = b.store.DisbursementStats(ctx)
+	_, err = b.store.Disbursements().DisbursementStats(ctx)
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("stats behind a lock: %v, want ErrUnavailable", err)
 	}

@@ -13,7 +13,7 @@ const forwardURL = "https://orders.internal/paylock"
 // forwardJobs returns the forward jobs' args held for the test's schema.
 func (b *bundle) forwardJobs(t *testing.T) []ForwardJob {
 	t.Helper()
-	jobs, err := b.store.ForwardJobs(context.Background(), ForwardJobFilter{Limit: 1000})
+	jobs, err := b.store.Outbox().ForwardJobs(context.Background(), ForwardJobFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 
 	p := newPayment("fwd-1")
 	p.Source = "stripe"
-	if _, err := b.store.RecordPaymentForwarded(ctx, p, forwardURL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardURL); err != nil {
 		t.Fatal(err)
 	}
 	jobs := b.forwardJobs(t)
@@ -41,7 +41,7 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 	}
 
 	t.Run("ADuplicateInsertsNoSecondJob", func(t *testing.T) {
-		_, err := b.store.RecordPaymentForwarded(ctx, p, forwardURL)
+		_, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardURL)
 		if !errors.Is(err, ErrDuplicate) {
 			t.Fatalf("got %v, want ErrDuplicate", err)
 		}
@@ -54,7 +54,7 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.store.EnqueueForwardTx(ctx, tx, Forward{Source: "stripe", TransactionID: "fwd-1", URL: "https://elsewhere.internal/"}); err != nil {
+		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: "stripe", TransactionID: "fwd-1", URL: "https://elsewhere.internal/"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -65,7 +65,7 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 		}
 	})
 	t.Run("WithoutAURLNothingIsEnqueued", func(t *testing.T) {
-		if _, err := b.store.RecordPaymentForwarded(ctx, newPayment("fwd-nourl"), ""); err != nil {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment("fwd-nourl"), ""); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(b.forwardJobs(t)); n != 1 {
@@ -79,8 +79,8 @@ func TestARolledBackRecordLeavesNoForward(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	boom := errors.New("the embedder's hook failed")
-	_, err := b.store.RecordPaymentFunc(ctx, newPayment("fwd-rb"), func(ctx context.Context, tx pgx.Tx, p Payment) error {
-		if err := b.store.EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, URL: forwardURL}); err != nil {
+	_, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("fwd-rb"), func(ctx context.Context, tx pgx.Tx, p Payment) error {
+		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, URL: forwardURL}); err != nil {
 			return err
 		}
 		return boom
@@ -101,8 +101,8 @@ func TestEnqueueForwardRefusesAnIncompleteForward(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	for _, f := range []Forward{{TransactionID: "tx"}, {URL: forwardURL}} {
-		_, err := b.store.RecordPaymentFunc(ctx, newPayment("fwd-bad-"+f.URL), func(ctx context.Context, tx pgx.Tx, _ Payment) error {
-			return b.store.EnqueueForwardTx(ctx, tx, f)
+		_, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("fwd-bad-"+f.URL), func(ctx context.Context, tx pgx.Tx, _ Payment) error {
+			return b.store.Outbox().EnqueueForwardTx(ctx, tx, f)
 		})
 		if !errors.Is(err, ErrForward) {
 			t.Errorf("%+v: got %v, want ErrForward", f, err)
@@ -114,19 +114,19 @@ func TestStatusChangesEnqueueDisbursementForwards(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	b.store.OnStatusChange(b.store.ForwardStatusHook(forwardURL))
+	b.store.Disbursements().OnStatusChange(b.store.Outbox().ForwardStatusHook(forwardURL))
 
-	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-fwd", 2, "evt_fwd"))
+	d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-fwd", 2, "evt_fwd"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(b.forwardJobs(t)); n != 0 {
 		t.Fatalf("%d forward jobs for a pending row, want 0", n)
 	}
-	if err := b.store.MarkSent(ctx, d.ID, "po_fwd", StatusSent); err != nil {
+	if err := b.store.Disbursements().MarkSent(ctx, d.ID, "po_fwd", StatusSent); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.store.ApplyPayoutStatus(ctx, "pevt_1", "po_fwd", StatusPaid, ""); err != nil {
+	if _, _, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pevt_1", "po_fwd", StatusPaid, ""); err != nil {
 		t.Fatal(err)
 	}
 	jobs := b.forwardJobs(t) // newest first
@@ -147,7 +147,7 @@ func TestStatusChangesEnqueueDisbursementForwards(t *testing.T) {
 	}
 
 	t.Run("AStaleStatusChangesNothingAndForwardsNothing", func(t *testing.T) {
-		if _, applied, err := b.store.ApplyPayoutStatus(ctx, "pevt_2", "po_fwd", StatusFailed, "late"); err != nil || applied {
+		if _, applied, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pevt_2", "po_fwd", StatusFailed, "late"); err != nil || applied {
 			t.Fatalf("applied %v, %v", applied, err)
 		}
 		if n := len(b.forwardJobs(t)); n != 2 {
@@ -188,10 +188,10 @@ func TestRetryForwardOfAnUnknownJobIsNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	if _, err := b.store.RetryForward(ctx, 424242); !errors.Is(err, ErrNotFound) {
+	if _, err := b.store.Outbox().RetryForward(ctx, 424242); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown id: got %v, want ErrNotFound", err)
 	}
-	d, err := b.store.AcceptDisbursement(ctx, newDisbursement("L-rf", 1, "evt_rf"))
+	d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-rf", 1, "evt_rf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestRetryForwardOfAnUnknownJobIsNotFound(t *testing.T) {
 	if err := b.admin.QueryRow(ctx, "SELECT id FROM river_job WHERE kind = $1", PayoutKind).Scan(&payoutJob); err != nil {
 		t.Fatal(err, d.ID)
 	}
-	if _, err := b.store.RetryForward(ctx, payoutJob); !errors.Is(err, ErrNotFound) {
+	if _, err := b.store.Outbox().RetryForward(ctx, payoutJob); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a payout job's id: got %v, want ErrNotFound", err)
 	}
 }
@@ -209,16 +209,16 @@ func TestRetryGivenUpForwardsPutsEachBackOnce(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	for _, id := range []string{"fwd-g1", "fwd-g2", "fwd-g3"} {
-		if _, err := b.store.RecordPaymentForwarded(ctx, newPayment(id), forwardURL); err != nil {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment(id), forwardURL); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b.exec(t, `UPDATE river_job SET state = 'discarded', finalized_at = now(), attempt = max_attempts WHERE kind = 'forward' AND args->>'transaction_id' <> 'fwd-g3'`)
-	given, err := b.store.ForwardJobs(ctx, ForwardJobFilter{GivenUp: true})
+	given, err := b.store.Outbox().ForwardJobs(ctx, ForwardJobFilter{GivenUp: true})
 	if err != nil || len(given) != 2 || !given[0].GivenUp() {
 		t.Fatalf("given up: %+v, %v; want 2", given, err)
 	}
-	n, err := b.store.RetryGivenUpForwards(ctx)
+	n, err := b.store.Outbox().RetryGivenUpForwards(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("retried %d, %v; want 2", n, err)
 	}
@@ -230,7 +230,7 @@ func TestRetryGivenUpForwardsPutsEachBackOnce(t *testing.T) {
 			t.Errorf("job %d has %d attempts, want %d", j.ID, j.MaxAttempts, want)
 		}
 	}
-	if n, err := b.store.RetryGivenUpForwards(ctx); err != nil || n != 0 {
+	if n, err := b.store.Outbox().RetryGivenUpForwards(ctx); err != nil || n != 0 {
 		t.Fatalf("a second retry put back %d, %v; want 0", n, err)
 	}
 }

@@ -11,72 +11,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// What the admin console (handler.Console) and "paylock forward replay"
-// read: payments found by transaction id, event id, or source and time
-// range (indexed by migration 00009), and a payment's forward jobs.
-
-// MaxSearchLimit bounds PaymentSearch.Limit; DefaultSearchLimit is its
-// default.
-const (
-	MaxSearchLimit     = 200
-	DefaultSearchLimit = 50
-)
-
-// PaymentSearch selects payments. Empty fields select everything; every
-// field given must match. The time range is on received_at: Since
-// inclusive, Until exclusive.
-type PaymentSearch struct {
-	TransactionID string
-	EventID       string
-	Source        string
-	Since, Until  time.Time
-	// Limit is how many at most, newest first: 0 is DefaultSearchLimit,
-	// and more than MaxSearchLimit is MaxSearchLimit.
-	Limit int
-}
-
-const searchPaymentsSQL = `
-SELECT source, transaction_id, amount, currency::text, coalesce(event_id, ''), received_at
-FROM payments
-WHERE ($1 = '' OR transaction_id = $1)
-  AND ($2 = '' OR event_id = $2)
-  AND ($3 = '' OR source = $3)
-  AND ($4::timestamptz IS NULL OR received_at >= $4)
-  AND ($5::timestamptz IS NULL OR received_at < $5)
-ORDER BY received_at DESC, id DESC
-LIMIT $6`
-
-// SearchPayments returns the payments q selects, newest first, without
-// their payloads (read one with Payment). Transient failures wrap
-// ErrUnavailable.
-func (s *Store) SearchPayments(ctx context.Context, q PaymentSearch) ([]Payment, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultSearchLimit
-	}
-	limit = min(limit, MaxSearchLimit)
-	rows, err := s.pool.Query(ctx, searchPaymentsSQL, q.TransactionID, q.EventID, q.Source,
-		nullTime(q.Since), nullTime(q.Until), limit)
-	if err != nil {
-		return nil, translate("search payments", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Payment, error) {
-		var p Payment
-		err := r.Scan(&p.Source, &p.TransactionID, &p.Amount, &p.Currency, &p.EventID, &p.ReceivedAt)
-		return p, err
-	})
-	if err != nil {
-		return nil, translate("search payments", err)
-	}
-	return out, nil
-}
-
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
+// What the admin console and "paylock forward replay" read and do: a
+// payment's forward jobs, and its payment.recorded event sent again.
 
 // forwardJobIDsSQL finds the forward jobs of one webhook-id, newest first.
 const forwardJobIDsSQL = `
@@ -89,7 +25,7 @@ type jobRef struct {
 	state string
 }
 
-func (s *Store) forwardJobRefs(ctx context.Context, webhookID string) ([]jobRef, error) {
+func (s *Outbox) forwardJobRefs(ctx context.Context, webhookID string) ([]jobRef, error) {
 	rows, err := s.pool.Query(ctx, forwardJobIDsSQL, webhookID)
 	if err != nil {
 		return nil, translate("find forward jobs", err)
@@ -108,7 +44,7 @@ func (s *Store) forwardJobRefs(ctx context.Context, webhookID string) ([]jobRef,
 // PaymentForwards returns the payment's payment.recorded forward jobs
 // (webhook-id PaymentForwardID), newest first, as River holds them: none
 // when the source forwards nothing or River already deleted them.
-func (s *Store) PaymentForwards(ctx context.Context, source, transactionID string) ([]ForwardJob, error) {
+func (s *Outbox) PaymentForwards(ctx context.Context, source, transactionID string) ([]ForwardJob, error) {
 	refs, err := s.forwardJobRefs(ctx, PaymentForwardID(source, transactionID))
 	if err != nil {
 		return nil, err
@@ -171,7 +107,7 @@ LIMIT 500`
 // jobs); one whose job River already deleted gets a fresh job to f.URL.
 // Errors wrap ErrForward for a bad f, ErrUnavailable when the database
 // failed transiently; the result counts what was done before an error.
-func (s *Store) ReplayForwards(ctx context.Context, f ReplayFilter) (ReplayResult, error) {
+func (s *Outbox) ReplayForwards(ctx context.Context, f ReplayFilter) (ReplayResult, error) {
 	var res ReplayResult
 	if f.Source == "" {
 		f.Source = DefaultSource
@@ -213,7 +149,7 @@ func (s *Store) ReplayForwards(ctx context.Context, f ReplayFilter) (ReplayResul
 	}
 }
 
-func (s *Store) replayOne(ctx context.Context, f ReplayFilter, txn string, res *ReplayResult) error {
+func (s *Outbox) replayOne(ctx context.Context, f ReplayFilter, txn string, res *ReplayResult) error {
 	refs, err := s.forwardJobRefs(ctx, PaymentForwardID(f.Source, txn))
 	if err != nil {
 		return err
