@@ -1,12 +1,37 @@
 // Package store records payment webhooks in Postgres exactly once. It is the
-// only package that imports pgx, and the only one that speaks SQL besides
-// River's own driver (riverpgxv5, wired here over the store's pool): driver
-// errors are translated here, at one seam, into the store's own sentinels.
+// only package that speaks SQL to paylock's tables besides River's own
+// driver (riverpgxv5, wired here over the store's pool); other packages meet
+// pgx only as the pgx.Tx a record hook writes through. Driver errors are
+// translated here, at one seam, into the store's own sentinels.
+//
+// # The store by concern
+//
+// Open returns the root, Store: it owns the one pool (Close, Ping, Pool,
+// Pooled), the schema (Migrate) and River over the pool (JobClient, the
+// insert-only client; StartJobs and RunJobs, the one loop that starts and
+// stops a process's working client; AddJobWorker, the one way a worker adds
+// itself and its queue to that client's configuration). Four types share
+// the pool, one per concern; Store hands them out:
+//
+//   - Payments (Store.Payments): record, confirm, read and search
+//     payments, and keep a delivery that mismatches its stored payment for
+//     review (RecordMismatch).
+//   - Disbursements (Store.Disbursements): accept a loan tranche with its
+//     payout job, the payout worker's transitions and the provider's
+//     statuses, the status hook, stuck rows and statistics, and the
+//     retention of webhook_events.
+//   - Review (Store.Review): the review queue (mismatches, flagged
+//     disbursements, discarded forward jobs) and its resolutions.
+//   - Outbox (Store.Outbox): the forward jobs: enqueue, list, retry,
+//     replay, and the webhook-ids they carry.
+//
+// Callers declare the few methods they need as interfaces of their own;
+// each is met by the type of one concern.
 //
 // # What the store guarantees
 //
-// RecordPayment and RecordPaymentFunc return one of three 2xx-worthy
-// outcomes, and only these:
+// Payments.RecordPayment and Payments.RecordPaymentFunc return one of three
+// 2xx-worthy outcomes, and only these:
 //
 //   - nil: the payment is newly recorded and its commit was confirmed by the
 //     server;
@@ -34,24 +59,26 @@
 // (rivermigrate) under one advisory lock, in the current schema; replicas
 // may run it together.
 //
-// Disbursements: AcceptDisbursement inserts the row's payout job
-// (PayoutArgs, River's InsertTx) in the transaction that creates the row;
-// StartJobs runs a River client that works such jobs over the pool
-// (poll-only behind a pooler in transaction mode); JobClient is the
-// insert-only client itself, for River UI. The worker's updates
+// Disbursements: Disbursements.AcceptDisbursement inserts the row's payout
+// job (PayoutArgs, River's InsertTx) in the transaction that creates the
+// row; Store.StartJobs runs a River client that works such jobs over the
+// pool (poll-only behind a pooler in transaction mode); Store.JobClient is
+// the insert-only client itself, for River UI. The worker's updates
 // (BeginAttempt, MarkSent, MarkFailed, NoteRetry, FlagForReview) apply to
-// pending rows only; every status change runs the StatusHook, if one is set,
-// inside its transaction.
+// pending rows only; every status change runs the StatusHook, if one is set
+// (Disbursements.OnStatusChange), inside its transaction.
 //
-// Forwarding (the outbox): EnqueueForwardTx inserts a recorded payment's
-// forward job (ForwardArgs, unique by its webhook-id) in RecordPaymentFunc's
-// transaction, and ForwardStatusHook a disbursement status change's in the
-// change's own; RecordPaymentForwarded is the one call a handler needs.
-// ForwardJobs and RetryForward list and put back River's forward jobs.
+// Forwarding (the outbox): Outbox.EnqueueForwardTx inserts a recorded
+// payment's forward job (ForwardArgs, unique by its webhook-id) in
+// Payments.RecordPaymentFunc's transaction, and Outbox.ForwardStatusHook a
+// disbursement status change's in the change's own;
+// Payments.RecordPaymentForwarded is the one call a handler needs.
+// Outbox.ForwardJobs and Outbox.RetryForward list and put back River's
+// forward jobs.
 //
 // # Where each check sits
 //
-// RecordPayment (RecordPaymentFunc with a nil fn) is one statement in
+// Payments.RecordPayment (RecordPaymentFunc with a nil fn) is one statement in
 // autocommit, one round trip: INSERT ... ON CONFLICT ON CONSTRAINT
 // payments_transaction_id_key DO NOTHING RETURNING received_at.
 //
