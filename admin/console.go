@@ -31,7 +31,7 @@ import (
 //     stored body (pretty-printed, escaped), event id, received_at and its
 //     forward jobs, each linked to River UI.
 //   - POST /admin/payments/{source}/{transaction_id}/replay forwards the
-//     payment again with its webhook-id (store.ReplayForwards).
+//     payment again with its webhook-id (store.Outbox.ReplayForwards).
 //
 // Every POST is refused (403) unless it carries the form field "csrf":
 // HMAC-SHA256, keyed by the admin tokens, of a label and the session cookie's

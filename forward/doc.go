@@ -6,7 +6,7 @@
 // # Who owns what
 //
 // River (github.com/riverqueue/river) owns the job: it exists if and only if
-// the event committed (store.EnqueueForwardTx and store.ForwardStatusHook
+// the event committed (store.Outbox's EnqueueForwardTx and ForwardStatusHook
 // insert it in the event's own transaction, unique by its webhook-id), and
 // River fetches it, retries it after an error at the time Worker.NextRetry
 // says, rescues it when its worker died (Config.RescueAfter, beyond an

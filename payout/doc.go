@@ -6,11 +6,11 @@
 // # Who owns what
 //
 // River (github.com/riverqueue/river) owns the job: it exists if and only if
-// the disbursement does (store.AcceptDisbursement inserts it in the row's
-// transaction, unique per disbursement), and River fetches it (one worker at
-// a time), retries it after an error at the time Worker.NextRetry says,
-// rescues it when its worker died (Config.RescueAfter) and keeps its
-// history. paylock owns what an attempt does and what counts as done:
+// the disbursement does (store.Disbursements.AcceptDisbursement inserts it
+// in the row's transaction, unique per disbursement), and River fetches it
+// (one worker at a time), retries it after an error at the time
+// Worker.NextRetry says, rescues it when its worker died
+// (Config.RescueAfter) and keeps its history. paylock owns what an attempt does and what counts as done:
 // Worker.Work returns nil once the row is sent, failed, flagged for review
 // or no longer pending, and an error (retry later) otherwise.
 //

@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-// pgbenchScript is the floor's transaction: the INSERT that store.RecordPayment
-// runs (same table, same arbiter, same RETURNING), with a fresh transaction id
-// and a payload of the size paybench sends, as one autocommit statement. It
+// pgbenchScript is the floor's transaction: the INSERT that
+// store.Payments.RecordPayment runs (same table, same arbiter, same
+// RETURNING), with a fresh transaction id and a payload of the size paybench
+// sends, as one autocommit statement. It
 // leaves out what paylock adds around it: BEGIN and COMMIT as round trips of
 // their own, HTTP, the signature, the decoding and the lock.
 const pgbenchScript = `\set amount random(100, 100099)

@@ -435,7 +435,7 @@ func (rp *report) webhookSection() {
 	rp.p("%s```", pgbenchScript)
 	rp.p("")
 	rp.p("It is one autocommit statement, one round trip. paylock runs the same INSERT through")
-	rp.p("`store.RecordPayment` on a pool of %.0f connections (pgxpool's default unless set below), and adds HTTP,", lock0[0].PoolMax)
+	rp.p("`store.Payments.RecordPayment` on a pool of %.0f connections (pgxpool's default unless set below), and adds HTTP,", lock0[0].PoolMax)
 	rp.p("the signature check, strict decoding, the lock's Redis round trips (lock on), a log line and metrics.")
 	rp.p("")
 }

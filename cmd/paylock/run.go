@@ -240,8 +240,8 @@ func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, map[stri
 
 // forwardOnRecord makes each source with a forward URL insert every newly
 // recorded payment's forward job in the recording transaction
-// (store.Outbox.EnqueueForwardTx): the job exists if and only if the payment does, and
-// a duplicate inserts none.
+// (store.Outbox.EnqueueForwardTx): the job exists if and only if the
+// payment does, and a duplicate inserts none.
 func forwardOnRecord(sources []handler.Source, urls map[string]string, st *store.Store) {
 	for i := range sources {
 		url := urls[sources[i].Name]
