@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -25,6 +26,10 @@ const (
 	// one signature per notification item, inside the JSON body.
 	SchemeAdyen Scheme = "adyen"
 )
+
+// Schemes returns the supported schemes: SchemeStandard, SchemeStripe and
+// SchemeAdyen, in that order.
+func Schemes() []Scheme { return []Scheme{SchemeStandard, SchemeStripe, SchemeAdyen} }
 
 // ParseScheme returns the Scheme named by s, or an error naming the accepted
 // values.
@@ -114,7 +119,7 @@ func ParseSecrets(scheme Scheme, csv string) ([]Secret, error) {
 			key, err := hex.DecodeString(p)
 			if err != nil {
 				// As above: what is wrong, not where.
-				return nil, fmt.Errorf("signature: %s secret %d of %d is not an even number of hex digits", scheme, i+1, len(parts))
+				return nil, fmt.Errorf("signature: %s secret %d of %d is not a hex HMAC key (an even number of hex digits)", scheme, i+1, len(parts))
 			}
 			secrets = append(secrets, newSecret(scheme, key))
 		}
@@ -133,6 +138,17 @@ func (s Secret) Fingerprint() string {
 		return ""
 	}
 	return s.k.fingerprint
+}
+
+// Equal reports whether s and o hold the same HMAC key, whatever scheme
+// each was parsed for (a Standard Webhooks secret and an Adyen key that
+// decode to the same bytes are equal), comparing in constant time. Two zero
+// Secrets are equal; a zero Secret equals no other.
+func (s Secret) Equal(o Secret) bool {
+	if s.k == nil || o.k == nil {
+		return s.k == o.k
+	}
+	return hmac.Equal(s.k.key(), o.k.key())
 }
 
 // String returns "[redacted sha256:<fingerprint>]", or "[redacted]" for the

@@ -87,6 +87,32 @@ func TestParseSecretsErrorDoesNotRevealTheSecret(t *testing.T) {
 	}
 }
 
+func TestSecretsAreEqualWhenTheirKeysAre(t *testing.T) {
+	t.Parallel()
+	std, err := signature.ParseSecrets(signature.SchemeStandard, "whsec_"+base64.StdEncoding.EncodeToString([]byte("same-key"))+",whsec_b3RoZXI=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripe, err := signature.ParseSecrets(signature.SchemeStripe, "same-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adyen, err := signature.ParseSecrets(signature.SchemeAdyen, hex.EncodeToString([]byte("same-key")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !std[0].Equal(stripe[0]) || !stripe[0].Equal(adyen[0]) || !adyen[0].Equal(std[0]) {
+		t.Error("one key parsed for three schemes is not equal to itself")
+	}
+	if std[0].Equal(std[1]) || std[1].Equal(stripe[0]) {
+		t.Error("different keys are equal")
+	}
+	var zero signature.Secret
+	if !zero.Equal(signature.Secret{}) || zero.Equal(std[0]) || std[0].Equal(zero) {
+		t.Error("the zero Secret equals another, or not itself")
+	}
+}
+
 func TestSecretsHaveDistinctFingerprints(t *testing.T) {
 	t.Parallel()
 	s, err := signature.ParseSecrets(signature.SchemeStripe, "whsec_one,whsec_two")
