@@ -1,0 +1,51 @@
+package provider
+
+// Samples are a provider's examples for the conformance suite
+// (provider/providertest): deliveries it sends, with the events each must
+// become, and bodies that must be refused. Writing them is how a provider's
+// author states what it does; the suite checks that the whole pipeline
+// (signature, adapter, lock, Postgres) does exactly that.
+type Samples struct {
+	// Settings are those of the source the samples are delivered to (a
+	// mapped source's pointers); nil for none.
+	Settings Settings
+	// Secret is a secret of Schemes()[0], written as a source's
+	// secrets_env variable holds it. The suite signs every delivery with
+	// it; a scheme that signs inside the body (Adyen) needs the bodies
+	// signed with it already.
+	Secret string
+	// Deliveries are authentic deliveries: each is accepted and records
+	// exactly its Events (none: acknowledged, nothing written).
+	Deliveries []Delivery
+	// Refused are bodies a source of the provider refuses with Status,
+	// writing nothing. The suite adds its own (not JSON, an array,
+	// trailing data).
+	Refused []Refusal
+}
+
+// Delivery is one sample delivery and the events it must record.
+type Delivery struct {
+	Name string
+	// Body is the delivery's body as the provider sends it (signed with
+	// Samples.Secret when the scheme signs inside the body).
+	Body []byte
+	// HeaderID is the delivery id its signature headers carry, for a
+	// scheme whose headers carry one (Standard Webhooks' webhook-id); ""
+	// lets the suite choose one.
+	HeaderID string
+	// Tampered is Body with a signed value changed, which the signature
+	// must refuse; nil lets the suite add a byte to Body (enough for every
+	// scheme that signs the whole body).
+	Tampered []byte
+	// Events are what the delivery records, in order. An event's Payload
+	// nil stands for the whole Body.
+	Events []Event
+}
+
+// Refusal is a body a source of the provider must refuse.
+type Refusal struct {
+	Name string
+	Body []byte
+	// Status is the answer: 400 (malformed) or 422 (invalid).
+	Status int
+}
