@@ -14,6 +14,13 @@
 // ask the PSP to retry. When Redis is unreachable the handler, by default,
 // records on the database constraint alone.
 //
+// A source's bodies are read by its provider (Source.Provider), looked up
+// by name in package provider's registry: the pipeline turns each
+// provider.Event into a store.Payment and never imports a provider's
+// package (the binary and the tests import provider/all). The loans and
+// payouts sources are paylock's own and are read here (loans.go,
+// payouts.go), on package payload's strict decoding.
+//
 // The handler declares the small interfaces it needs (Locker, Store); every
 // error is turned into an RFC 9457 application/problem+json answer by one
 // function, and internal details go to the log, never to the client.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -107,7 +108,7 @@ type Config struct {
 // paylock's flat body, verified by v (nil: unsigned), locked under the
 // key of paylock's first releases.
 func PaymentsSource(v Verifier) Source {
-	return Source{Name: "payments", Adapter: AdapterPaylock, Verifier: v, LegacyLockKey: true}
+	return Source{Name: "payments", Provider: PaymentsProvider, Verifier: v, LegacyLockKey: true}
 }
 
 func (c *Config) setDefaults() {
@@ -155,7 +156,7 @@ type Handler struct {
 	cfg      Config
 	locker   Locker
 	store    Recorder
-	rules    *inputRules
+	rules    *payload.Rules
 	log      *slog.Logger
 	mux      *http.ServeMux
 	inflight chan struct{} // a slot per webhook delivery being served
@@ -163,8 +164,9 @@ type Handler struct {
 }
 
 // New returns the HTTP handler for cfg's sources. It returns an error for a
-// source that cannot be served: a bad name, an unknown adapter, a bad
-// Stripe event or JSON pointer, a name served twice, or a loans or payouts
+// source that cannot be served: a bad name, a provider that is not
+// registered, settings its provider refuses (wrapping its
+// *provider.SettingError), a name served twice, or a loans or payouts
 // source without Config.Disbursements.
 func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 	cfg.setDefaults()
@@ -172,7 +174,7 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 		cfg:      cfg,
 		locker:   locker,
 		store:    st,
-		rules:    newInputRules(cfg.DefaultCurrency, cfg.Currencies),
+		rules:    payload.NewRules(cfg.DefaultCurrency, cfg.Currencies),
 		log:      cfg.Logger,
 		mux:      http.NewServeMux(),
 		inflight: make(chan struct{}, cfg.MaxInFlight),

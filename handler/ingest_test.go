@@ -34,7 +34,7 @@ func ingestHandler(t *testing.T) (*handler.Handler, *store.Store, string, *atomi
 	h := mustNew(t, handler.Config{
 		LockPrefix: testenv.Key(t, "") + ":",
 		Logger:     testLogger(t),
-		Sources: []handler.Source{{Name: "stripe", Adapter: handler.AdapterStripe,
+		Sources: []handler.Source{{Name: "stripe", Provider: "stripe",
 			OnRecord: func(context.Context, pgx.Tx, store.Payment) error { hooked.Add(1); return nil }}},
 	}, lock.New(newRedisClient(t, testenv.RedisURL(t), nil)), st.Payments())
 	srv := httptest.NewServer(h)

@@ -42,24 +42,25 @@ type loanResult struct {
 	Tranche int    `json:"tranche"`
 }
 
-// decodeLoan decodes and validates a loan webhook body, with the same rules
-// as payments. The event id comes from the body or, failing that, from the
-// signature headers (headerID, e.g. webhook-id).
-func (r *inputRules) decodeLoan(body []byte, headerID string) (loanInput, error) {
+// decodeLoan decodes and validates a loan webhook body, with the same
+// amount and currency rules as payments (r). The event id comes from the
+// body or, failing that, from the signature headers (headerID, e.g.
+// webhook-id).
+func decodeLoan(r *payload.Rules, body []byte, headerID string) (loanInput, error) {
 	var in loanInput
 	var amountSet, currencySet bool
 	tranche := int64(1)
-	err := decodeObject(body, []field{
-		{name: "event_id", decode: decodeString("event_id", &in.EventID)},
-		{name: "loan_id", required: true, decode: decodeString("loan_id", &in.LoanID)},
-		{name: "tranche", decode: decodeCount("tranche", &tranche)},
-		{name: "amount", required: true, decode: decodeAmount("amount", &in.Amount, &amountSet)},
-		{name: "currency", decode: present(&currencySet, decodeString("currency", &in.Currency))},
+	err := payload.DecodeObject(body, []payload.Field{
+		{Name: "event_id", Decode: payload.DecodeString("event_id", &in.EventID)},
+		{Name: "loan_id", Required: true, Decode: payload.DecodeString("loan_id", &in.LoanID)},
+		{Name: "tranche", Decode: decodeCount("tranche", &tranche)},
+		{Name: "amount", Required: true, Decode: payload.DecodeAmount("amount", &in.Amount, &amountSet)},
+		{Name: "currency", Decode: payload.Present(&currencySet, payload.DecodeString("currency", &in.Currency))},
 	})
 	if err != nil {
 		return in, err
 	}
-	if in.EventID, err = deliveryEventID(in.EventID, headerID); err != nil {
+	if in.EventID, err = payload.EventID(in.EventID, headerID); err != nil {
 		return in, err
 	}
 	in.LoanID = strings.TrimSpace(in.LoanID)
@@ -71,13 +72,13 @@ func (r *inputRules) decodeLoan(body []byte, headerID string) (loanInput, error)
 	}
 	in.Tranche = int(tranche)
 	if !currencySet { // only an absent currency takes the default, never ""
-		if r.defaultCurrency == "" {
+		if r.DefaultCurrency() == "" {
 			return in, payload.Invalid("currency", "currency is required (no PAYLOCK_DEFAULT_CURRENCY is configured)")
 		}
-		in.Currency = r.defaultCurrency
+		in.Currency = r.DefaultCurrency()
 	}
-	if err := r.v.Struct(in); err != nil {
-		return in, validationProblem(err)
+	if err := r.Validate(in); err != nil {
+		return in, err
 	}
 	return in, nil
 }
@@ -90,7 +91,7 @@ func decodeCount(name string, dst *int64) func(json.RawMessage) error {
 			return payload.Malformed(name, name+" must be a JSON number (an integer)")
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
-		if !integerLiteral.MatchString(s) || err != nil {
+		if !payload.IsIntegerLiteral(raw) || err != nil {
 			return payload.Invalid(name, name+" must be an integer from 1 to 2147483647")
 		}
 		*dst = v
@@ -100,7 +101,7 @@ func decodeCount(name string, dst *int64) func(json.RawMessage) error {
 
 // parseLoan reads a loan approval: one unit, the tranche's disbursement.
 func (h *Handler) parseLoan(body []byte, headerID string) ([]unit, error) {
-	in, err := h.rules.decodeLoan(body, headerID)
+	in, err := decodeLoan(h.rules, body, headerID)
 	if err != nil {
 		return nil, err
 	}

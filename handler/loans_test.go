@@ -111,8 +111,8 @@ func (l *lending) startWorker(t *testing.T, st *store.Store) {
 func lendingSources(v handler.Verifier) []handler.Source {
 	return []handler.Source{
 		handler.PaymentsSource(v),
-		{Name: "loans", Adapter: handler.AdapterLoans, Verifier: v},
-		{Name: "payouts", Adapter: handler.AdapterPayouts, Verifier: v},
+		{Name: "loans", Provider: handler.ProviderLoans, Verifier: v},
+		{Name: "payouts", Provider: handler.ProviderPayouts, Verifier: v},
 	}
 }
 

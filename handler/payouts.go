@@ -29,18 +29,18 @@ type payoutResult struct {
 
 // decodePayoutStatus decodes and validates a payout notification body. The
 // event id comes from the body or, failing that, from the signature headers.
-func (r *inputRules) decodePayoutStatus(body []byte, headerID string) (payoutInput, error) {
+func decodePayoutStatus(r *payload.Rules, body []byte, headerID string) (payoutInput, error) {
 	var in payoutInput
-	err := decodeObject(body, []field{
-		{name: "event_id", decode: decodeString("event_id", &in.EventID)},
-		{name: "payout_id", required: true, decode: decodeString("payout_id", &in.PayoutID)},
-		{name: "status", required: true, decode: decodeString("status", &in.Status)},
-		{name: "failure_reason", decode: decodeString("failure_reason", &in.FailureReason)},
+	err := payload.DecodeObject(body, []payload.Field{
+		{Name: "event_id", Decode: payload.DecodeString("event_id", &in.EventID)},
+		{Name: "payout_id", Required: true, Decode: payload.DecodeString("payout_id", &in.PayoutID)},
+		{Name: "status", Required: true, Decode: payload.DecodeString("status", &in.Status)},
+		{Name: "failure_reason", Decode: payload.DecodeString("failure_reason", &in.FailureReason)},
 	})
 	if err != nil {
 		return in, err
 	}
-	if in.EventID, err = deliveryEventID(in.EventID, headerID); err != nil {
+	if in.EventID, err = payload.EventID(in.EventID, headerID); err != nil {
 		return in, err
 	}
 	in.PayoutID = strings.TrimSpace(in.PayoutID)
@@ -50,8 +50,8 @@ func (r *inputRules) decodePayoutStatus(body []byte, headerID string) (payoutInp
 	if len(in.FailureReason) > 1000 {
 		return in, payload.Invalid("failure_reason", "failure_reason must be at most 1000 bytes")
 	}
-	if err := r.v.Struct(in); err != nil {
-		return in, validationProblem(err)
+	if err := r.Validate(in); err != nil {
+		return in, err
 	}
 	return in, nil
 }
@@ -59,7 +59,7 @@ func (r *inputRules) decodePayoutStatus(body []byte, headerID string) (payoutInp
 // parsePayoutStatus reads a payout status notification: one unit, without
 // a Redis lock (the update is a compare-and-set on the row's status).
 func (h *Handler) parsePayoutStatus(body []byte, headerID string) ([]unit, error) {
-	in, err := h.rules.decodePayoutStatus(body, headerID)
+	in, err := decodePayoutStatus(h.rules, body, headerID)
 	if err != nil {
 		return nil, err
 	}

@@ -72,6 +72,12 @@ type outcome struct {
 	err         error
 }
 
+// result is the JSON body of a 2xx answer.
+type result struct {
+	Result        string `json:"result"`
+	TransactionID string `json:"transaction_id,omitempty"`
+}
+
 // batchResult is the 2xx JSON body of a delivery of several units.
 type batchResult struct {
 	Result  string `json:"result"`
@@ -97,7 +103,7 @@ func (h *Handler) serve(src *source) http.HandlerFunc {
 			}
 		case src.ack != nil:
 			o.status = http.StatusOK
-			ct, body := src.ack.acknowledge()
+			ct, body := src.ack.Acknowledge()
 			w.Header().Set("Content-Type", ct)
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusOK)

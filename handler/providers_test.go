@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
 
@@ -73,7 +74,7 @@ func TestAdyenBatchSignedByAdyensLibraryIsAcceptedAndRecordsItsAuthorisations(t 
 	t.Parallel()
 	key, body := adyenBatch(t)
 	v, _ := verifier(t, signature.SchemeAdyen, key)
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{Name: "adyen", Adapter: handler.AdapterAdyen, Verifier: v}}}})
+	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{Name: "adyen", Provider: "adyen", Verifier: v}}}})
 	want := authorisations(t, body)
 	if n := bytes.Count(body, []byte(`"NotificationRequestItem"`)); n != 3 || len(want) == 0 {
 		t.Fatalf("the vector batch has %d items and %d successful authorisations; the test needs 3 items and at least one", n, len(want))
@@ -102,7 +103,7 @@ func TestAdyenBatchWithOneTamperedItemIs401AndWritesNothing(t *testing.T) {
 	t.Parallel()
 	key, body := adyenBatch(t)
 	v, _ := verifier(t, signature.SchemeAdyen, key)
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{Name: "adyen", Adapter: handler.AdapterAdyen, Verifier: v}}}})
+	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{Name: "adyen", Provider: "adyen", Verifier: v}}}})
 	// The last item's amount changes; its signature and the others' stay.
 	i := bytes.LastIndex(body, []byte(`"value":1000`))
 	if i < 0 {
@@ -119,8 +120,8 @@ func TestMappedSourceRecordsThroughItsPointers(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
 	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{
-		Name: "acme", Adapter: handler.AdapterMapped, Verifier: v,
-		Fields: map[string]string{"transaction_id": "/data/id", "amount": "/data/amount/minor", "currency": "/data/amount/currency", "event_id": "/id"},
+		Name: "acme", Provider: "mapped", Verifier: v,
+		Settings: provider.Settings{"fields": []byte(`{"transaction_id": "/data/id", "amount": "/data/amount/minor", "currency": "/data/amount/currency", "event_id": "/id"}`)},
 	}}}})
 	body := []byte(`{"id":"evt-acme-1","data":{"id":"acme-tx-1","amount":{"minor":4200,"currency":"USD"},"note":"kept"}}`)
 	send := func() answer {
@@ -151,7 +152,7 @@ func TestSameTransactionIDFromTwoSourcesIsTwoPayments(t *testing.T) {
 	t.Parallel()
 	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{
 		handler.PaymentsSource(nil),
-		{Name: "acme", Adapter: handler.AdapterPaylock},
+		{Name: "acme", Provider: handler.PaymentsProvider},
 	}}})
 	body := payJSON("tx-shared", 100, "JPY")
 	for _, src := range []string{"payments", "acme"} {

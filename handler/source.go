@@ -8,37 +8,40 @@ import (
 	"regexp"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/paylock/paylock/problem"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/store"
 )
 
-// Adapter names: how a source's delivery bodies are read.
+// Paylock's own sources, served by the handler itself rather than by a
+// registered provider: Source.Provider names them.
 const (
-	AdapterPaylock = "paylock" // paylock's flat body {transaction_id, amount, currency}
-	AdapterStripe  = "stripe"  // a Stripe Event (payment_intent.succeeded, charge.succeeded)
-	AdapterAdyen   = "adyen"   // an Adyen notification batch, answered "[accepted]"
-	AdapterMapped  = "mapped"  // any JSON body, read through RFC 6901 pointers
-	AdapterLoans   = "loans"   // loan approvals: one disbursement per tranche
-	AdapterPayouts = "payouts" // the payout provider's status notifications
+	ProviderLoans   = "loans"   // loan approvals: one disbursement per tranche
+	ProviderPayouts = "payouts" // the payout provider's status notifications
 )
 
+// PaymentsProvider is the provider of the built-in payments source:
+// paylock's flat body {transaction_id, amount, currency}, registered as
+// "paylock" by provider/native.
+const PaymentsProvider = "paylock"
+
 // Source is one webhook endpoint, POST /webhooks/<Name>: its own signature
-// check, its own secrets and its own adapter. A secret verifies only its own
-// source's deliveries.
+// check, its own secrets and its own provider. A secret verifies only its
+// own source.
 type Source struct {
 	// Name is the path segment: a URL-safe token such as "stripe".
 	Name string
-	// Adapter is one of the Adapter* names.
-	Adapter string
+	// Provider names how the source's bodies are read: ProviderLoans,
+	// ProviderPayouts, or a provider registered with package provider
+	// ("paylock", "stripe", "adyen", "mapped": import provider/all).
+	Provider string
+	// Settings are the provider's keys of this source (a stripe source's
+	// events, a mapped source's fields), checked by the provider's New.
+	Settings provider.Settings
 	// Verifier checks a delivery's signature on the raw body; nil accepts
 	// unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED, development only).
 	Verifier Verifier
-	// Events are the Stripe event types recorded (AdapterStripe); nil keeps
-	// the default, payment_intent.succeeded.
-	Events []string
-	// Fields are the JSON pointers of AdapterMapped: transaction_id,
-	// amount, currency and, optionally, event_id.
-	Fields map[string]string
 	// OnRecord, when set, runs in the recording transaction of each of this
 	// source's newly recorded payments (see RecordHook): paylock inserts the
 	// payment's forward job there.
@@ -57,7 +60,7 @@ var sourceName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // errNoDisbursements is returned by New for a loans or payouts source
 // without Config.Disbursements.
-var errNoDisbursements = errors.New("handler: the loans and payouts adapters need Config.Disbursements")
+var errNoDisbursements = errors.New("handler: the loans and payouts sources need Config.Disbursements")
 
 // source is a Source ready to serve.
 type source struct {
@@ -67,7 +70,7 @@ type source struct {
 	parse func(body []byte, headerID string) ([]unit, error)
 	// ack, when set, is the provider's own 2xx answer (Adyen's
 	// "[accepted]").
-	ack acknowledger
+	ack provider.Acknowledger
 	// logMsg is the message of the delivery's log line.
 	logMsg string
 }
@@ -78,54 +81,55 @@ func (h *Handler) build(s Source) (*source, error) {
 		return nil, fmt.Errorf("handler: source name %q is not a URL-safe token (a-z, 0-9, _ and -, at most 63)", s.Name)
 	}
 	src := &source{name: s.Name, verifier: s.Verifier, logMsg: "payment webhook"}
-	var a adapter
-	var err error
-	switch s.Adapter {
-	case AdapterPaylock:
-		a = paylockAdapter{rules: h.rules}
-	case AdapterStripe:
-		a, err = newStripeAdapter(h.rules, s.Events)
-	case AdapterAdyen:
-		a = newAdyenAdapter(h.rules)
-	case AdapterMapped:
-		a, err = newMappedAdapter(h.rules, s.Fields)
-	case AdapterLoans, AdapterPayouts:
+	switch s.Provider {
+	case ProviderLoans, ProviderPayouts:
 		if h.cfg.Disbursements == nil {
 			return nil, fmt.Errorf("source %q: %w", s.Name, errNoDisbursements)
 		}
-		if s.Adapter == AdapterLoans {
+		if s.Provider == ProviderLoans {
 			src.parse, src.logMsg = h.parseLoan, "loan webhook"
 		} else {
 			src.parse, src.logMsg = h.parsePayoutStatus, "payout webhook"
 		}
 		return src, nil
-	default:
-		return nil, fmt.Errorf("handler: source %q: unknown adapter %q", s.Name, s.Adapter)
 	}
+	p, ok := provider.Lookup(s.Provider)
+	if !ok {
+		return nil, fmt.Errorf("handler: source %q: unknown adapter %q (no provider of that name is registered; import github.com/paylock/paylock/provider/all)",
+			s.Name, s.Provider)
+	}
+	a, err := p.New(provider.Config{Source: s.Name, Settings: s.Settings, Rules: h.rules})
 	if err != nil {
 		return nil, fmt.Errorf("handler: source %q: %w", s.Name, err)
 	}
-	if ack, ok := a.(acknowledger); ok {
+	if ack, ok := a.(provider.Acknowledger); ok {
 		src.ack = ack
 	}
+	src.parse = h.paymentParser(s, a)
+	return src, nil
+}
+
+// paymentParser turns the events a's bodies carry into the payment units
+// of source s, each locked under its transaction id.
+func (h *Handler) paymentParser(s Source, a provider.Adapter) func(body []byte, headerID string) ([]unit, error) {
 	keyPrefix := h.cfg.LockPrefix + "payment:" + s.Name + ":"
 	if s.LegacyLockKey {
 		keyPrefix = h.cfg.LockPrefix + "payment:"
 	}
 	hook := chain(s.OnRecord, h.cfg.OnPayment)
-	src.parse = func(body []byte, headerID string) ([]unit, error) {
-		ps, err := a.adapt(body, headerID)
+	return func(body []byte, headerID string) ([]unit, error) {
+		events, err := a.Adapt(body, headerID)
 		if err != nil {
 			return nil, err
 		}
-		units := make([]unit, len(ps))
-		for i, p := range ps {
-			p.Source = s.Name
+		units := make([]unit, len(events))
+		for i, e := range events {
+			p := store.Payment{Source: s.Name, TransactionID: e.TransactionID, Amount: e.Amount,
+				Currency: e.Currency, EventID: e.EventID, Payload: e.Payload}
 			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID, hook: hook, body: body}
 		}
 		return units, nil
 	}
-	return src, nil
 }
 
 // paymentUnit is one payment of a delivery.

@@ -34,13 +34,13 @@ func separateSources(t *testing.T, cfg handler.Config) (*lending, map[string]sig
 	secrets := map[string]signature.Secret{}
 	var sources []handler.Source
 	for _, s := range []struct{ name, adapter, secret string }{
-		{"payments", handler.AdapterPaylock, pspSecret},
-		{"loans", handler.AdapterLoans, lenderSecret},
-		{"payouts", handler.AdapterPayouts, payoutsSecret},
+		{"payments", handler.PaymentsProvider, pspSecret},
+		{"loans", handler.ProviderLoans, lenderSecret},
+		{"payouts", handler.ProviderPayouts, payoutsSecret},
 	} {
 		v, sec := verifier(t, signature.SchemeStandard, s.secret)
 		secrets[s.name] = sec[0]
-		src := handler.Source{Name: s.name, Adapter: s.adapter, Verifier: v}
+		src := handler.Source{Name: s.name, Provider: s.adapter, Verifier: v}
 		if s.name == "payments" {
 			src = handler.PaymentsSource(v)
 		}
@@ -239,10 +239,10 @@ func TestSourceConfigurationErrors(t *testing.T) {
 		sources []handler.Source
 		want    string
 	}{
-		{"bad name", []handler.Source{{Name: "Stripe/v2", Adapter: handler.AdapterPaylock}}, "URL-safe"},
-		{"unknown adapter", []handler.Source{{Name: "x", Adapter: "paypal"}}, "unknown adapter"},
+		{"bad name", []handler.Source{{Name: "Stripe/v2", Provider: handler.PaymentsProvider}}, "URL-safe"},
+		{"unknown adapter", []handler.Source{{Name: "x", Provider: "paypal"}}, "unknown adapter"},
 		{"twice", []handler.Source{handler.PaymentsSource(nil), handler.PaymentsSource(nil)}, "twice"},
-		{"loans without a store", []handler.Source{{Name: "loans", Adapter: handler.AdapterLoans}}, "Disbursements"},
+		{"loans without a store", []handler.Source{{Name: "loans", Provider: handler.ProviderLoans}}, "Disbursements"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := handler.New(handler.Config{Sources: tc.sources}, lock.New(r.rdb), r.store.Payments())

@@ -17,7 +17,7 @@ import (
 
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/reconcile"
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -268,7 +268,7 @@ func settings() []setting {
 		{"PAYLOCK_CURRENCIES", "currencies", "", "comma-separated non-tender ISO 4217 codes to accept as well (e.g. XTS)",
 			func(c *config, v string) error {
 				c.Currencies = splitList(v)
-				return handler.CheckCurrencies("", c.Currencies)
+				return payload.CheckCurrencies("", c.Currencies)
 			}},
 		{"PAYLOCK_REDIS_UNAVAILABLE", "redis-unavailable", "backstop", "when Redis is down: backstop (record on the database constraint alone) or reject (503)",
 			func(c *config, v string) error {
@@ -422,7 +422,7 @@ func settings() []setting {
 			func(c *config, v string) (err error) { c.Forward.MaxAttempts, err = positiveInt(v); return err }},
 		{"STRIPE_API_KEY", "stripe-api-key", "", "Stripe secret key (sk_...) that reconciliation lists events with; never printed",
 			func(c *config, v string) error { c.Reconcile.stripeKey = v; return nil }},
-		{"PAYLOCK_STRIPE_API_URL", "stripe-api-url", reconcile.DefaultStripeURL, "base URL of Stripe's API (a fake, in tests and demos)",
+		{"PAYLOCK_STRIPE_API_URL", "stripe-api-url", defaultStripeURL, "base URL of Stripe's API (a fake, in tests and demos)",
 			func(c *config, v string) error { c.Reconcile.StripeURL = v; return checkPayoutURL(v) }},
 		{"PAYLOCK_RECONCILE_INTERVAL", "reconcile-interval", "0", "run 'reconcile payments' in serve this often, on the River leader, for each stripe source (needs STRIPE_API_KEY); 0: off",
 			func(c *config, v string) error { return reconcileInterval(c, v) }},
@@ -535,7 +535,7 @@ func loadConfig(name string, args []string, getenv func(string) string) (config,
 		return c, nil, err
 	}
 	if c.DefaultCurrency != "" {
-		if err := handler.CheckCurrencies(c.DefaultCurrency, c.Currencies); err != nil {
+		if err := payload.CheckCurrencies(c.DefaultCurrency, c.Currencies); err != nil {
 			return c, nil, fmt.Errorf("invalid PAYLOCK_DEFAULT_CURRENCY=%q: %v", c.DefaultCurrency, err)
 		}
 	}

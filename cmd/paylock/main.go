@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "github.com/paylock/paylock/provider/all" // the providers sources name as their adapter
 )
 
 func main() {

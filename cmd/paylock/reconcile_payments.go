@@ -15,6 +15,7 @@ import (
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
 )
@@ -39,6 +40,9 @@ was missing or mismatched (or the check could not run), 2 on usage or
 configuration errors. PAYLOCK_RECONCILE_INTERVAL runs it inside serve.
 The other flags are those of "paylock serve -h".
 `
+
+// defaultStripeURL is the default of PAYLOCK_STRIPE_API_URL: Stripe's API.
+const defaultStripeURL = "https://api.stripe.com"
 
 // reconcileSettings configure reconciliation against a provider's API.
 type reconcileSettings struct {
@@ -110,29 +114,49 @@ func openPipeline(cfg config, st *store.Store, logger *slog.Logger) (h *handler.
 	return h, sources, func() { rdb.Close() }, nil
 }
 
-// stripeSource returns the source named name if it is a stripe source.
-func stripeSource(sources []handler.Source, name string) (handler.Source, error) {
+// listers are the names of the registered providers that can list their
+// events (provider.Lister): the adapters whose sources can be reconciled.
+func listers() []string {
+	var out []string
+	for _, n := range provider.Names() {
+		if p, _ := provider.Lookup(n); isLister(p) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func isLister(p provider.Provider) bool {
+	_, ok := p.(provider.Lister)
+	return ok
+}
+
+// reconcilable returns the source named name if its provider can list its
+// events.
+func reconcilable(sources []handler.Source, name string) (handler.Source, error) {
 	for _, s := range sources {
 		if s.Name != name {
 			continue
 		}
-		if s.Adapter != handler.AdapterStripe {
-			return s, fmt.Errorf("source %q has adapter %q: only stripe sources can be reconciled", name, s.Adapter)
+		if p, ok := provider.Lookup(s.Provider); !ok || !isLister(p) {
+			return s, fmt.Errorf("source %q has adapter %q: only %s sources can be reconciled", name, s.Provider, orList(listers()))
 		}
 		return s, nil
 	}
 	return handler.Source{}, fmt.Errorf("no source %q (PAYLOCK_SOURCES_FILE)", name)
 }
 
-// stripeReconciler is the reconciliation of src through h.
-func stripeReconciler(cfg config, src handler.Source, h *handler.Handler, dryRun bool) reconcile.Payments {
-	return reconcile.Payments{
-		Source:  src.Name,
-		Types:   src.Events,
-		Events:  reconcile.StripeEvents{BaseURL: cfg.Reconcile.StripeURL, Key: cfg.Reconcile.stripeKey},
-		Handler: h,
-		DryRun:  dryRun,
+// reconciler is the reconciliation of src, a reconcilable source, through
+// h: its provider's API at PAYLOCK_STRIPE_API_URL with STRIPE_API_KEY.
+func reconciler(cfg config, src handler.Source, h *handler.Handler, dryRun bool) (reconcile.Payments, error) {
+	p, _ := provider.Lookup(src.Provider)
+	l, err := p.(provider.Lister).NewLister(provider.ListerConfig{
+		Source: src.Name, Settings: src.Settings, URL: cfg.Reconcile.StripeURL, Key: cfg.Reconcile.stripeKey,
+	})
+	if err != nil {
+		return reconcile.Payments{}, fmt.Errorf("source %q: %w", src.Name, err)
 	}
+	return reconcile.Payments{Source: src.Name, Events: l, Handler: h, DryRun: dryRun}, nil
 }
 
 // cutBool removes --name (or --name=true/false) from args.
@@ -193,7 +217,7 @@ func runReconcilePayments(ctx context.Context, args []string, getenv func(string
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	src, err := stripeSource(sources, sourceName)
+	src, err := reconcilable(sources, sourceName)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
@@ -214,8 +238,13 @@ func runReconcilePayments(ctx context.Context, args []string, getenv func(string
 		return 2
 	}
 	defer closeRedis()
+	run, err := reconciler(cfg, src, h, dryRun)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
 	from := time.Now().Add(-since)
-	rep, err := stripeReconciler(cfg, src, h, dryRun).Run(ctx, from)
+	rep, err := run.Run(ctx, from)
 	printPaymentsReport(stdout, src.Name, from, rep, dryRun)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -279,9 +308,9 @@ func newReconcileMetrics(reg prometheus.Registerer, sources []string) func(strin
 }
 
 // reconcileWorker is serve's periodic reconciliation
-// (PAYLOCK_RECONCILE_INTERVAL) of every stripe source, through h; nil when
-// the interval is off, or there is no stripe source or no STRIPE_API_KEY
-// (logged).
+// (PAYLOCK_RECONCILE_INTERVAL) of every source whose provider lists its
+// events (stripe), through h; nil when the interval is off, or there is no
+// such source or no STRIPE_API_KEY (logged).
 func reconcileWorker(cfg config, sources []handler.Source, h *handler.Handler, reg prometheus.Registerer, logger *slog.Logger) *reconcile.Worker {
 	if cfg.Reconcile.Interval == 0 {
 		return nil
@@ -289,14 +318,20 @@ func reconcileWorker(cfg config, sources []handler.Source, h *handler.Handler, r
 	runs := map[string]reconcile.Payments{}
 	var names []string
 	for _, s := range sources {
-		if s.Adapter == handler.AdapterStripe {
-			runs[s.Name] = stripeReconciler(cfg, s, h, false)
-			names = append(names, s.Name)
+		if _, err := reconcilable(sources, s.Name); err != nil {
+			continue
 		}
+		run, err := reconciler(cfg, s, h, false)
+		if err != nil {
+			logger.Warn("a source cannot be reconciled", slog.String("source", s.Name), slog.Any("error", err))
+			continue
+		}
+		runs[s.Name] = run
+		names = append(names, s.Name)
 	}
 	switch {
 	case len(runs) == 0:
-		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set, but no source has adapter stripe: nothing to reconcile")
+		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set, but no source has adapter " + orList(listers()) + ": nothing to reconcile")
 		return nil
 	case cfg.Reconcile.stripeKey == "":
 		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set without STRIPE_API_KEY: the stripe sources are not reconciled", slog.Any("sources", names))

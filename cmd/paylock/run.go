@@ -211,9 +211,9 @@ func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, map[stri
 	forwardURLs := map[string]string{}
 	out := make([]handler.Source, 0, len(specs))
 	for _, spec := range specs {
-		src := handler.Source{Name: spec.Name, Adapter: spec.Adapter, Events: spec.Events, Fields: spec.Fields,
+		src := handler.Source{Name: spec.Name, Provider: spec.Adapter, Settings: spec.Settings,
 			LegacyLockKey: spec.Builtin && spec.Name == "payments"}
-		if url := cmp.Or(spec.ForwardURL, cfg.Forward.URL); url != "" && spec.Adapter != adapterLoans && spec.Adapter != adapterPayouts {
+		if url := cmp.Or(spec.ForwardURL, cfg.Forward.URL); url != "" && spec.Adapter != handler.ProviderLoans && spec.Adapter != handler.ProviderPayouts {
 			forwardURLs[spec.Name] = url
 		}
 		if !spec.unsigned() {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,47 +16,25 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
 
 // A source is one endpoint, POST /webhooks/<name>, with its own adapter
-// (how a body becomes payments), signature scheme and secrets. paylock has
-// three built-in sources (payments, loans, payouts) configured by
-// environment variables; PAYLOCK_SOURCES_FILE adds sources and overrides
-// built-in ones. loadSources turns both into a validated []sourceSpec; the
-// secrets themselves are only ever read from the environment.
+// (how a body becomes payments: a registered provider, or paylock's own
+// loans and payouts), signature scheme and secrets. paylock has three
+// built-in sources (payments, loans, payouts) configured by environment
+// variables; PAYLOCK_SOURCES_FILE adds sources and overrides built-in ones.
+// loadSources turns both into a validated []sourceSpec; the secrets
+// themselves are only ever read from the environment. What an adapter
+// accepts (its schemes, its own keys and their values) is its provider's
+// to say (package provider); the loader only asks.
 
-// The adapters a source may name. loans and payouts belong to the built-in
-// sources of those names.
-const (
-	adapterPaylock = "paylock" // paylock's flat {"transaction_id","amount","currency"}
-	adapterStripe  = "stripe"  // a Stripe Event
-	adapterAdyen   = "adyen"   // an Adyen notification batch
-	adapterMapped  = "mapped"  // any JSON body, through JSON pointers (fields)
-	adapterLoans   = "loans"   // loan approvals (the built-in loans source)
-	adapterPayouts = "payouts" // payout provider status (the built-in payouts source)
-)
-
-// The schemes a source may name besides signature.SchemeStandard and
-// signature.SchemeStripe.
-const (
-	schemeAdyen                  = signature.SchemeAdyen // Adyen's HMAC in additionalData.hmacSignature
-	schemeNone  signature.Scheme = "none"                // no signature: needs PAYLOCK_ALLOW_UNSIGNED=true
-)
-
-// The Stripe event types the stripe adapter can read a payment from, and
-// its default.
-var (
-	stripeEvents        = []string{"payment_intent.succeeded", "charge.succeeded"}
-	defaultStripeEvents = []string{"payment_intent.succeeded"}
-)
-
-// mappedFields are the fields a mapped source's pointers may fill; the
-// required ones must be present.
-var (
-	mappedFields   = []string{"transaction_id", "amount", "currency", "event_id"}
-	requiredMapped = []string{"transaction_id", "amount", "currency"}
-)
+// schemeNone is the scheme of a source without signatures: it needs
+// PAYLOCK_ALLOW_UNSIGNED=true.
+const schemeNone signature.Scheme = "none"
 
 // sourceName is what a source may be called: its path segment in
 // /webhooks/<name> and its metrics label.
@@ -78,12 +54,11 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // (fmt, slog) without its secrets.
 type sourceSpec struct {
 	Name       string            // the path segment: POST /webhooks/<Name>
-	Adapter    string            // adapterPaylock, adapterStripe, adapterAdyen, adapterMapped, adapterLoans or adapterPayouts
-	Scheme     signature.Scheme  // signature.SchemeStandard, signature.SchemeStripe, schemeAdyen or schemeNone
+	Adapter    string            // a registered provider's name, or handler.ProviderLoans / handler.ProviderPayouts
+	Scheme     signature.Scheme  // one of the adapter's schemes, or schemeNone
 	SecretsEnv string            // the variable the secrets come from; "" for schemeNone
 	Secrets    sourceSecrets     // never printed; a []string for the signature package (strings.Join(s.Secrets, ","))
-	Events     []string          // stripe: the event types recorded (others are acknowledged as ignored)
-	Fields     map[string]string // mapped: payment field -> RFC 6901 JSON pointer (transaction_id, amount, currency; event_id optional)
+	Settings   provider.Settings // the provider's own keys from the file (events, fields, ...), as raw JSON
 	ForwardURL string            // this source's forward target; "": PAYLOCK_FORWARD_URL, if any
 	Builtin    bool              // payments, loans or payouts (possibly overridden by the file)
 }
@@ -101,11 +76,11 @@ func (s sourceSpec) LogValue() slog.Value {
 		slog.Int("secrets", len(s.Secrets)),
 		slog.Bool("builtin", s.Builtin),
 	}
-	if len(s.Events) > 0 {
-		attrs = append(attrs, slog.Any("events", s.Events))
-	}
-	if len(s.Fields) > 0 {
-		attrs = append(attrs, slog.Any("fields", s.Fields))
+	for _, k := range s.Settings.Keys() {
+		var v any
+		if err := json.Unmarshal(s.Settings[k], &v); err == nil {
+			attrs = append(attrs, slog.Any(k, v))
+		}
 	}
 	if s.ForwardURL != "" {
 		attrs = append(attrs, slog.String("forward_url", redactURL(s.ForwardURL)))
@@ -235,14 +210,64 @@ var builtinVariables = map[string]string{
 // builtinSources are the sources that exist without a file.
 func builtinSources(cfg config) []sourceSpec {
 	return []sourceSpec{
-		{Name: "payments", Adapter: adapterPaylock, Scheme: cfg.SignatureScheme, SecretsEnv: "PAYLOCK_WEBHOOK_SECRETS", Builtin: true},
-		{Name: "loans", Adapter: adapterLoans, Scheme: cfg.LoanSignatureScheme, SecretsEnv: "PAYLOCK_LOAN_SECRETS", Builtin: true},
-		{Name: "payouts", Adapter: adapterPayouts, Scheme: cfg.PayoutSignatureScheme, SecretsEnv: "PAYLOCK_PAYOUT_SECRETS", Builtin: true},
+		{Name: "payments", Adapter: handler.PaymentsProvider, Scheme: cfg.SignatureScheme, SecretsEnv: "PAYLOCK_WEBHOOK_SECRETS", Builtin: true},
+		{Name: "loans", Adapter: handler.ProviderLoans, Scheme: cfg.LoanSignatureScheme, SecretsEnv: "PAYLOCK_LOAN_SECRETS", Builtin: true},
+		{Name: "payouts", Adapter: handler.ProviderPayouts, Scheme: cfg.PayoutSignatureScheme, SecretsEnv: "PAYLOCK_PAYOUT_SECRETS", Builtin: true},
 	}
+}
+
+// candidate is a source before its secrets are read: a built-in, possibly
+// overridden by the file, or one of the file's own.
+type candidate struct {
+	spec     sourceSpec
+	inFile   bool
+	hasField map[string]bool
 }
 
 // buildSources is loadSources on the file's contents (nil: no file).
 func buildSources(cfg config, getenv func(string) string, data []byte) ([]sourceSpec, []string, error) {
+	cands, err := candidates(cfg, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	rules := payload.NewRules(cfg.DefaultCurrency, cfg.Currencies)
+	ownSecrets := builtinSecrets(cfg)
+	secretVars := map[string]string{} // secrets_env -> the source that uses it
+	var owned []ownedSecret
+	var specs []sourceSpec
+	var unsigned []string
+	for _, c := range cands {
+		fileOf := ""
+		if c.inFile {
+			fileOf = cfg.SourcesFile
+		}
+		fail := func(se *sourceError) error {
+			return &sourceError{File: fileOf, Source: c.spec.Name, Field: se.Field, Err: se.Err}
+		}
+		if se := checkSpec(c.spec, c.inFile && !c.spec.Builtin, cfg, rules); se != nil {
+			return nil, nil, fail(se)
+		}
+		raw, own := ownSecrets[c.spec.SecretsEnv]
+		if !own {
+			raw = getenv(c.spec.SecretsEnv)
+		}
+		s, served, se := withSecrets(c, raw, cfg.AllowUnsigned, secretVars, &owned)
+		switch {
+		case se != nil:
+			return nil, nil, fail(se)
+		case !served:
+			continue
+		case s.unsigned():
+			unsigned = append(unsigned, s.Name)
+		}
+		specs = append(specs, s)
+	}
+	return specs, unsigned, nil
+}
+
+// candidates are the built-ins, overridden by the file where it names
+// them, then the file's own sources, with their keys decoded.
+func candidates(cfg config, data []byte) ([]candidate, error) {
 	file := cfg.SourcesFile
 	var fromFile []rawSource
 	if data != nil {
@@ -251,18 +276,10 @@ func buildSources(cfg config, getenv func(string) string, data []byte) ([]source
 			var se *sourceError
 			if errors.As(err, &se) {
 				se.File = file
-				return nil, nil, se
+				return nil, se
 			}
-			return nil, nil, &sourceError{File: file, Err: err}
+			return nil, &sourceError{File: file, Err: err}
 		}
-	}
-
-	// Each candidate: the built-ins, overridden by the file where it names
-	// them, then the file's own sources.
-	type candidate struct {
-		spec     sourceSpec
-		inFile   bool
-		hasField map[string]bool
 	}
 	var cands []candidate
 	for _, b := range builtinSources(cfg) {
@@ -273,10 +290,10 @@ func buildSources(cfg config, getenv func(string) string, data []byte) ([]source
 			return &sourceError{File: file, Source: rs.name, Field: field, Err: err}
 		}
 		if !sourceName.MatchString(rs.name) {
-			return nil, nil, fail("", fmt.Errorf("not a valid name: want lower-case letters, digits, _ and - (at most 63, starting with a letter or digit), as in /webhooks/<name>"))
+			return nil, fail("", fmt.Errorf("not a valid name: want lower-case letters, digits, _ and - (at most 63, starting with a letter or digit), as in /webhooks/<name>"))
 		}
 		if reservedNames[rs.name] {
-			return nil, nil, fail("", errors.New("reserved name: it names another paylock route or listener"))
+			return nil, fail("", errors.New("reserved name: it names another paylock route or listener"))
 		}
 		i := slices.IndexFunc(cands, func(c candidate) bool { return c.spec.Name == rs.name })
 		if i < 0 {
@@ -285,72 +302,67 @@ func buildSources(cfg config, getenv func(string) string, data []byte) ([]source
 		}
 		spec, se := applySource(cands[i].spec, rs)
 		if se != nil {
-			return nil, nil, fail(se.Field, se.Err)
+			return nil, fail(se.Field, se.Err)
 		}
 		cands[i] = candidate{spec: spec, inFile: true, hasField: rs.has}
 	}
+	return cands, nil
+}
 
-	ownSecrets := builtinSecrets(cfg)
-	secretVars := map[string]string{} // secrets_env -> the source that uses it
-	secretKeys := map[string]string{} // a secret's key -> the source that uses it
-	var specs []sourceSpec
-	var unsigned []string
-	for _, c := range cands {
-		s := c.spec
-		fileOf := ""
-		if c.inFile {
-			fileOf = file
-		}
-		fail := func(field string, err error) error {
-			return &sourceError{File: fileOf, Source: s.Name, Field: field, Err: err}
-		}
-		if se := checkSpec(s, c.inFile && !s.Builtin, cfg); se != nil {
-			return nil, nil, fail(se.Field, se.Err)
-		}
-		if s.Scheme == schemeNone {
-			if !cfg.AllowUnsigned {
-				return nil, nil, fail("signature", fmt.Errorf("none: %w", errUnsignedSource))
-			}
-			specs, unsigned = append(specs, s), append(unsigned, s.Name)
-			continue
-		}
-		raw, own := ownSecrets[s.SecretsEnv]
-		if !own {
-			raw = getenv(s.SecretsEnv)
-		}
-		s.Secrets = splitList(raw)
-		if len(s.Secrets) == 0 {
-			served := s.Name == "payments" || c.inFile || cfg.AllowUnsigned
-			if !served {
-				continue
-			}
-			if !cfg.AllowUnsigned {
-				field := ""
-				if c.inFile && c.hasField["secrets_env"] {
-					field = "secrets_env"
-				}
-				return nil, nil, fail(field, fmt.Errorf("%s is empty or not set: %w", s.SecretsEnv, errUnsignedSource))
-			}
-			specs, unsigned = append(specs, s), append(unsigned, s.Name)
-			continue
-		}
-		keys, err := checkSecrets(s.Scheme, s.Secrets)
-		if err != nil {
-			return nil, nil, fail("secrets_env", fmt.Errorf("invalid %s: %v", s.SecretsEnv, err))
-		}
-		if other, ok := secretVars[s.SecretsEnv]; ok {
-			return nil, nil, fail("secrets_env", fmt.Errorf("%s is also source %q's: a secret verifies only its own source", s.SecretsEnv, other))
-		}
-		secretVars[s.SecretsEnv] = s.Name
-		for _, k := range keys {
-			if other, ok := secretKeys[k]; ok && other != s.Name {
-				return nil, nil, fail("secrets_env", fmt.Errorf("%s holds a secret of source %q as well: a secret verifies only its own source", s.SecretsEnv, other))
-			}
-			secretKeys[k] = s.Name
-		}
-		specs = append(specs, s)
+// ownedSecret is a secret already given to a source.
+type ownedSecret struct {
+	secret signature.Secret
+	source string
+}
+
+// withSecrets returns c's spec with the secrets of raw, its secrets
+// variable's value, and whether the source is served. A served source
+// without secrets is an error wrapping errUnsignedSource unless
+// allowUnsigned; so is signature none. A variable or a secret another
+// source uses is an error: a secret verifies only its own source. Its
+// error names the field.
+func withSecrets(c candidate, raw string, allowUnsigned bool, vars map[string]string, owned *[]ownedSecret) (sourceSpec, bool, *sourceError) {
+	s := c.spec
+	fail := func(field string, err error) (sourceSpec, bool, *sourceError) {
+		return s, false, &sourceError{Field: field, Err: err}
 	}
-	return specs, unsigned, nil
+	if s.Scheme == schemeNone {
+		if !allowUnsigned {
+			return fail("signature", fmt.Errorf("none: %w", errUnsignedSource))
+		}
+		return s, true, nil
+	}
+	s.Secrets = splitList(raw)
+	if len(s.Secrets) == 0 {
+		if served := s.Name == "payments" || c.inFile || allowUnsigned; !served {
+			return s, false, nil
+		}
+		if !allowUnsigned {
+			field := ""
+			if c.inFile && c.hasField["secrets_env"] {
+				field = "secrets_env"
+			}
+			return fail(field, fmt.Errorf("%s is empty or not set: %w", s.SecretsEnv, errUnsignedSource))
+		}
+		return s, true, nil
+	}
+	secrets, err := signature.ParseSecrets(s.Scheme, strings.Join(s.Secrets, ","))
+	if err != nil {
+		return fail("secrets_env", fmt.Errorf("invalid %s: %v", s.SecretsEnv, err))
+	}
+	if other, ok := vars[s.SecretsEnv]; ok {
+		return fail("secrets_env", fmt.Errorf("%s is also source %q's: a secret verifies only its own source", s.SecretsEnv, other))
+	}
+	vars[s.SecretsEnv] = s.Name
+	for _, k := range secrets {
+		for _, o := range *owned {
+			if o.source != s.Name && k.Equal(o.secret) {
+				return fail("secrets_env", fmt.Errorf("%s holds a secret of source %q as well: a secret verifies only its own source", s.SecretsEnv, o.source))
+			}
+		}
+		*owned = append(*owned, ownedSecret{secret: k, source: s.Name})
+	}
+	return s, true, nil
 }
 
 // isSetting reports whether name is one of paylock's own variables.
@@ -366,8 +378,25 @@ type rawSource struct {
 	has  map[string]bool
 }
 
-// sourceKeys are the keys a source may have in the file.
-var sourceKeys = []string{"adapter", "signature", "secrets_env", "events", "fields", "forward_url"}
+// commonKeys are the keys every source may have in the file; a provider
+// adds its own (provider.Provider.Keys).
+var commonKeys = []string{"adapter", "signature", "secrets_env", "forward_url"}
+
+// sourceKeys are the keys a source of some adapter may have in the file:
+// the common keys and every registered provider's own.
+func sourceKeys() []string {
+	var own []string
+	for _, n := range provider.Names() {
+		p, _ := provider.Lookup(n)
+		for _, k := range p.Keys() {
+			if !slices.Contains(own, k) && !slices.Contains(commonKeys, k) {
+				own = append(own, k)
+			}
+		}
+	}
+	slices.Sort(own)
+	return append(append(slices.Clone(commonKeys[:3]), own...), commonKeys[3:]...)
+}
 
 // parseSourcesFile reads the YAML of PAYLOCK_SOURCES_FILE into its
 // sources, by name. Duplicate keys, unknown keys and values of the wrong
@@ -399,11 +428,12 @@ func parseSourcesFile(data []byte) ([]rawSource, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	keyNames := sourceKeys()
 	out := make([]rawSource, 0, len(names))
 	for _, n := range names {
 		var keys map[string]json.RawMessage
 		if err := json.Unmarshal(named[n], &keys); err != nil || keys == nil {
-			return nil, &sourceError{Source: n, Err: fmt.Errorf("want a map of %s", strings.Join(sourceKeys, ", "))}
+			return nil, &sourceError{Source: n, Err: fmt.Errorf("want a map of %s", strings.Join(keyNames, ", "))}
 		}
 		ks := make([]string, 0, len(keys))
 		for k := range keys {
@@ -412,12 +442,12 @@ func parseSourcesFile(data []byte) ([]rawSource, error) {
 		sort.Strings(ks)
 		has := map[string]bool{}
 		for _, k := range ks {
-			if !slices.Contains(sourceKeys, k) {
+			if !slices.Contains(keyNames, k) {
 				hint := ""
 				if strings.Contains(strings.ToLower(k), "secret") {
 					hint = "; secrets never live in the file: name their variable in secrets_env"
 				}
-				return nil, &sourceError{Source: n, Field: k, Err: fmt.Errorf("unknown key (want %s)%s", strings.Join(sourceKeys, ", "), hint)}
+				return nil, &sourceError{Source: n, Field: k, Err: fmt.Errorf("unknown key (want %s)%s", strings.Join(keyNames, ", "), hint)}
 			}
 			if bytes.Equal(bytes.TrimSpace(keys[k]), []byte("null")) {
 				return nil, &sourceError{Source: n, Field: k, Err: errors.New("no value")}
@@ -429,8 +459,9 @@ func parseSourcesFile(data []byte) ([]rawSource, error) {
 	return out, nil
 }
 
-// applySource decodes the file's keys for one source over base (a built-in,
-// or the zero sourceSpec for a new source). Its error names the field.
+// applySource decodes the file's common keys for one source over base (a
+// built-in, or the zero sourceSpec for a new source), and keeps the others,
+// the provider's, as its Settings. Its error names the field.
 func applySource(base sourceSpec, rs rawSource) (sourceSpec, *sourceError) {
 	s := base
 	fail := func(field string, err error) *sourceError { return &sourceError{Field: field, Err: err} }
@@ -469,14 +500,12 @@ func applySource(base sourceSpec, rs rawSource) (sourceSpec, *sourceError) {
 	if se := str("forward_url", &s.ForwardURL); se != nil {
 		return s, se
 	}
-	if raw, ok := rs.keys["events"]; ok {
-		if err := json.Unmarshal(raw, &s.Events); err != nil {
-			return s, fail("events", errors.New("want a list of event types"))
-		}
-	}
-	if raw, ok := rs.keys["fields"]; ok {
-		if err := json.Unmarshal(raw, &s.Fields); err != nil {
-			return s, fail("fields", errors.New("want a map of payment field to JSON pointer"))
+	for k, raw := range rs.keys {
+		if !slices.Contains(commonKeys, k) {
+			if s.Settings == nil {
+				s.Settings = provider.Settings{}
+			}
+			s.Settings[k] = raw
 		}
 	}
 	for _, k := range []string{"adapter", "signature"} {
@@ -487,35 +516,45 @@ func applySource(base sourceSpec, rs rawSource) (sourceSpec, *sourceError) {
 	if !rs.has["secrets_env"] && !base.Builtin && s.Scheme != schemeNone {
 		return s, fail("secrets_env", errors.New("missing: name the environment variable holding this source's secrets"))
 	}
-	if s.Adapter == adapterStripe && !rs.has["events"] {
-		s.Events = slices.Clone(defaultStripeEvents)
-	}
 	return s, nil
 }
 
-// checkSpec validates one source's settings, secrets aside; newSource is
-// a source of the file that is not a built-in. Its error names the field.
-func checkSpec(s sourceSpec, newSource bool, cfg config) *sourceError {
-	fail := func(field string, err error) *sourceError { return &sourceError{Field: field, Err: err} }
-	switch s.Adapter {
-	case adapterPaylock, adapterStripe, adapterAdyen, adapterMapped:
-	case adapterLoans, adapterPayouts:
+// adapter is what the loader knows of a source's adapter: a registered
+// provider's schemes and keys, or those of paylock's own loans and payouts
+// sources (header schemes, no keys).
+type adapter struct {
+	schemes []signature.Scheme
+	keys    []string
+	p       provider.Provider // nil for loans and payouts
+}
+
+// adapterOf looks up the adapter name; newSource is a source of the file
+// that is not a built-in (loans and payouts are the built-ins' only).
+func adapterOf(name string, newSource bool) (adapter, error) {
+	if name == handler.ProviderLoans || name == handler.ProviderPayouts {
 		if newSource {
-			return fail("adapter", fmt.Errorf("%q is the built-in %s source's only", s.Adapter, s.Adapter))
+			return adapter{}, fmt.Errorf("%q is the built-in %s source's only", name, name)
 		}
-	default:
-		return fail("adapter", fmt.Errorf("unknown adapter %q (want paylock, stripe, adyen or mapped)", s.Adapter))
+		return adapter{schemes: headerSchemes}, nil
 	}
-	switch s.Scheme {
-	case signature.SchemeStandard, signature.SchemeStripe, schemeAdyen, schemeNone:
-	default:
-		return fail("signature", fmt.Errorf("unknown scheme %q (want standard, stripe, adyen or none)", s.Scheme))
+	p, ok := provider.Lookup(name)
+	if !ok {
+		return adapter{}, fmt.Errorf("unknown adapter %q (want %s)", name, orList(provider.Names()))
 	}
-	if s.Adapter == adapterAdyen && s.Scheme != schemeAdyen && s.Scheme != schemeNone {
-		return fail("signature", fmt.Errorf("adapter adyen needs signature adyen, not %q", s.Scheme))
+	return adapter{schemes: p.Schemes(), keys: p.Keys(), p: p}, nil
+}
+
+// checkSpec validates one source's settings, secrets aside; newSource is
+// a source of the file that is not a built-in. The provider's own keys
+// are checked by its New, with rules. Its error names the field.
+func checkSpec(s sourceSpec, newSource bool, cfg config, rules *payload.Rules) *sourceError {
+	fail := func(field string, err error) *sourceError { return &sourceError{Field: field, Err: err} }
+	a, err := adapterOf(s.Adapter, newSource)
+	if err != nil {
+		return fail("adapter", err)
 	}
-	if s.Scheme == schemeAdyen && s.Adapter != adapterAdyen {
-		return fail("signature", fmt.Errorf("signature adyen is only for adapter adyen, not %q", s.Adapter))
+	if err := checkScheme(s, a); err != nil {
+		return fail("signature", err)
 	}
 	switch {
 	case s.Scheme == schemeNone && s.SecretsEnv != "":
@@ -528,42 +567,8 @@ func checkSpec(s sourceSpec, newSource bool, cfg config) *sourceError {
 	} else if !ok && isSetting(s.SecretsEnv) {
 		return fail("secrets_env", fmt.Errorf("%s is one of paylock's own settings, not a source's secrets", s.SecretsEnv))
 	}
-	if s.Events != nil {
-		if s.Adapter != adapterStripe {
-			return fail("events", fmt.Errorf("only for adapter stripe, not %q", s.Adapter))
-		}
-		if len(s.Events) == 0 {
-			return fail("events", errors.New("empty: omit it for the default, payment_intent.succeeded"))
-		}
-		for i, e := range s.Events {
-			if !slices.Contains(stripeEvents, e) {
-				return fail("events", fmt.Errorf("unknown Stripe event %q (want %s)", e, strings.Join(stripeEvents, " or ")))
-			}
-			if slices.Contains(s.Events[:i], e) {
-				return fail("events", fmt.Errorf("%q listed twice", e))
-			}
-		}
-	}
-	if s.Fields != nil && s.Adapter != adapterMapped {
-		return fail("fields", fmt.Errorf("only for adapter mapped, not %q", s.Adapter))
-	}
-	if s.Adapter == adapterMapped {
-		if s.Fields == nil {
-			return fail("fields", fmt.Errorf("missing: adapter mapped needs JSON pointers for %s", strings.Join(requiredMapped, ", ")))
-		}
-		for _, f := range sortedKeys(s.Fields) {
-			if !slices.Contains(mappedFields, f) {
-				return fail("fields."+f, fmt.Errorf("unknown field (want %s)", strings.Join(mappedFields, ", ")))
-			}
-			if err := checkPointer(s.Fields[f]); err != nil {
-				return fail("fields."+f, err)
-			}
-		}
-		for _, f := range requiredMapped {
-			if _, ok := s.Fields[f]; !ok {
-				return fail("fields."+f, errors.New("missing: a JSON pointer such as /data/id"))
-			}
-		}
+	if se := checkSettings(s, a, rules); se != nil {
+		return se
 	}
 	if s.ForwardURL != "" {
 		if err := checkForwardURL(s.ForwardURL); err != nil {
@@ -576,53 +581,70 @@ func checkSpec(s sourceSpec, newSource bool, cfg config) *sourceError {
 	return nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
+// headerSchemes are the schemes of paylock's own loans and payouts
+// sources, whose signatures are in headers (see headerScheme).
+var headerSchemes = []signature.Scheme{signature.SchemeStandard, signature.SchemeStripe}
+
+// checkScheme checks that s's scheme exists and that its adapter's sources
+// may use it.
+func checkScheme(s sourceSpec, a adapter) error {
+	switch {
+	case s.Scheme == schemeNone:
+		return nil
+	case !slices.Contains(signature.Schemes(), s.Scheme):
+		return fmt.Errorf("unknown scheme %q (want %s)", s.Scheme, orList(append(signature.Schemes(), schemeNone)))
+	case slices.Contains(a.schemes, s.Scheme):
+		return nil
+	case len(a.schemes) == 1:
+		return fmt.Errorf("adapter %s needs signature %s, not %q", s.Adapter, a.schemes[0], s.Scheme)
 	}
-	sort.Strings(ks)
-	return ks
+	var owners []string
+	for _, n := range provider.Names() {
+		if p, _ := provider.Lookup(n); slices.Contains(p.Schemes(), s.Scheme) {
+			owners = append(owners, n)
+		}
+	}
+	return fmt.Errorf("signature %s is only for adapter %s, not %q", s.Scheme, orList(owners), s.Adapter)
 }
 
-// checkPointer accepts an RFC 6901 JSON pointer that selects inside the
-// document: it starts with "/", and "~" appears only as "~0" or "~1".
-func checkPointer(p string) error {
-	if !strings.HasPrefix(p, "/") {
-		return fmt.Errorf("%q is not a JSON pointer (must start with /)", p)
-	}
-	for i := 0; i < len(p); i++ {
-		if p[i] == '~' && (i+1 == len(p) || p[i+1] != '0' && p[i+1] != '1') {
-			return fmt.Errorf("%q is not a JSON pointer (~ must be written ~0, and / inside a key ~1)", p)
+// checkSettings refuses the keys of another adapter, then has the
+// provider check its own (provider.Provider.New): its
+// *provider.SettingError names the key.
+func checkSettings(s sourceSpec, a adapter, rules *payload.Rules) *sourceError {
+	for _, k := range s.Settings.Keys() {
+		if slices.Contains(a.keys, k) {
+			continue
 		}
+		var owners []string
+		for _, n := range provider.Names() {
+			if p, _ := provider.Lookup(n); slices.Contains(p.Keys(), k) {
+				owners = append(owners, n)
+			}
+		}
+		return &sourceError{Field: k, Err: fmt.Errorf("only for adapter %s, not %q", orList(owners), s.Adapter)}
+	}
+	if a.p == nil {
+		return nil
+	}
+	_, err := a.p.New(provider.Config{Source: s.Name, Settings: s.Settings, Rules: rules})
+	var se *provider.SettingError
+	switch {
+	case errors.As(err, &se):
+		return &sourceError{Field: se.Key, Err: se.Err}
+	case err != nil:
+		return &sourceError{Err: err}
 	}
 	return nil
 }
 
-// checkSecrets checks that secrets parse for scheme and returns each one's
-// key as an opaque string, to find a secret shared by two sources. Its
-// errors give an entry's position, never its text.
-func checkSecrets(scheme signature.Scheme, secrets []string) ([]string, error) {
-	keys := make([]string, 0, len(secrets))
-	if scheme == schemeAdyen {
-		for i, s := range secrets {
-			k, err := hex.DecodeString(s)
-			if err != nil || len(k) == 0 {
-				return nil, fmt.Errorf("adyen secret %d of %d is not a hex HMAC key", i+1, len(secrets))
-			}
-			keys = append(keys, string(k))
-		}
-		return keys, nil
+// orList writes names as "a, b or c".
+func orList[S ~string](names []S) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
 	}
-	if _, err := signature.ParseSecrets(scheme, strings.Join(secrets, ",")); err != nil {
-		return nil, err
+	if len(out) < 2 {
+		return strings.Join(out, "")
 	}
-	for _, s := range secrets {
-		k := []byte(s)
-		if scheme == signature.SchemeStandard {
-			k, _ = base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
-		}
-		keys = append(keys, string(k))
-	}
-	return keys, nil
+	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
 }

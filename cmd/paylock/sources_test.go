@@ -9,9 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
 )
 
 // Secrets of the tests, distinct per source (a secret verifies only its
@@ -81,7 +85,7 @@ func TestBuiltinSourcesAndTheirDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sourceSpec{Name: "payments", Adapter: adapterPaylock, Scheme: "standard", SecretsEnv: "PAYLOCK_WEBHOOK_SECRETS", Secrets: []string{paymentsSecret}, Builtin: true}
+	want := sourceSpec{Name: "payments", Adapter: "paylock", Scheme: "standard", SecretsEnv: "PAYLOCK_WEBHOOK_SECRETS", Secrets: []string{paymentsSecret}, Builtin: true}
 	if len(specs) != 1 || !equalSpec(specs[0], want) || len(unsigned) != 0 {
 		t.Fatalf("without loan and payout secrets: %v unsigned %v, want payments alone, signed", specs, unsigned)
 	}
@@ -98,8 +102,8 @@ func TestBuiltinSourcesAndTheirDefaults(t *testing.T) {
 	}
 	wants := []sourceSpec{
 		want,
-		{Name: "loans", Adapter: adapterLoans, Scheme: "standard", SecretsEnv: "PAYLOCK_LOAN_SECRETS", Secrets: []string{loansSecret}, Builtin: true},
-		{Name: "payouts", Adapter: adapterPayouts, Scheme: "stripe", SecretsEnv: "PAYLOCK_PAYOUT_SECRETS", Secrets: []string{stripeSecret}, Builtin: true},
+		{Name: "loans", Adapter: "loans", Scheme: "standard", SecretsEnv: "PAYLOCK_LOAN_SECRETS", Secrets: []string{loansSecret}, Builtin: true},
+		{Name: "payouts", Adapter: "payouts", Scheme: "stripe", SecretsEnv: "PAYLOCK_PAYOUT_SECRETS", Secrets: []string{stripeSecret}, Builtin: true},
 	}
 	if len(specs) != 3 || len(unsigned) != 0 {
 		t.Fatalf("got %v unsigned %v, want payments, loans, payouts signed", specs, unsigned)
@@ -130,16 +134,17 @@ func TestFlagsOverrideTheBuiltinSourcesSettings(t *testing.T) {
 }
 
 func equalSpec(a, b sourceSpec) bool {
-	if len(a.Fields) != len(b.Fields) {
+	if !slices.Equal(a.Settings.Keys(), b.Settings.Keys()) {
 		return false
 	}
-	for k, v := range a.Fields {
-		if b.Fields[k] != v {
+	for k := range a.Settings {
+		var va, vb any
+		if json.Unmarshal(a.Settings[k], &va) != nil || json.Unmarshal(b.Settings[k], &vb) != nil || !reflect.DeepEqual(va, vb) {
 			return false
 		}
 	}
 	return a.Name == b.Name && a.Adapter == b.Adapter && a.Scheme == b.Scheme && a.SecretsEnv == b.SecretsEnv &&
-		slices.Equal(a.Secrets, b.Secrets) && slices.Equal(a.Events, b.Events) && a.ForwardURL == b.ForwardURL && a.Builtin == b.Builtin
+		slices.Equal(a.Secrets, b.Secrets) && a.ForwardURL == b.ForwardURL && a.Builtin == b.Builtin
 }
 
 func TestSourcesFileAddsAndOverridesSources(t *testing.T) {
@@ -168,15 +173,15 @@ func TestSourcesFileAddsAndOverridesSources(t *testing.T) {
 		t.Errorf("unsigned %v", unsigned)
 	}
 	wants := []sourceSpec{
-		{Name: "payments", Adapter: adapterPaylock, Scheme: "stripe", SecretsEnv: "PAYMENTS_STRIPE_SECRETS", Secrets: []string{"whsec_payments-stripe-secret"}, Builtin: true},
-		{Name: "loans", Adapter: adapterLoans, Scheme: "standard", SecretsEnv: "PAYLOCK_LOAN_SECRETS", Secrets: []string{loansSecret}, ForwardURL: "http://loans.internal/recorded", Builtin: true},
-		{Name: "acme", Adapter: adapterMapped, Scheme: "standard", SecretsEnv: "ACME_WEBHOOK_SECRETS", Secrets: []string{acmeSecret},
-			Fields: map[string]string{"transaction_id": "/data/id", "amount": "/data/amount/minor", "currency": "/data/amount/currency", "event_id": "/id"}},
-		{Name: "adyen", Adapter: adapterAdyen, Scheme: "adyen", SecretsEnv: "ADYEN_HMAC_KEYS", Secrets: []string{adyenKey}},
-		{Name: "stripe", Adapter: adapterStripe, Scheme: "stripe", SecretsEnv: "STRIPE_WEBHOOK_SECRETS", Secrets: []string{stripeSecret, "whsec_stripe-next-secret"},
-			Events: []string{"payment_intent.succeeded"}, ForwardURL: "https://orders.internal/paylock"},
-		{Name: "stripe-eu", Adapter: adapterStripe, Scheme: "stripe", SecretsEnv: "STRIPE_EU_SECRETS", Secrets: []string{"whsec_stripe-eu-secret"},
-			Events: []string{"charge.succeeded", "payment_intent.succeeded"}},
+		{Name: "payments", Adapter: "paylock", Scheme: "stripe", SecretsEnv: "PAYMENTS_STRIPE_SECRETS", Secrets: []string{"whsec_payments-stripe-secret"}, Builtin: true},
+		{Name: "loans", Adapter: "loans", Scheme: "standard", SecretsEnv: "PAYLOCK_LOAN_SECRETS", Secrets: []string{loansSecret}, ForwardURL: "http://loans.internal/recorded", Builtin: true},
+		{Name: "acme", Adapter: "mapped", Scheme: "standard", SecretsEnv: "ACME_WEBHOOK_SECRETS", Secrets: []string{acmeSecret},
+			Settings: provider.Settings{"fields": json.RawMessage(`{"transaction_id": "/data/id", "amount": "/data/amount/minor", "currency": "/data/amount/currency", "event_id": "/id"}`)}},
+		{Name: "adyen", Adapter: "adyen", Scheme: "adyen", SecretsEnv: "ADYEN_HMAC_KEYS", Secrets: []string{adyenKey}},
+		{Name: "stripe", Adapter: "stripe", Scheme: "stripe", SecretsEnv: "STRIPE_WEBHOOK_SECRETS", Secrets: []string{stripeSecret, "whsec_stripe-next-secret"},
+			Settings: provider.Settings{"events": json.RawMessage(`["payment_intent.succeeded"]`)}, ForwardURL: "https://orders.internal/paylock"},
+		{Name: "stripe-eu", Adapter: "stripe", Scheme: "stripe", SecretsEnv: "STRIPE_EU_SECRETS", Secrets: []string{"whsec_stripe-eu-secret"},
+			Settings: provider.Settings{"events": json.RawMessage(`["charge.succeeded", "payment_intent.succeeded"]`)}},
 	}
 	if got := names(specs); !slices.Equal(got, names(wants)) {
 		t.Fatalf("sources %v, want %v (payouts has no secrets and is not in the file)", got, names(wants))
@@ -185,17 +190,6 @@ func TestSourcesFileAddsAndOverridesSources(t *testing.T) {
 		if !equalSpec(specs[i], wants[i]) {
 			t.Errorf("source %s:\n got %v\nwant %v", wants[i].Name, specs[i], wants[i])
 		}
-	}
-}
-
-func TestStripeSourcesDefaultToPaymentIntentSucceeded(t *testing.T) {
-	specs, _, _, err := sourcesSetup(t, "sources: {stripe: {adapter: stripe, signature: stripe, secrets_env: STRIPE_WEBHOOK_SECRETS}}",
-		map[string]string{"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret, "STRIPE_WEBHOOK_SECRETS": stripeSecret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := specs[len(specs)-1]; s.Name != "stripe" || !slices.Equal(s.Events, []string{"payment_intent.succeeded"}) {
-		t.Fatalf("stripe source %v: want events [payment_intent.succeeded]", s)
 	}
 }
 
@@ -612,13 +606,15 @@ func FuzzSourcesFile(f *testing.F) {
 			if s.unsigned() != slices.Contains(unsignedNames, s.Name) {
 				t.Fatalf("%s: unsigned() %v but listed %v", s.Name, s.unsigned(), unsignedNames)
 			}
-			if (s.Adapter == adapterAdyen) != (s.Scheme == schemeAdyen) && s.Scheme != schemeNone {
+			p, ok := provider.Lookup(s.Adapter)
+			if !ok {
+				continue // loans, payouts
+			}
+			if s.Scheme != schemeNone && !slices.Contains(p.Schemes(), s.Scheme) {
 				t.Fatalf("%s: adapter %s with signature %s", s.Name, s.Adapter, s.Scheme)
 			}
-			for f, p := range s.Fields {
-				if checkPointer(p) != nil {
-					t.Fatalf("%s: fields.%s %q accepted", s.Name, f, p)
-				}
+			if _, err := p.New(provider.Config{Source: s.Name, Settings: s.Settings, Rules: payload.NewRules("", nil)}); err != nil {
+				t.Fatalf("%s: settings %s accepted, which adapter %s refuses: %v", s.Name, s.Settings, s.Adapter, err)
 			}
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/lock"
+	_ "github.com/paylock/paylock/provider/all" // the providers the sources name
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )

@@ -7,7 +7,7 @@
 // request without "Authorization: Bearer <key>" is answered 401 with
 // Stripe's error body.
 //
-// Events are built from the fixtures of handler/testdata/stripe (copied in
+// Events are built from the fixtures of provider/stripe/samples (copied in
 // testdata/, and tested to stay equal), so that what the fake lists is
 // what a webhook of the same event carries.
 package fakestripe
@@ -39,14 +39,14 @@ type Payment struct {
 }
 
 // PaymentIntentSucceeded is the payment_intent.succeeded Event of p, shaped
-// as handler/testdata/stripe/payment_intent.succeeded.json, with the id
+// as provider/stripe/samples/payment_intent.succeeded.json, with the id
 // evt_<p.ID>.
 func PaymentIntentSucceeded(p Payment) json.RawMessage {
 	return build(paymentIntentFixture, p, "amount", "amount_received")
 }
 
 // ChargeSucceeded is the charge.succeeded Event of p (a Charge without a
-// PaymentIntent), shaped as handler/testdata/stripe/charge.succeeded.json.
+// PaymentIntent), shaped as provider/stripe/samples/charge.succeeded.json.
 func ChargeSucceeded(p Payment) json.RawMessage {
 	return build(chargeFixture, p, "amount", "amount_captured")
 }

@@ -13,19 +13,19 @@ import (
 	"github.com/paylock/paylock/internal/fakestripe"
 )
 
-func TestFixturesAreHandlersOwn(t *testing.T) {
+func TestFixturesAreTheStripeProvidersSamples(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"payment_intent.succeeded.json", "charge.succeeded.json"} {
 		ours, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		theirs, err := os.ReadFile("../../handler/testdata/stripe/" + name)
+		theirs, err := os.ReadFile("../../provider/stripe/samples/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(ours, theirs) {
-			t.Errorf("testdata/%s differs from handler/testdata/stripe/%s: copy it again", name, name)
+			t.Errorf("testdata/%s differs from provider/stripe/samples/%s: copy it again", name, name)
 		}
 	}
 }

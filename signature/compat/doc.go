@@ -1,8 +1,8 @@
 // Package compat holds no code: its tests check package signature against
 // the PSPs' own libraries, Stripe's stripe-go (package webhook) and the
 // Standard Webhooks Go library, signing with one side and verifying with the
-// other. They also read the Stripe fixtures of handler's adapter tests
-// (handler/testdata/stripe) with stripe-go, so that a fixture cannot drift
+// other. They also read the Stripe provider's samples
+// (provider/stripe/samples) with stripe-go, so that a sample cannot drift
 // from the shape of Stripe's real events.
 //
 // It is a module of its own so that those libraries never enter the root

@@ -19,6 +19,7 @@ import (
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/lock"
+	_ "github.com/paylock/paylock/provider/all" // the providers the sources name
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -57,7 +58,7 @@ func stripeReplicas(t *testing.T, n int) ([]string, *store.Store) {
 		h, err := handler.New(handler.Config{
 			LockPrefix: prefix,
 			Logger:     slog.New(slog.DiscardHandler),
-			Sources:    []handler.Source{{Name: "stripe", Adapter: handler.AdapterStripe, Verifier: v}},
+			Sources:    []handler.Source{{Name: "stripe", Provider: "stripe", Verifier: v}},
 		}, lock.New(rdb), st.Payments())
 		if err != nil {
 			t.Fatal(err)

@@ -10,12 +10,12 @@ import (
 	"github.com/stripe/stripe-go/v82"
 )
 
-// stripeFixtures is where handler's Stripe adapter tests keep their events.
-const stripeFixtures = "../../handler/testdata/stripe"
+// stripeFixtures are the Stripe provider's samples (provider/stripe/samples).
+const stripeFixtures = "../../provider/stripe/samples"
 
-// TestStripeFixturesAreStripeEvents reads each fixture of the handler's
-// Stripe adapter tests with stripe-go and checks the ids, amounts and
-// currency those tests expect, and that every key of the fixture is a field
+// TestStripeFixturesAreStripeEvents reads each sample of the Stripe
+// provider (its tests and its conformance samples) with stripe-go and checks
+// the ids, amounts and currency those expect, and that every key of the fixture is a field
 // stripe-go knows, at every level where both are objects.
 func TestStripeFixturesAreStripeEvents(t *testing.T) {
 	t.Parallel()

@@ -1,33 +1,28 @@
-package handler
+package adyen
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/paylock/paylock/store"
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/provider/providertest"
 )
 
-// The fixtures in testdata/adyen follow Adyen's documented standard
+// The samples in samples/ follow Adyen's documented standard
 // notification (docs.adyen.com, Webhooks API AuthorisationNotificationRequest;
 // adyen-go-api-library src/webhook NotificationRequestItem): "live" and
 // "success" are strings, amount.value an integer in minor units.
 
-// adyenItem is one NotificationRequestItem wrapper; replace edits the item.
-func adyenItem(psp, code, success string, replace ...string) string {
-	item := `{"NotificationRequestItem":{"additionalData":{"hmacSignature":"c2ln"},` +
-		`"amount":{"currency":"EUR","value":1000},"eventCode":"` + code + `",` +
-		`"eventDate":"2026-11-30T12:00:00+01:00","merchantAccountCode":"PaylockECOM",` +
-		`"merchantReference":"order-1","originalReference":"","paymentMethod":"visa",` +
-		`"pspReference":"` + psp + `","reason":"","success":"` + success + `"}}`
-	return strings.NewReplacer(replace...).Replace(item)
-}
+// adyenItem and adyenBatch build notifications (samples.go).
+var (
+	adyenItem  = item
+	adyenBatch = batch
+)
 
-func adyenBatch(items ...string) string {
-	return `{"live":"false","notificationItems":[` + strings.Join(items, ",") + `]}`
-}
+var testAdapter = adapter{rules: payload.NewRules("", nil)}
 
 // itemJSON is the NotificationRequestItem object of wrapper, as received.
 func itemJSON(t *testing.T, body []byte, i int) []byte {
@@ -45,38 +40,42 @@ func itemJSON(t *testing.T, body []byte, i int) []byte {
 
 func TestAdyenAdapterAcknowledgesWithAccepted(t *testing.T) {
 	t.Parallel()
-	ack, ok := newAdyenAdapter(newInputRules("", nil)).(acknowledger)
+	a, err := Provider{}.New(provider.Config{Rules: payload.NewRules("", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, ok := a.(provider.Acknowledger)
 	if !ok {
 		t.Fatal("the Adyen adapter is not an acknowledger")
 	}
-	if ct, body := ack.acknowledge(); ct != "text/plain" || string(body) != "[accepted]" {
+	if ct, body := ack.Acknowledge(); ct != "text/plain" || string(body) != "[accepted]" {
 		t.Errorf("acknowledge() = %q, %q", ct, body)
 	}
 }
 
 func TestAdyenAdapterRecordsSuccessfulAuthorisations(t *testing.T) {
 	t.Parallel()
-	a := newAdyenAdapter(newInputRules("", nil))
-	single := readFixture(t, "adyen", "authorisation.json")
-	batch := readFixture(t, "adyen", "batch.json")
-	hundred := make([]string, maxAdyenItems)
-	hundredWant := make([]store.Payment, maxAdyenItems)
-	hundredItems := make([]int, maxAdyenItems)
+	a := testAdapter
+	single := sample("authorisation.json")
+	batch := sample("batch.json")
+	hundred := make([]string, maxItems)
+	hundredWant := make([]provider.Event, maxItems)
+	hundredItems := make([]int, maxItems)
 	for i := range hundred {
 		psp := fmt.Sprintf("PSP%013d", i)
 		hundred[i] = adyenItem(psp, "AUTHORISATION", "true")
-		hundredWant[i] = store.Payment{TransactionID: psp, Amount: 1000, Currency: "EUR", EventID: psp + ":AUTHORISATION"}
+		hundredWant[i] = provider.Event{TransactionID: psp, Amount: 1000, Currency: "EUR", EventID: psp + ":AUTHORISATION"}
 		hundredItems[i] = i
 	}
 	for _, tc := range []struct {
 		name  string
 		body  []byte
-		want  []store.Payment
+		want  []provider.Event
 		items []int // which item is each payment's payload
 	}{
-		{"one authorisation", single, []store.Payment{
+		{"one authorisation", single, []provider.Event{
 			{TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "QFQTPCQ8HXSKGK82:AUTHORISATION"}}, []int{0}},
-		{"a batch: refused, capture skipped", batch, []store.Payment{
+		{"a batch: refused, capture skipped", batch, []provider.Event{
 			{TransactionID: "KHQC5N7G84BLNK43", Amount: 5000, Currency: "JPY", EventID: "KHQC5N7G84BLNK43:AUTHORISATION"},
 			{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION"}}, []int{0, 3}},
 		{"no items", []byte(adyenBatch()), nil, nil},
@@ -85,42 +84,42 @@ func TestAdyenAdapterRecordsSuccessfulAuthorisations(t *testing.T) {
 		{"failed authorisation without pspReference or amount", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "false",
 			`"pspReference":"A1",`, ``, `"amount":{"currency":"EUR","value":1000},`, ``))), nil, nil},
 		{"the same pspReference twice, same amount: once", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true"),
-			adyenItem("A1", "AUTHORISATION", "true", `"order-1"`, `"order-2"`))), []store.Payment{
+			adyenItem("A1", "AUTHORISATION", "true", `"order-1"`, `"order-2"`))), []provider.Event{
 			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}}, []int{0}},
 		{"a capture of the same pspReference", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true"),
-			adyenItem("A1", "CAPTURE", "true", `"value":1000`, `"value":1`))), []store.Payment{
+			adyenItem("A1", "CAPTURE", "true", `"value":1000`, `"value":1`))), []provider.Event{
 			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}}, []int{0}},
 		{"unknown members are kept", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true",
-			`"reason":""`, `"reason":"","futureField":{"x":[1,2]}`))), []store.Payment{
+			`"reason":""`, `"reason":"","futureField":{"x":[1,2]}`))), []provider.Event{
 			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}}, []int{0}},
 		{"case-variant keys in additionalData are kept", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true",
-			`"hmacSignature":"c2ln"`, `"hmacSignature":"c2ln","HmacSignature":"x"`))), []store.Payment{
+			`"hmacSignature":"c2ln"`, `"hmacSignature":"c2ln","HmacSignature":"x"`))), []provider.Event{
 			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}}, []int{0}},
 		{"100 items", []byte(adyenBatch(hundred...)), hundredWant, hundredItems},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := a.adapt(tc.body, "webhook-id-ignored")
+			got, err := a.Adapt(tc.body, "webhook-id-ignored")
 			if err != nil {
 				t.Fatalf("adapt: %v", err)
 			}
 			for i, item := range tc.items {
 				tc.want[i].Payload = itemJSON(t, tc.body, item)
 			}
-			wantPayments(t, got, tc.want)
+			providertest.WantEvents(t, got, tc.want)
 		})
 	}
 }
 
 func TestAdyenAdapterRefusesTheWholeBatchForOneBadItem(t *testing.T) {
 	t.Parallel()
-	a := newAdyenAdapter(newInputRules("", nil))
+	a := testAdapter
 	ok := adyenItem("A1", "AUTHORISATION", "true")
 	auth := func(replace ...string) string {
 		return adyenBatch(ok, adyenItem("B2", "AUTHORISATION", "true", replace...))
 	}
 	const item1 = "notificationItems[1].NotificationRequestItem"
-	tooMany := make([]string, maxAdyenItems+1)
+	tooMany := make([]string, maxItems+1)
 	for i := range tooMany {
 		tooMany[i] = adyenItem(fmt.Sprintf("PSP%013d", i), "AUTHORISATION", "true")
 	}
@@ -167,22 +166,22 @@ func TestAdyenAdapterRefusesTheWholeBatchForOneBadItem(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			payments, err := a.adapt([]byte(tc.body), "")
-			if payments != nil {
-				t.Errorf("payments = %+v", payments)
+			events, err := a.Adapt([]byte(tc.body), "")
+			if events != nil {
+				t.Errorf("events = %+v", events)
 			}
-			wantAdapterProblem(t, err, tc.status, tc.field)
+			providertest.WantRefused(t, err, tc.status, tc.field)
 		})
 	}
 }
 
 // FuzzAdyenAdapter checks that no body makes the Adyen adapter panic, that
-// it returns a 400/422 problem or payments the database accepts, each
+// it returns a 400/422 error or events the database accepts, each
 // pspReference once, each payload a NotificationRequestItem object taken
 // from the body.
 func FuzzAdyenAdapter(f *testing.F) {
-	f.Add(readFixture(f, "adyen", "authorisation.json"))
-	f.Add(readFixture(f, "adyen", "batch.json"))
+	f.Add(sample("authorisation.json"))
+	f.Add(sample("batch.json"))
 	ok := adyenItem("A1", "AUTHORISATION", "true")
 	for _, s := range []string{
 		adyenBatch(), adyenBatch(ok, ok), adyenBatch(ok, adyenItem("A1", "AUTHORISATION", "true", `1000`, `1001`)),
@@ -193,10 +192,10 @@ func FuzzAdyenAdapter(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	a := newAdyenAdapter(newInputRules("", nil))
+	a := testAdapter
 	f.Fuzz(func(t *testing.T, body []byte) {
-		payments, err := a.adapt(body, "")
-		checkAdapted(t, payments, err)
+		payments, err := a.Adapt(body, "")
+		providertest.CheckAdapted(t, payments, err)
 		seen := map[string]bool{}
 		for _, p := range payments {
 			if seen[p.TransactionID] {
@@ -210,7 +209,7 @@ func FuzzAdyenAdapter(f *testing.F) {
 				t.Fatalf("payload %q is not an object of the body", p.Payload)
 			}
 		}
-		if len(payments) > maxAdyenItems {
+		if len(payments) > maxItems {
 			t.Fatalf("%d payments", len(payments))
 		}
 	})

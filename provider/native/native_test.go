@@ -1,17 +1,16 @@
-package handler
+package native
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/paylock/paylock/payload"
-	"github.com/paylock/paylock/problem"
+	"github.com/paylock/paylock/provider"
 )
 
 // FuzzDecodePayment checks that no body makes the decoder panic, that every
-// refusal is a 400 or 422 problem, and that every accepted body satisfies the
+// refusal is a 400 or 422 error, and that every accepted body satisfies the
 // rules the database relies on. The seeds run in every go test.
 func FuzzDecodePayment(f *testing.F) {
 	for _, s := range []string{
@@ -33,13 +32,13 @@ func FuzzDecodePayment(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	rules := newInputRules("", nil)
+	rules := payload.NewRules("", nil)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, err := rules.decodePayment(body)
+		in, err := decodePayment(rules, body)
 		if err != nil {
 			var pe *payload.Error
-			if p := problem.From(err); !errors.As(err, &pe) || (p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity) {
-				t.Fatalf("refusal is not a 400/422 problem: %#v", err)
+			if !errors.As(err, &pe) || !errors.Is(err, payload.ErrMalformed) && !errors.Is(err, payload.ErrInvalid) {
+				t.Fatalf("refusal is not a 400/422 error: %#v", err)
 			}
 			return
 		}
@@ -52,14 +51,18 @@ func FuzzDecodePayment(f *testing.F) {
 		if strings.ContainsFunc(in.TransactionID, func(r rune) bool { return r <= ' ' || r > '~' }) {
 			t.Fatalf("accepted transaction_id %q", in.TransactionID)
 		}
-		if len(in.Currency) != 3 || nonTender[in.Currency] {
+		if len(in.Currency) != 3 || payload.NonTender(in.Currency) {
 			t.Fatalf("accepted currency %q", in.Currency)
 		}
-		if msg := jsonbUnsafe(body); msg != "" {
-			t.Fatalf("accepted a body jsonb refuses: %s", msg)
-		}
-		if hugeExponent(body) {
-			t.Fatalf("accepted a number with a huge exponent")
+		if err := payload.Storable(body); err != nil {
+			t.Fatalf("accepted a body jsonb refuses: %v", err)
 		}
 	})
+}
+
+func TestNewRefusesSettings(t *testing.T) {
+	t.Parallel()
+	if _, err := (Provider{}).New(provider.Config{Rules: payload.NewRules("", nil), Settings: provider.Settings{"events": []byte(`[]`)}}); err == nil {
+		t.Fatal("a setting is accepted")
+	}
 }

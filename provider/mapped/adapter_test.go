@@ -1,14 +1,16 @@
-package handler
+package mapped
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"maps"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/paylock/paylock/store"
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/provider/providertest"
 )
 
 var mappedTestFields = map[string]string{
@@ -37,70 +39,67 @@ func mappedVariant(replace ...string) string {
 	return strings.NewReplacer(replace...).Replace(mappedBody)
 }
 
-func TestParseJSONPointer(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"/a", []string{"a"}},
-		{"/a/b/0", []string{"a", "b", "0"}},
-		{"/", []string{""}},
-		{"/a//b", []string{"a", "", "b"}},
-		{"/a~1b/~0c", []string{"a/b", "~c"}},
-		{"/~01", []string{"~1"}},
-		{"/~10", []string{"/0"}},
-	} {
-		p, err := parseJSONPointer(tc.in)
-		if err != nil || !slices.Equal(p.tokens, tc.want) || p.text != tc.in {
-			t.Errorf("parseJSONPointer(%q) = %q, %v, want %q", tc.in, p.tokens, err, tc.want)
-		}
+// settings are the fields setting of fields (nil: the key is not set).
+func settings(fields map[string]string) provider.Settings {
+	if fields == nil {
+		return nil
 	}
-	for _, in := range []string{"", "a/b", "#/a", "/a~", "/a~2", "/~a", "/a/~/b"} {
-		if _, err := parseJSONPointer(in); err == nil {
-			t.Errorf("parseJSONPointer(%q) accepted", in)
-		}
+	raw, _ := json.Marshal(fields)
+	return provider.Settings{"fields": raw}
+}
+
+// newAdapter is the adapter of fields, or fails the test.
+func newAdapter(t testing.TB, fields map[string]string) provider.Adapter {
+	t.Helper()
+	a, err := Provider{}.New(provider.Config{Rules: payload.NewRules("", nil), Settings: settings(fields)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return a
 }
 
 func TestMappedAdapterConstructor(t *testing.T) {
 	t.Parallel()
-	rules := newInputRules("", nil)
+	rules := payload.NewRules("", nil)
 	for _, fields := range []map[string]string{
 		mappedTestFields,
 		withFields(map[string]string{"event_id": "/event/id"}),
 		withFields(map[string]string{"transaction_id": "/a~1b/~0c"}),
 	} {
-		if _, err := newMappedAdapter(rules, fields); err != nil {
-			t.Errorf("newMappedAdapter(%v): %v", fields, err)
+		if _, err := (Provider{}).New(provider.Config{Rules: rules, Settings: settings(fields)}); err != nil {
+			t.Errorf("New(%v): %v", fields, err)
 		}
 	}
 	for _, tc := range []struct {
-		name   string
-		fields map[string]string
-		names  string // what the error must name
+		name     string
+		settings provider.Settings
+		key      string // what the error must name
+		want     string // and say
 	}{
-		{"no fields", nil, `"transaction_id"`},
-		{"transaction_id missing", withFields(map[string]string{"transaction_id": ""}), `"transaction_id"`},
-		{"amount missing", withFields(map[string]string{"amount": ""}), `"amount"`},
-		{"currency missing", withFields(map[string]string{"currency": ""}), `"currency"`},
-		{"unknown field", withFields(map[string]string{"txid": "/id"}), `"txid"`},
-		{"unknown field, case variant", withFields(map[string]string{"Amount": "/x"}), `"Amount"`},
-		{"no leading slash", withFields(map[string]string{"amount": "data/amount"}), `"amount"`},
-		{"no leading slash, currency", withFields(map[string]string{"currency": "x"}), `"currency"`},
-		{"empty pointer", map[string]string{"transaction_id": "/a", "amount": "/b", "currency": ""}, `"currency"`},
-		{"a URI fragment", withFields(map[string]string{"transaction_id": "#/data/id"}), `"transaction_id"`},
-		{"bad escape", withFields(map[string]string{"event_id": "/event/~2"}), `"event_id"`},
-		{"trailing tilde", withFields(map[string]string{"currency": "/data/~"}), `"currency"`},
+		{"no fields", nil, "fields", "missing: adapter mapped needs JSON pointers for transaction_id, amount, currency"},
+		{"fields not a map", provider.Settings{"fields": []byte(`["/id"]`)}, "fields", "want a map of payment field to JSON pointer"},
+		{"another key", provider.Settings{"fields": []byte(`{}`), "events": []byte(`[]`)}, "events", "unknown key"},
+		{"transaction_id missing", settings(withFields(map[string]string{"transaction_id": ""})), "fields.transaction_id", "missing: a JSON pointer such as /data/id"},
+		{"amount missing", settings(withFields(map[string]string{"amount": ""})), "fields.amount", "missing"},
+		{"currency missing", settings(withFields(map[string]string{"currency": ""})), "fields.currency", "missing"},
+		{"unknown field", settings(withFields(map[string]string{"txid": "/id"})), "fields.txid", "unknown field (want transaction_id, amount, currency, event_id)"},
+		{"unknown field, case variant", settings(withFields(map[string]string{"Amount": "/x"})), "fields.Amount", "unknown field"},
+		{"no leading slash", settings(withFields(map[string]string{"amount": "data/amount"})), "fields.amount", `"data/amount" is not a JSON pointer (must start with /)`},
+		{"no leading slash, currency", settings(withFields(map[string]string{"currency": "x"})), "fields.currency", "must start with /"},
+		{"empty pointer", settings(map[string]string{"transaction_id": "/a", "amount": "/b", "currency": ""}), "fields.currency", "must start with /"},
+		{"a URI fragment", settings(withFields(map[string]string{"transaction_id": "#/data/id"})), "fields.transaction_id", "must start with /"},
+		{"bad escape", settings(withFields(map[string]string{"event_id": "/event/~2"})), "fields.event_id", "~ must be written ~0"},
+		{"trailing tilde", settings(withFields(map[string]string{"currency": "/data/~"})), "fields.currency", "not a JSON pointer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a, err := newMappedAdapter(rules, tc.fields)
-			if !errors.Is(err, errAdapterConfig) || a != nil {
-				t.Fatalf("newMappedAdapter = %v, %v, want errAdapterConfig", a, err)
+			a, err := Provider{}.New(provider.Config{Rules: rules, Settings: tc.settings})
+			var se *provider.SettingError
+			if !errors.As(err, &se) || a != nil {
+				t.Fatalf("New = %v, %v, want a *provider.SettingError", a, err)
 			}
-			if !strings.Contains(err.Error(), tc.names) {
-				t.Errorf("error %q does not name %s", err, tc.names)
+			if se.Key != tc.key || !strings.Contains(se.Err.Error(), tc.want) {
+				t.Errorf("error key %q, %q; want %q saying %q", se.Key, se.Err, tc.key, tc.want)
 			}
 		})
 	}
@@ -108,48 +107,42 @@ func TestMappedAdapterConstructor(t *testing.T) {
 
 func TestMappedAdapterReadsThePointers(t *testing.T) {
 	t.Parallel()
-	rules := newInputRules("", nil)
 	for _, tc := range []struct {
 		name     string
 		fields   map[string]string
 		body     string
 		headerID string
-		want     store.Payment
+		want     provider.Event
 	}{
 		{"the mapped fields, event id from the header", mappedTestFields, mappedBody, "msg_1",
-			store.Payment{TransactionID: "tx-1", Amount: 1000, Currency: "JPY", EventID: "msg_1"}},
+			provider.Event{TransactionID: "tx-1", Amount: 1000, Currency: "JPY", EventID: "msg_1"}},
 		{"no event id anywhere", mappedTestFields, mappedBody, "",
-			store.Payment{TransactionID: "tx-1", Amount: 1000, Currency: "JPY"}},
+			provider.Event{TransactionID: "tx-1", Amount: 1000, Currency: "JPY"}},
 		{"event id from the body wins", withFields(map[string]string{"event_id": "/event/id"}), mappedBody, "msg_1",
-			store.Payment{TransactionID: "tx-1", Amount: 1000, Currency: "JPY", EventID: "ev-1"}},
+			provider.Event{TransactionID: "tx-1", Amount: 1000, Currency: "JPY", EventID: "ev-1"}},
 		{"an array index", withFields(map[string]string{"transaction_id": "/data/items/1/sku"}), mappedBody, "",
-			store.Payment{TransactionID: "b", Amount: 1000, Currency: "JPY"}},
+			provider.Event{TransactionID: "b", Amount: 1000, Currency: "JPY"}},
 		{"escaped keys", withFields(map[string]string{"transaction_id": "/a~1b/~0c"}), mappedBody, "",
-			store.Payment{TransactionID: "tx-slash", Amount: 1000, Currency: "JPY"}},
+			provider.Event{TransactionID: "tx-slash", Amount: 1000, Currency: "JPY"}},
 		{"empty keys", withFields(map[string]string{"transaction_id": "//"}), mappedBody, "",
-			store.Payment{TransactionID: "tx-empty", Amount: 1000, Currency: "JPY"}},
+			provider.Event{TransactionID: "tx-empty", Amount: 1000, Currency: "JPY"}},
 		{"case-variant keys off the path are kept", mappedTestFields, mappedVariant(`"type"`, `"Type":1,"type"`), "",
-			store.Payment{TransactionID: "tx-1", Amount: 1000, Currency: "JPY"}},
+			provider.Event{TransactionID: "tx-1", Amount: 1000, Currency: "JPY"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a, err := newMappedAdapter(rules, tc.fields)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := a.adapt([]byte(tc.body), tc.headerID)
+			got, err := newAdapter(t, tc.fields).Adapt([]byte(tc.body), tc.headerID)
 			if err != nil {
 				t.Fatalf("adapt: %v", err)
 			}
 			tc.want.Payload = []byte(tc.body)
-			wantPayments(t, got, []store.Payment{tc.want})
+			providertest.WantEvents(t, got, []provider.Event{tc.want})
 		})
 	}
 }
 
 func TestMappedAdapterRefusesWhatThePointersCannotRead(t *testing.T) {
 	t.Parallel()
-	rules := newInputRules("", nil)
 	withEvent := withFields(map[string]string{"event_id": "/event/id"})
 	for _, tc := range []struct {
 		name   string
@@ -190,21 +183,17 @@ func TestMappedAdapterRefusesWhatThePointersCannotRead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a, err := newMappedAdapter(rules, tc.fields)
-			if err != nil {
-				t.Fatal(err)
+			events, err := newAdapter(t, tc.fields).Adapt([]byte(tc.body), "msg_1")
+			if events != nil {
+				t.Errorf("events = %+v", events)
 			}
-			payments, err := a.adapt([]byte(tc.body), "msg_1")
-			if payments != nil {
-				t.Errorf("payments = %+v", payments)
-			}
-			wantAdapterProblem(t, err, tc.status, tc.field)
+			providertest.WantRefused(t, err, tc.status, tc.field)
 		})
 	}
 }
 
 // FuzzMappedAdapter checks that no body makes the mapped adapter panic and
-// that it returns a 400/422 problem or exactly one payment the database
+// that it returns a 400/422 error or exactly one event the database
 // accepts, with the whole body as payload.
 func FuzzMappedAdapter(f *testing.F) {
 	for _, s := range []string{
@@ -215,13 +204,10 @@ func FuzzMappedAdapter(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	a, err := newMappedAdapter(newInputRules("", nil), withFields(map[string]string{"event_id": "/event/id"}))
-	if err != nil {
-		f.Fatal(err)
-	}
+	a := newAdapter(f, withFields(map[string]string{"event_id": "/event/id"}))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		payments, err := a.adapt(body, "")
-		checkAdapted(t, payments, err)
+		payments, err := a.Adapt(body, "")
+		providertest.CheckAdapted(t, payments, err)
 		if err == nil && (len(payments) != 1 || !bytes.Equal(payments[0].Payload, body)) {
 			t.Fatalf("payments = %+v", payments)
 		}

@@ -1,0 +1,139 @@
+package adyen
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
+)
+
+// maxItems bounds the notification items of one Adyen delivery. Adyen
+// sends standard notifications one item at a time; a batch is at most a
+// handful.
+const maxItems = 100
+
+// adapter reads an Adyen standard webhook (notification) delivery:
+//
+//	{"live":"false","notificationItems":[{"NotificationRequestItem":{
+//	  "additionalData":{"hmacSignature":"..."},
+//	  "amount":{"currency":"EUR","value":1000},
+//	  "eventCode":"AUTHORISATION","eventDate":"2026-11-30T12:00:00+01:00",
+//	  "merchantAccountCode":"...","merchantReference":"...",
+//	  "originalReference":"","pspReference":"...","success":"true",
+//	  "operations":["CANCEL","CAPTURE","REFUND"],"paymentMethod":"visa"}}]}
+//
+// The shape is Adyen's documented NotificationRequestItem: the
+// AuthorisationNotificationRequestItem schema of Adyen's Webhooks API
+// (docs.adyen.com/api-explorer/Webhooks), as typed by Adyen's own libraries
+// (adyen-go-api-library src/webhook: Webhook, NotificationItem,
+// NotificationRequestItem, Amount). success and live are the strings
+// "true"/"false", amount.value is an integer in minor units and
+// amount.currency an upper-case ISO 4217 code.
+type adapter struct{ rules *payload.Rules }
+
+// Acknowledge is Adyen's expected answer, "[accepted]".
+func (adapter) Acknowledge() (string, []byte) {
+	return "text/plain", []byte("[accepted]")
+}
+
+// Adapt reads a notification batch. Each item whose eventCode is
+// AUTHORISATION and success "true" records a payment: transaction id
+// pspReference, amount amount.value, currency amount.currency as sent (it
+// must already be upper-case), event id pspReference+":AUTHORISATION"
+// (Adyen's own deduplication key, eventCode with pspReference, stable
+// across Adyen's retries of the same item), and as payload that item's
+// NotificationRequestItem object as received. Every other item is
+// acknowledged and written nowhere. A malformed item refuses the whole
+// batch (4xx, Adyen retries it), so does a batch of more than maxItems
+// items or one that names a pspReference twice with different amounts
+// (422); the same pspReference twice with the same amount is recorded once.
+// The delivery is acknowledged with Adyen's "[accepted]".
+func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
+	root, err := payload.Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	list, name, err := root.Child("", "notificationItems")
+	switch {
+	case err != nil:
+		return nil, err
+	case list == nil:
+		return nil, payload.Invalid(name, name+" is required")
+	case list.Kind() != payload.Array:
+		return nil, payload.Malformed(name, name+" must be a JSON array")
+	case len(list.Items()) > maxItems:
+		return nil, payload.Invalid(name, fmt.Sprintf("%s must hold at most %d items", name, maxItems))
+	}
+	var events []provider.Event
+	seen := make(map[string]int) // pspReference -> index in events
+	for i, wrapper := range list.Items() {
+		prefix := name + "[" + strconv.Itoa(i) + "]"
+		if wrapper.Kind() != payload.Object {
+			return nil, payload.Malformed(prefix, prefix+" must be a JSON object")
+		}
+		item, itemName, err := wrapper.RequiredObject(prefix, "NotificationRequestItem")
+		if err != nil {
+			return nil, err
+		}
+		e, names, err := a.item(item, itemName)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			continue
+		}
+		if j, dup := seen[e.TransactionID]; dup {
+			if q := events[j]; q.Amount != e.Amount || q.Currency != e.Currency {
+				return nil, payload.Invalid(names["amount"], fmt.Sprintf(
+					"pspReference %q appears twice in this batch with different amounts (%d %s and %d %s)",
+					e.TransactionID, q.Amount, q.Currency, e.Amount, e.Currency))
+			}
+			continue
+		}
+		seen[e.TransactionID] = len(events)
+		events = append(events, *e)
+	}
+	return events, nil
+}
+
+// item reads one NotificationRequestItem: an event for a successful
+// AUTHORISATION, nil for any other item.
+func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, payload.Names, error) {
+	code, _, err := item.RequiredString(prefix, "eventCode")
+	if err != nil {
+		return nil, nil, err
+	}
+	success, successName, err := item.RequiredString(prefix, "success")
+	if err != nil {
+		return nil, nil, err
+	}
+	if success != "true" && success != "false" {
+		return nil, nil, payload.Invalid(successName, successName+` must be "true" or "false"`)
+	}
+	if code != "AUTHORISATION" || success != "true" {
+		return nil, nil, nil
+	}
+	p := provider.Event{Payload: item.Raw()}
+	var txName, amountName, currencyName string
+	if p.TransactionID, txName, err = item.RequiredString(prefix, "pspReference"); err != nil {
+		return nil, nil, err
+	}
+	if _, _, err := item.RequiredObject(prefix, "amount"); err != nil {
+		return nil, nil, err
+	}
+	if p.Amount, amountName, err = item.RequiredAmount(prefix, "amount", "value"); err != nil {
+		return nil, nil, err
+	}
+	if p.Currency, currencyName, err = item.RequiredString(prefix, "amount", "currency"); err != nil {
+		return nil, nil, err
+	}
+	p.EventID = p.TransactionID + ":" + code
+	names := payload.Names{
+		"transaction_id": txName, "amount": amountName, "currency": currencyName, "event_id": txName,
+	}
+	if err := a.rules.CheckPayment(p.Payment(), names); err != nil {
+		return nil, nil, err
+	}
+	return &p, names, nil
+}

@@ -1,0 +1,14 @@
+// Package all registers every provider paylock ships with, for its side
+// effect: import it blank, as the paylock binary and the tests do.
+//
+//	import _ "github.com/paylock/paylock/provider/all"
+//
+// Adding a provider is one package under provider/ and one line here.
+package all
+
+import (
+	_ "github.com/paylock/paylock/provider/adyen"  // "adyen"
+	_ "github.com/paylock/paylock/provider/mapped" // "mapped"
+	_ "github.com/paylock/paylock/provider/native" // "paylock"
+	_ "github.com/paylock/paylock/provider/stripe" // "stripe"
+)

@@ -1,0 +1,99 @@
+// Package mapped is the provider of senders paylock has no package for,
+// registered as "mapped": any JSON object body, read through an RFC 6901
+// JSON pointer per payment field, configured in the sources file:
+//
+//	acme:
+//	  adapter: mapped
+//	  signature: standard
+//	  secrets_env: ACME_WEBHOOK_SECRETS
+//	  fields: {transaction_id: /data/id, amount: /data/amount/minor, currency: /data/amount/currency, event_id: /id}
+//
+// Its sources are signed in headers: Standard Webhooks (the default) or
+// Stripe's scheme.
+package mapped
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/signature"
+)
+
+func init() { provider.Register("mapped", Provider{}) }
+
+// Provider reads bodies through configured pointers.
+type Provider struct{}
+
+// fieldNames are the payment fields a mapping may name, in the order
+// messages list them; the first three are required.
+var fieldNames = []string{"transaction_id", "amount", "currency", "event_id"}
+
+const required = 3
+
+// Schemes are Standard Webhooks, then Stripe's.
+func (Provider) Schemes() []signature.Scheme {
+	return []signature.Scheme{signature.SchemeStandard, signature.SchemeStripe}
+}
+
+// Keys: fields, the JSON pointer of each payment field (transaction_id,
+// amount and currency required, event_id optional).
+func (Provider) Keys() []string { return []string{"fields"} }
+
+// New returns the adapter of cfg's pointers, or a *provider.SettingError
+// naming the field ("fields.amount") of an unknown field, a pointer that is
+// not one, or a missing required field.
+func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
+	ptrs, err := pointers(cfg.Settings)
+	if err != nil {
+		return nil, err
+	}
+	a := adapter{rules: cfg.Rules, txID: ptrs["transaction_id"], amount: ptrs["amount"],
+		currency: ptrs["currency"], names: payload.Names{}}
+	for f, p := range ptrs {
+		a.names[f] = p.String()
+	}
+	if p, ok := ptrs["event_id"]; ok {
+		a.eventID = &p
+	}
+	return a, nil
+}
+
+// pointers are the parsed pointers of the fields setting, by field.
+func pointers(s provider.Settings) (map[string]payload.Pointer, error) {
+	if err := s.Only("fields"); err != nil {
+		return nil, err
+	}
+	raw, ok := s["fields"]
+	if !ok {
+		return nil, &provider.SettingError{Key: "fields", Err: fmt.Errorf(
+			"missing: adapter mapped needs JSON pointers for %s", strings.Join(fieldNames[:required], ", "))}
+	}
+	var fields map[string]string
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, &provider.SettingError{Key: "fields", Err: errors.New("want a map of payment field to JSON pointer")}
+	}
+	out := make(map[string]payload.Pointer, len(fields))
+	for _, f := range slices.Sorted(maps.Keys(fields)) {
+		fail := func(err error) error { return &provider.SettingError{Key: "fields." + f, Err: err} }
+		if !slices.Contains(fieldNames, f) {
+			return nil, fail(fmt.Errorf("unknown field (want %s)", strings.Join(fieldNames, ", ")))
+		}
+		p, err := payload.ParsePointer(fields[f])
+		if err != nil {
+			return nil, fail(err)
+		}
+		out[f] = p
+	}
+	for _, f := range fieldNames[:required] {
+		if _, ok := out[f]; !ok {
+			return nil, &provider.SettingError{Key: "fields." + f, Err: errors.New("missing: a JSON pointer such as /data/id")}
+		}
+	}
+	return out, nil
+}

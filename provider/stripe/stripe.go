@@ -1,0 +1,105 @@
+// Package stripe is the Stripe provider, registered as "stripe": Stripe
+// Events (https://docs.stripe.com/api/events/object) signed with Stripe's
+// scheme (Stripe-Signature; Standard Webhooks is accepted too), the
+// sources-file key events (which event types a source records), and the
+// listing of past events through Stripe's API (GET /v1/events) that
+// reconciliation uses.
+package stripe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/signature"
+)
+
+func init() { provider.Register("stripe", Provider{}) }
+
+// Provider is Stripe.
+type Provider struct{}
+
+// record says how a Stripe event type carries a payment: the type of its
+// data.object and the member holding the amount received.
+type record struct {
+	object string
+	amount string
+}
+
+// records are the Stripe event types a source may record, in the order
+// messages list them. The shapes are stripe-go's (stripe.Event,
+// stripe.PaymentIntent, stripe.Charge); signature/compat checks the
+// samples against them.
+var records = []struct {
+	typ string
+	record
+}{
+	{"payment_intent.succeeded", record{object: "payment_intent", amount: "amount_received"}},
+	{"charge.succeeded", record{object: "charge", amount: "amount"}},
+}
+
+// defaultEvent is what a source records when its settings name no events.
+const defaultEvent = "payment_intent.succeeded"
+
+// Schemes are Stripe's, then Standard Webhooks.
+func (Provider) Schemes() []signature.Scheme {
+	return []signature.Scheme{signature.SchemeStripe, signature.SchemeStandard}
+}
+
+// Keys: events, the event types the source records (default
+// [payment_intent.succeeded]); every other type is acknowledged and
+// written nowhere.
+func (Provider) Keys() []string { return []string{"events"} }
+
+// New returns the adapter of s's events, or a *provider.SettingError for
+// events that are not a list of the known types, empty or repeated.
+func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
+	events, err := eventTypes(cfg.Settings)
+	if err != nil {
+		return nil, err
+	}
+	a := adapter{rules: cfg.Rules, events: make(map[string]record, len(events))}
+	for _, e := range events {
+		for _, r := range records {
+			if r.typ == e {
+				a.events[e] = r.record
+			}
+		}
+	}
+	return a, nil
+}
+
+// eventTypes are the event types settings name, or the default.
+func eventTypes(s provider.Settings) ([]string, error) {
+	if err := s.Only("events"); err != nil {
+		return nil, err
+	}
+	raw, ok := s["events"]
+	if !ok {
+		return []string{defaultEvent}, nil
+	}
+	fail := func(err error) error { return &provider.SettingError{Key: "events", Err: err} }
+	var events []string
+	if err := json.Unmarshal(raw, &events); err != nil {
+		return nil, fail(errors.New("want a list of event types"))
+	}
+	if len(events) == 0 {
+		return nil, fail(errors.New("empty: omit it for the default, " + defaultEvent))
+	}
+	known := make([]string, len(records))
+	for i, r := range records {
+		known[i] = r.typ
+	}
+	for i, e := range events {
+		if !slices.Contains(known, e) {
+			return nil, fail(fmt.Errorf("unknown Stripe event %q (want %s)", e, strings.Join(known, " or ")))
+		}
+		if slices.Contains(events[:i], e) {
+			return nil, fail(fmt.Errorf("%q listed twice", e))
+		}
+	}
+	return events, nil
+}
