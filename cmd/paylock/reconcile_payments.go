@@ -116,15 +116,7 @@ func openPipeline(cfg config, st *store.Store, logger *slog.Logger) (h *handler.
 
 // listers are the names of the registered providers that can list their
 // events (provider.Lister): the adapters whose sources can be reconciled.
-func listers() []string {
-	var out []string
-	for _, n := range provider.Names() {
-		if p, _ := provider.Lookup(n); isLister(p) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func listers() []string { return providersWhere(isLister) }
 
 func isLister(p provider.Provider) bool {
 	_, ok := p.(provider.Lister)

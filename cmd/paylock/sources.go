@@ -598,12 +598,7 @@ func checkScheme(s sourceSpec, a adapter) error {
 	case len(a.schemes) == 1:
 		return fmt.Errorf("adapter %s needs signature %s, not %q", s.Adapter, a.schemes[0], s.Scheme)
 	}
-	var owners []string
-	for _, n := range provider.Names() {
-		if p, _ := provider.Lookup(n); slices.Contains(p.Schemes(), s.Scheme) {
-			owners = append(owners, n)
-		}
-	}
+	owners := providersWhere(func(p provider.Provider) bool { return slices.Contains(p.Schemes(), s.Scheme) })
 	return fmt.Errorf("signature %s is only for adapter %s, not %q", s.Scheme, orList(owners), s.Adapter)
 }
 
@@ -615,12 +610,7 @@ func checkSettings(s sourceSpec, a adapter, rules *payload.Rules) *sourceError {
 		if slices.Contains(a.keys, k) {
 			continue
 		}
-		var owners []string
-		for _, n := range provider.Names() {
-			if p, _ := provider.Lookup(n); slices.Contains(p.Keys(), k) {
-				owners = append(owners, n)
-			}
-		}
+		owners := providersWhere(func(p provider.Provider) bool { return slices.Contains(p.Keys(), k) })
 		return &sourceError{Field: k, Err: fmt.Errorf("only for adapter %s, not %q", orList(owners), s.Adapter)}
 	}
 	if a.p == nil {
@@ -635,6 +625,17 @@ func checkSettings(s sourceSpec, a adapter, rules *payload.Rules) *sourceError {
 		return &sourceError{Err: err}
 	}
 	return nil
+}
+
+// providersWhere lists the registered providers for which keep is true.
+func providersWhere(keep func(provider.Provider) bool) []string {
+	var out []string
+	for _, n := range provider.Names() {
+		if p, _ := provider.Lookup(n); keep(p) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // orList writes names as "a, b or c".
