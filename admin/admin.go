@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/problem"
 )
 
@@ -42,11 +43,14 @@ type Config struct {
 	// Console serves the admin console's pages under /admin/ (see
 	// console.go); nil leaves them out.
 	Console ConsoleStore
-	// ForwardURLs is each payment source's forward URL, where the
-	// console's replay sends a payment whose forward job River no longer
-	// holds.
-	ForwardURLs map[string]string
-	Logger      *slog.Logger // default slog.Default()
+	// Forwards is each payment source's forward destination, by name,
+	// where the console's replay sends a payment whose forward job River
+	// no longer holds.
+	Forwards map[string]string
+	// Destinations are the forward destinations by name: the console shows
+	// a job's destination with its URL, credentials hidden (forward.Redact).
+	Destinations forward.Destinations
+	Logger       *slog.Logger // default slog.Default()
 }
 
 // Token is a named admin token.
@@ -113,7 +117,7 @@ func New(cfg Config) *Admin {
 		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", problem.MethodNotAllowed(http.MethodGet))
 	}
 	if cfg.Console != nil {
-		a.mountConsole(cfg.Console, cfg.ForwardURLs)
+		a.mountConsole(cfg.Console, cfg.Forwards, cfg.Destinations.Redacted())
 	}
 	for pattern, h := range cfg.Mounts {
 		a.mux.Handle(pattern, h)

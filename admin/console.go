@@ -72,17 +72,18 @@ const (
 
 // console holds what the console's handlers share.
 type console struct {
-	a       *Admin
-	st      ConsoleStore
-	urls    map[string]string // forward URL by source
-	csrfKey []byte            // see mountConsole
+	a        *Admin
+	st       ConsoleStore
+	forwards map[string]string // forward destination by source
+	dests    map[string]string // destination URL by name, redacted
+	csrfKey  []byte            // see mountConsole
 }
 
-func (a *Admin) mountConsole(st ConsoleStore, urls map[string]string) {
+func (a *Admin) mountConsole(st ConsoleStore, forwards, dests map[string]string) {
 	// The CSRF key is derived from every admin token (changing one ends
 	// every form, as it ends every session), or random on a listener
 	// without tokens.
-	c := &console{a: a, st: st, urls: urls}
+	c := &console{a: a, st: st, forwards: forwards, dests: dests}
 	if len(a.tokens) == 0 {
 		c.csrfKey = make([]byte, 32)
 		rand.Read(c.csrfKey)
@@ -268,11 +269,12 @@ func (c *console) search(w http.ResponseWriter, r *http.Request) {
 }
 
 type paymentData struct {
-	Payment   store.Payment
-	Body      string
-	WebhookID string
-	Jobs      []store.ForwardJob
-	CanReplay bool
+	Payment      store.Payment
+	Body         string
+	WebhookID    string
+	Jobs         []store.ForwardJob
+	Destinations map[string]string // URL by destination name, redacted
+	CanReplay    bool
 }
 
 func (c *console) payment(w http.ResponseWriter, r *http.Request) {
@@ -288,7 +290,7 @@ func (c *console) payment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := paymentData{Payment: p, WebhookID: store.PaymentForwardID(p.Source, p.TransactionID), Jobs: jobs,
-		CanReplay: len(jobs) > 0 || c.urls[p.Source] != ""}
+		Destinations: c.dests, CanReplay: len(jobs) > 0 || c.forwards[p.Source] != ""}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, p.Payload, "", "  ") == nil {
 		d.Body = pretty.String()
@@ -314,9 +316,9 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, "payment", err)
 		return
 	}
-	res, err := c.st.ReplayForwards(r.Context(), store.ReplayFilter{Source: p.Source, TransactionID: p.TransactionID, URL: c.urls[p.Source]})
+	res, err := c.st.ReplayForwards(r.Context(), store.ReplayFilter{Source: p.Source, TransactionID: p.TransactionID, Destination: c.forwards[p.Source]})
 	if errors.Is(err, store.ErrForward) {
-		c.fail(w, r, http.StatusConflict, "Source "+p.Source+" forwards nothing: no forward URL is configured.")
+		c.fail(w, r, http.StatusConflict, "Source "+p.Source+" forwards nothing: no forward destination is configured.")
 		return
 	}
 	if err != nil {

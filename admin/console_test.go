@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/admin"
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/store"
 )
 
@@ -38,12 +39,13 @@ func startConsole(t *testing.T) (*httptest.Server, *store.Store) {
 		{Source: "acme", TransactionID: "tx<script>", Amount: 1, Currency: "USD", EventID: "evt_hostile",
 			Payload: []byte(`{"note":"<script>alert(1)</script>","id":"tx<script>"}`)},
 	} {
-		if _, err := st.Payments().RecordPaymentForwarded(ctx, p, consoleForwardURL); err != nil {
+		if _, err := st.Payments().RecordPaymentForwarded(ctx, p, forward.DefaultDestination); err != nil {
 			t.Fatal(err)
 		}
 	}
 	h := admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t), Console: consoleStore(st),
-		ForwardURLs: map[string]string{"stripe": consoleForwardURL, "acme": consoleForwardURL}})
+		Forwards:     map[string]string{"stripe": forward.DefaultDestination, "acme": forward.DefaultDestination},
+		Destinations: forward.Destinations{forward.DefaultDestination: consoleForwardURL}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv, st
@@ -204,5 +206,26 @@ func TestConsolePOSTNeedsTheCSRFToken(t *testing.T) {
 	b := adminDo(t, srv, http.MethodPost, replay, nil, bearer, nil)
 	if b.status != http.StatusSeeOther || !strings.HasSuffix(b.header.Get("Location"), "?replay=pending") {
 		t.Fatalf("bearer POST: %d %v", b.status, b.header)
+	}
+}
+
+func TestConsoleShowsAForwardsDestinationWithoutItsCredentials(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, store.Config{URL: migratedSchema(t)})
+	p := store.Payment{Source: "acme", TransactionID: "tx-dest", Amount: 1, Currency: "EUR", Payload: []byte(`{}`)}
+	if _, err := st.Payments().RecordPaymentForwarded(context.Background(), p, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	h := admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t), Console: consoleStore(st),
+		Forwards:     map[string]string{"acme": "acme"},
+		Destinations: forward.Destinations{"acme": "https://paylock:s3cret@acme.internal/hook?token=s3cret"}})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	a := adminDo(t, srv, http.MethodGet, "/admin/payments/acme/tx-dest", nil, bearer, nil)
+	if a.status != http.StatusOK || strings.Contains(a.body, "s3cret") {
+		t.Fatalf("payment page: %d, credentials shown: %v", a.status, strings.Contains(a.body, "s3cret"))
+	}
+	if !strings.Contains(a.body, "<code>acme</code> <code>https://paylock:xxxxx@acme.internal/hook?token=xxxxx</code>") {
+		t.Errorf("the job's destination is not shown by name and redacted URL: %s", a.body)
 	}
 }

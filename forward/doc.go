@@ -1,7 +1,33 @@
 // Package forward delivers paylock's outbox: the River worker of the
-// forward jobs (store.ForwardArgs) that POSTs each recorded payment, and each
+// forward jobs (store.ForwardArgs) that sends each recorded payment, and each
 // disbursement status change, to the team's own service, signed with
-// Standard Webhooks.
+// Standard Webhooks, through the sink of its destination.
+//
+// # Destinations and sinks
+//
+// A job names its destination (store.ForwardArgs.Destination), never a
+// URL: DefaultDestination is PAYLOCK_FORWARD_URL, and a source with a
+// forward_url of its own is the destination named after the source
+// (Destinations). The worker opens one Sink per destination when it starts
+// (New), by the scheme of the destination's URL (OpenSink, RegisterSink),
+// uses it for every attempt, and closes it when it stops (Worker.Close). A
+// job inserted before destinations were named carries its URL instead; it
+// is sent there (LegacyDestination). A job naming a destination this
+// process does not have fails its attempt (ErrNoDestination) and is tried
+// again.
+//
+// The worker builds each attempt's Message (the body, the webhook-id, the
+// webhook-timestamp and the signature) and hands it to the sink, which
+// only carries it: http.go is the http and https sink, a Standard Webhooks
+// POST. A sink says what its failure means for the next attempt
+// (Sink.Deliver): ErrPermanent gives the forward up at once, ErrRejected
+// and anything else are tried again (a *DeliveryError's RetryAfter
+// obeyed).
+//
+// Adding a sink is one file in this package: a Sink, its Opener, and an
+// init function calling RegisterSink for its scheme; its test file gives
+// the conformance table of package forward/sinktest a Harness (see
+// http_test.go), and TestEverySinkPassesTheConformanceTable runs it.
 //
 // # Who owns what
 //
@@ -12,11 +38,12 @@
 // says, rescues it when its worker died (Config.RescueAfter, beyond an
 // attempt's bound) and discards it after its last attempt
 // (PAYLOCK_FORWARD_MAX_ATTEMPTS). paylock owns what an attempt sends and
-// what counts as delivered: a 2xx answer, nothing else.
+// what counts as delivered: the sink's nil (for http, a 2xx answer).
 //
 // # What a receiver gets
 //
-// A POST of application/json:
+// Over http, a POST of application/json (a broker sink sends the same body
+// with the same headers):
 //
 //	{"type":"payment.recorded","data":{"source":"stripe","transaction_id":"tx_1",
 //	  "amount":1999,"currency":"EUR","event_id":"evt_1",
@@ -42,18 +69,20 @@
 //
 // # Attempts
 //
-// A 2xx completes the job. Any other status, a timeout (Config.Timeout, on
-// both the request and the job), a refused connection or a lost answer is a
-// failed attempt: River runs the job again after Config.Backoff (default:
-// River's own policy, attempt⁴ seconds), or after the Retry-After of a 429
-// or 503 when that is later (capped at MaxRetryAfter). A Retry-After counts
+// A delivery (for http, a 2xx) completes the job. Any other answer, a
+// timeout (Config.Timeout, on both the delivery and the job), a refused
+// connection or a lost answer is a failed attempt: River runs the job again
+// after Config.Backoff (default: River's own policy, attempt⁴ seconds), or
+// after the destination's RetryAfter (http: the Retry-After of a 429 or
+// 503) when that is later (capped at MaxRetryAfter). A Retry-After counts
 // as an attempt like any other failure, so a receiver that answers 429 for
 // ever still ends in a discarded job rather than one that waits for ever
 // (River's JobSnooze would not count it). The last attempt's failure
 // discards the job; `paylock forward retry` puts it back. A payment row
-// that is gone (never, unless restored from an older backup) cancels the
-// job.
+// that is gone (never, unless restored from an older backup), or a sink's
+// ErrPermanent, cancels the job.
 //
 // Config.Observe sees every attempt (delivered, failed_attempt, discarded)
-// for metrics. Neither the secret nor the payload is ever logged.
+// and its destination, for metrics. Neither the secret, nor the payload,
+// nor a destination's URL is ever logged; errors print URLs through Redact.
 package forward

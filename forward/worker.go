@@ -1,17 +1,11 @@
 package forward
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,32 +21,32 @@ type Store interface {
 	Payment(ctx context.Context, source, transactionID string) (store.Payment, error)
 }
 
-// MaxRetryAfter caps how long a receiver's Retry-After can postpone the next
-// attempt.
-const MaxRetryAfter = time.Hour
-
 // Config tunes a Worker. Zero values take the defaults noted.
 type Config struct {
 	// Secret signs every forward (Standard Webhooks): the first of
 	// PAYLOCK_FORWARD_SECRETS. Required.
-	Secret      signature.Secret
-	Timeout     time.Duration // one POST, answer included; default 10s
-	Concurrency int           // forwards in flight at once; default 10
+	Secret signature.Secret
+	// Destinations are the forward destinations, by name (see
+	// Destinations); each is opened once, by New, with its URL's sink.
+	Destinations Destinations
+	Timeout      time.Duration // one delivery, answer included; default 10s
+	Concurrency  int           // forwards in flight at once; default 10
 	// RescueAfter is how long a forward job may stay running before River
 	// takes its worker for dead and runs it again; it must exceed an
 	// attempt's bound (AttemptTimeout). Default 2×AttemptTimeout.
 	RescueAfter time.Duration
 	// Backoff, when set, is the wait after failed attempt n (1 for the
 	// first); nil leaves it to River's client retry policy.
-	Backoff    func(attempt int) time.Duration
-	HTTPClient *http.Client // default: a client of its own, with Timeout
-	Logger     *slog.Logger // default slog.Default()
+	Backoff func(attempt int) time.Duration
+	// TLS, when set, configures the sinks' TLS connections (SinkConfig.TLS).
+	TLS    *tls.Config
+	Logger *slog.Logger // default slog.Default()
 	// Observe, when set, is called synchronously after each attempt (for
 	// metrics). It must be quick and safe for concurrent use.
 	Observe func(Event)
 }
 
-// AttemptTimeout bounds one attempt: reading the payment and one POST.
+// AttemptTimeout bounds one attempt: reading the payment and one delivery.
 func (c Config) AttemptTimeout() time.Duration { return c.Timeout + 5*time.Second }
 
 // Outcome is what one attempt came to.
@@ -60,50 +54,47 @@ type Outcome string
 
 // The outcomes reported to Config.Observe.
 const (
-	OutcomeDelivered     Outcome = "delivered"      // the receiver answered 2xx: the job is done
+	OutcomeDelivered     Outcome = "delivered"      // the destination took it (2xx, an ack): the job is done
 	OutcomeFailedAttempt Outcome = "failed_attempt" // anything else: River runs the job again later
-	OutcomeDiscarded     Outcome = "discarded"      // the last attempt failed (River discards the job), or the payment is gone (cancelled)
+	OutcomeDiscarded     Outcome = "discarded"      // the last attempt failed (River discards the job), the destination refused it for good, or the payment is gone (cancelled)
 )
 
-// Event reports one attempt. It holds no payload and no secret.
+// Event reports one attempt. It holds no payload, no URL and no secret.
 type Event struct {
-	Outcome   Outcome
-	JobID     int64
-	Attempt   int
-	Type      string // payment.recorded, disbursement.<status>
-	WebhookID string
-	Status    int // the receiver's HTTP status; 0 when none came
-	Duration  time.Duration
-	Err       error
+	Outcome     Outcome
+	JobID       int64
+	Attempt     int
+	Type        string // payment.recorded, disbursement.<status>
+	WebhookID   string
+	Destination string // the destination's name; LegacyDestination for an older job's own URL
+	Status      int    // the destination's refusal (an HTTP status); 0 when none came
+	Duration    time.Duration
+	Err         error
 }
 
 // Worker forwards events: the River worker of store.ForwardArgs jobs.
 type Worker struct {
 	river.WorkerDefaults[store.ForwardArgs]
 
-	cfg  Config
-	st   Store
-	http *http.Client
-	log  *slog.Logger
-	// retryAt holds, from Work to NextRetry, when a job whose receiver sent
-	// a Retry-After is due again.
+	cfg   Config
+	st    Store
+	log   *slog.Logger
+	sinks *sinkSet
+	// retryAt holds, from Work to NextRetry, when a job whose destination
+	// asked for a delay (DeliveryError.RetryAfter) is due again.
 	retryAt sync.Map // job id → time.Time
 }
 
 // ErrConfig means a Worker's configuration is unusable.
 var ErrConfig = errors.New("forward: invalid configuration")
 
-// New validates cfg and returns a worker. Its errors wrap ErrConfig and name
-// the bad setting.
-func New(cfg Config, st Store) (w *Worker, err error) {
-	defer func() {
-		// Sign panics for a secret not parsed for the Standard scheme:
-		// turn that into a start-up error here, once.
-		if r := recover(); r != nil {
-			w, err = nil, fmt.Errorf("%w: PAYLOCK_FORWARD_SECRETS: the first secret is not a Standard Webhooks (whsec_) secret", ErrConfig)
-		}
-	}()
-	signature.Sign(signature.SchemeStandard, cfg.Secret, "probe", time.Unix(0, 0), nil)
+// New validates cfg, opens a sink for each of cfg.Destinations and returns
+// a worker; Close closes the sinks. Its errors wrap ErrConfig and name the
+// bad setting.
+func New(cfg Config, st Store) (*Worker, error) {
+	if err := checkSecret(cfg.Secret); err != nil {
+		return nil, err
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -116,15 +107,31 @@ func New(cfg Config, st Store) (w *Worker, err error) {
 	if cfg.RescueAfter <= cfg.AttemptTimeout() {
 		return nil, fmt.Errorf("%w: RescueAfter %v must exceed an attempt's bound %v (PAYLOCK_FORWARD_TIMEOUT plus 5s)", ErrConfig, cfg.RescueAfter, cfg.AttemptTimeout())
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: cfg.Timeout}
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Worker{cfg: cfg, st: st, http: hc, log: cfg.Logger}, nil
+	sinks, err := openSinks(cfg.Destinations, SinkConfig{Timeout: cfg.Timeout, TLS: cfg.TLS, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks}, nil
 }
+
+// checkSecret turns signature.Sign's panic on a secret not parsed for the
+// Standard scheme into a start-up error, once.
+func checkSecret(secret signature.Secret) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: PAYLOCK_FORWARD_SECRETS: the first secret is not a Standard Webhooks (whsec_) secret", ErrConfig)
+		}
+	}()
+	signature.Sign(signature.SchemeStandard, secret, "probe", time.Unix(0, 0), nil)
+	return nil
+}
+
+// Close closes the worker's sinks. Call it once River has stopped working
+// the forward queue.
+func (w *Worker) Close() error { return w.sinks.close() }
 
 // AddTo registers the worker in rcfg and adds the forward queue with
 // Concurrency workers, so that one River client per process works the
@@ -143,7 +150,7 @@ func (w *Worker) AddTo(rcfg *river.Config) error {
 func (w *Worker) Timeout(*river.Job[store.ForwardArgs]) time.Duration { return w.cfg.AttemptTimeout() }
 
 // NextRetry is when River runs a job again after a failed attempt: after
-// Config.Backoff, or the receiver's Retry-After when later; the zero time
+// Config.Backoff, or the destination's RetryAfter when later; the zero time
 // (River's policy) when neither applies.
 func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 	var at time.Time
@@ -158,26 +165,30 @@ func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 	return at
 }
 
-// Work makes one attempt: it builds the body (reading the payment for
-// payment.recorded), signs it and POSTs it. nil means delivered (2xx).
+// Work makes one attempt: it builds the message (reading the payment for
+// payment.recorded) and hands it to the sink of the job's destination. nil
+// means delivered; a refusal for good, or a subject that is gone, cancels
+// the job.
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
 	a := job.Args
-	ev := Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID}
-	body, err := w.body(ctx, a)
+	ev := Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
+	m, err := w.message(ctx, a, time.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		ev.Outcome, ev.Err = OutcomeDiscarded, err
 		w.done(ctx, a, ev)
 		return river.JobCancel(err)
 	}
 	if err == nil {
-		start := time.Now()
-		ev.Status, err = w.post(ctx, job, body)
-		ev.Duration = time.Since(start)
+		err = w.deliver(ctx, job, m, &ev)
 	}
 	ev.Err = err
 	switch {
 	case err == nil:
 		ev.Outcome = OutcomeDelivered
+	case errors.Is(err, ErrPermanent):
+		ev.Outcome = OutcomeDiscarded
+		w.done(ctx, a, ev)
+		return river.JobCancel(err)
 	case job.Attempt >= job.MaxAttempts:
 		ev.Outcome = OutcomeDiscarded
 	default:
@@ -187,113 +198,29 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	return err
 }
 
-// StatusError is a receiver's answer other than 2xx.
-type StatusError struct {
-	Status     int
-	RetryAfter time.Duration // from a 429 or 503's Retry-After; 0 when none
-}
-
-func (e *StatusError) Error() string {
-	if e.RetryAfter > 0 {
-		return fmt.Sprintf("forward: the receiver answered %d (Retry-After %s)", e.Status, e.RetryAfter)
-	}
-	return fmt.Sprintf("forward: the receiver answered %d", e.Status)
-}
-
-func (w *Worker) post(ctx context.Context, job *river.Job[store.ForwardArgs], body []byte) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.Args.URL, bytes.NewReader(body))
+// deliver hands m to the sink of the job's destination, and notes in ev
+// (and for NextRetry) what a refusal said.
+func (w *Worker) deliver(ctx context.Context, job *river.Job[store.ForwardArgs], m Message, ev *Event) error {
+	sink, name, err := w.sinks.resolve(job.Args)
+	ev.Destination = name
 	if err != nil {
-		return 0, fmt.Errorf("forward: request to %s: %w", redact(job.Args.URL), err)
+		return err
 	}
-	for k, v := range signature.Sign(signature.SchemeStandard, w.cfg.Secret, job.Args.ID, time.Now(), body) {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "paylock-forward")
-	resp, err := w.http.Do(req)
-	if err != nil {
-		// url.Error repeats the URL, credentials and all: say it redacted.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, fmt.Errorf("forward: POST %s: %w", redact(job.Args.URL), err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp.StatusCode, nil
-	}
-	se := &StatusError{Status: resp.StatusCode}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		if d := retryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
-			se.RetryAfter = min(d, MaxRetryAfter)
-			w.retryAt.Store(job.ID, time.Now().Add(se.RetryAfter))
+	start := time.Now()
+	err = sink.Deliver(ctx, m)
+	ev.Duration = time.Since(start)
+	var de *DeliveryError
+	if errors.As(err, &de) {
+		ev.Status = de.Status
+		if de.RetryAfter > 0 {
+			w.retryAt.Store(job.ID, time.Now().Add(min(de.RetryAfter, MaxRetryAfter)))
 		}
 	}
-	return resp.StatusCode, se
+	return err
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(min(n, int64(MaxRetryAfter/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// paymentData is the data of a payment.recorded forward.
-type paymentData struct {
-	Source        string          `json:"source"`
-	TransactionID string          `json:"transaction_id"`
-	Amount        int64           `json:"amount"`
-	Currency      string          `json:"currency"`
-	EventID       string          `json:"event_id"`
-	ReceivedAt    string          `json:"received_at"`
-	Payload       json.RawMessage `json:"payload"`
-}
-
-type envelope struct {
-	Type string `json:"type"`
-	Data any    `json:"data"`
-}
-
-// body builds what a forward job sends. Errors wrap store.ErrNotFound when
-// the payment is gone.
-func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) {
-	switch {
-	case a.Type == store.ForwardPaymentRecorded:
-		p, err := w.st.Payment(ctx, a.Source, a.TransactionID)
-		if err != nil {
-			return nil, err
-		}
-		payload := json.RawMessage(p.Payload)
-		if !json.Valid(payload) {
-			payload = json.RawMessage("null")
-		}
-		return json.Marshal(envelope{Type: a.Type, Data: paymentData{
-			Source: p.Source, TransactionID: p.TransactionID, Amount: p.Amount, Currency: p.Currency,
-			EventID: p.EventID, ReceivedAt: p.ReceivedAt.UTC().Format(time.RFC3339Nano), Payload: payload,
-		}})
-	case strings.HasPrefix(a.Type, store.ForwardDisbursementPrefix) && a.Disbursement != nil:
-		return json.Marshal(envelope{Type: a.Type, Data: a.Disbursement})
-	}
-	return nil, fmt.Errorf("%w: forward job of type %q without its subject", store.ErrNotFound, a.Type)
-}
-
-// done logs an attempt (never the payload, never the secret) and reports it.
+// done logs an attempt (never the payload, the URL or the secret) and
+// reports it.
 func (w *Worker) done(ctx context.Context, a store.ForwardArgs, ev Event) {
 	attrs := []slog.Attr{
 		slog.String("outcome", string(ev.Outcome)),
@@ -301,7 +228,7 @@ func (w *Worker) done(ctx context.Context, a store.ForwardArgs, ev Event) {
 		slog.Int("attempt", ev.Attempt),
 		slog.String("type", ev.Type),
 		slog.String("webhook_id", ev.WebhookID),
-		slog.String("url", redact(a.URL)),
+		slog.String("destination", ev.Destination),
 		slog.Duration("duration", ev.Duration),
 	}
 	if a.TransactionID != "" {
@@ -327,13 +254,4 @@ func (w *Worker) done(ctx context.Context, a store.ForwardArgs, ev Event) {
 	if w.cfg.Observe != nil {
 		w.cfg.Observe(ev)
 	}
-}
-
-// redact hides a URL's password.
-func redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }

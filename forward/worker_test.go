@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,8 +130,9 @@ type bundle struct {
 
 // setup migrates a schema of the test's own, opens a store on it whose
 // forward jobs get maxAttempts, and starts a River client working the
-// forward queue with short timings.
-func setup(t *testing.T, maxAttempts int) *bundle {
+// forward queue with short timings, forwarding to url as destination
+// "default".
+func setup(t *testing.T, maxAttempts int, url string) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	dsn := testenv.Schema(t)
@@ -147,15 +150,17 @@ func setup(t *testing.T, maxAttempts int) *bundle {
 	}
 	o := &outcomes{}
 	w, err := forward.New(forward.Config{
-		Secret:  secrets[0],
-		Timeout: 300 * time.Millisecond,
-		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
-		Logger:  slog.New(slog.DiscardHandler),
-		Observe: o.observe,
+		Secret:       secrets[0],
+		Destinations: forward.Destinations{forward.DefaultDestination: url},
+		Timeout:      300 * time.Millisecond,
+		Backoff:      func(int) time.Duration { return 20 * time.Millisecond },
+		Logger:       slog.New(slog.DiscardHandler),
+		Observe:      o.observe,
 	}, st.Payments())
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = w.Close() }) // after River stops (cleanups run last first)
 	rcfg := &river.Config{
 		Logger:            slog.New(slog.DiscardHandler),
 		FetchCooldown:     10 * time.Millisecond,
@@ -189,13 +194,13 @@ func payment(id string) store.Payment {
 
 func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 25)
 	rc := newReceiver(t, 500, 500, 200)
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
+	b := setup(t, 25, srv.URL+"/paylock")
 	ctx := context.Background()
 
-	rec, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-fwd-1"), srv.URL+"/paylock")
+	rec, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-fwd-1"), forward.DefaultDestination)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +268,6 @@ func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing
 
 func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 25)
 	// A port nobody listens on yet: connections are refused.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -271,8 +275,9 @@ func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	b := setup(t, 25, "http://"+addr+"/paylock")
 	ctx := context.Background()
-	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-down"), "http://"+addr+"/paylock"); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-down"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two failed attempts", func() bool { return len(b.outcomes.list()) >= 2 })
@@ -299,12 +304,12 @@ func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 
 func TestASlowReceiverTimesOutAndIsTriedAgain(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 25)
 	rc := newReceiver(t)
 	rc.delay = time.Second // past the 300ms timeout, once
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-slow"), srv.URL); err != nil {
+	b := setup(t, 25, srv.URL)
+	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-slow"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the delivered outcome", func() bool {
@@ -322,12 +327,12 @@ func TestASlowReceiverTimesOutAndIsTriedAgain(t *testing.T) {
 
 func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 2)
 	rc := newReceiver(t, 502, 502, 200)
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
+	b := setup(t, 2, srv.URL)
 	ctx := context.Background()
-	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-discard"), srv.URL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-discard"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	var jobs []store.ForwardJob
@@ -365,12 +370,12 @@ func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 
 func TestARetryAfterPostponesTheNextAttempt(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 25)
 	rc := newReceiver(t, http.StatusTooManyRequests, 200) // Retry-After: 1
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
+	b := setup(t, 25, srv.URL)
 	start := time.Now()
-	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-429"), srv.URL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-429"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two deliveries", func() bool { return len(rc.deliveries()) == 2 })
@@ -381,12 +386,12 @@ func TestARetryAfterPostponesTheNextAttempt(t *testing.T) {
 
 func TestDisbursementStatusChangesAreForwarded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 25)
 	rc := newReceiver(t)
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
+	b := setup(t, 25, srv.URL)
 	ctx := context.Background()
-	b.store.Disbursements().OnStatusChange(b.store.Outbox().ForwardStatusHook(srv.URL))
+	b.store.Disbursements().OnStatusChange(b.store.Outbox().ForwardStatusHook(forward.DefaultDestination))
 
 	d, err := b.store.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-7", Tranche: 1, Amount: 500000, Currency: "EUR", EventID: "loan-evt-7"})
 	if err != nil {
@@ -433,5 +438,73 @@ func TestNewRefusesAMissingSecret(t *testing.T) {
 	t.Parallel()
 	if _, err := forward.New(forward.Config{}, nil); err == nil {
 		t.Fatal("a worker without a secret started")
+	}
+}
+
+func TestAJobInsertedWithAURLIsStillForwardedThere(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	other := httptest.NewServer(newReceiver(t))
+	t.Cleanup(other.Close)
+	b := setup(t, 25, other.URL) // the configured destination is elsewhere
+	ctx := context.Background()
+	p, err := b.store.Payments().RecordPayment(ctx, payment("tx-legacy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A job as paylock inserted them before destinations were named.
+	args := store.ForwardArgs{ID: store.PaymentForwardID(p.Source, p.TransactionID), Type: store.ForwardPaymentRecorded,
+		URL: srv.URL + "/old", Source: p.Source, TransactionID: p.TransactionID}
+	if _, err := b.store.JobClient().Insert(ctx, args, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivered outcome", func() bool {
+		o := b.outcomes.list()
+		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDelivered
+	})
+	got := rc.deliveries()
+	if len(got) != 1 || got[0].err != nil || got[0].header.Get("webhook-id") != args.ID {
+		t.Fatalf("deliveries at the job's own URL: %+v", got)
+	}
+	b.outcomes.mu.Lock()
+	defer b.outcomes.mu.Unlock()
+	if ev := b.outcomes.all[0]; ev.Destination != forward.LegacyDestination {
+		t.Errorf("the attempt's destination %q, want %q", ev.Destination, forward.LegacyDestination)
+	}
+}
+
+func TestAJobNamingAnUnknownDestinationFailsItsAttemptAndIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(newReceiver(t))
+	t.Cleanup(srv.Close)
+	b := setup(t, 2, srv.URL)
+	ctx := context.Background()
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-nowhere"), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the discarded outcome", func() bool {
+		o := b.outcomes.list()
+		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDiscarded
+	})
+	b.outcomes.mu.Lock()
+	defer b.outcomes.mu.Unlock()
+	if len(b.outcomes.all) != 2 || !errors.Is(b.outcomes.all[0].Err, forward.ErrNoDestination) || b.outcomes.all[0].Destination != "gone" {
+		t.Fatalf("attempts %+v; want 2 failing with ErrNoDestination, naming \"gone\"", b.outcomes.all)
+	}
+}
+
+func TestNewRefusesADestinationNoSinkTakes(t *testing.T) {
+	t.Parallel()
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{"ftp://user:hunter2@orders.internal/x", "orders.internal/paylock", "https://user:hunter2@/no-host"} {
+		_, err := forward.New(forward.Config{Secret: secrets[0], Destinations: forward.Destinations{"acme": url}}, nil)
+		if !errors.Is(err, forward.ErrConfig) || !strings.Contains(err.Error(), `"acme"`) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("destination %q: %v; want ErrConfig naming acme, without the password", url, err)
+		}
 	}
 }

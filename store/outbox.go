@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -44,8 +45,8 @@ const (
 	ForwardDisbursementPrefix = "disbursement."
 )
 
-// ForwardArgs is the River job that forwards one event to one URL, inserted
-// in the transaction that makes the event (EnqueueForwardTx, the
+// ForwardArgs is the River job that forwards one event to one destination,
+// inserted in the transaction that makes the event (EnqueueForwardTx, the
 // ForwardStatusHook), so that it exists if and only if the event committed.
 // It is unique by ID, the webhook-id of every attempt, in every state but
 // cancelled and discarded: a second insert for the same event is skipped.
@@ -60,14 +61,18 @@ const (
 //     transaction that changed its status (Disbursement): the row moves on
 //     (sent, then paid), and the forward must say what changed then.
 //
-// URL is the destination chosen at insert time: a job keeps it even if the
-// configuration changes later.
+// Destination names where it goes (package forward resolves the name to a
+// sink when the job runs): no URL, and so no credential, is written into
+// the job table or shown with the job. A job inserted before destinations
+// were named carries URL instead, and is still sent there.
 type ForwardArgs struct {
 	// ID is the webhook-id of every attempt: PaymentForwardID or
 	// DisbursementForwardID. It is the job's unique key.
-	ID            string                 `json:"id" river:"unique"`
-	Type          string                 `json:"type"`
-	URL           string                 `json:"url"`
+	ID          string `json:"id" river:"unique"`
+	Type        string `json:"type"`
+	Destination string `json:"destination,omitempty"`
+	// URL is an older job's destination URL; new jobs leave it empty.
+	URL           string                 `json:"url,omitempty"`
 	Source        string                 `json:"source,omitempty"`
 	TransactionID string                 `json:"transaction_id,omitempty"`
 	Disbursement  *ForwardedDisbursement `json:"disbursement,omitempty"`
@@ -75,6 +80,20 @@ type ForwardArgs struct {
 
 // Kind is ForwardKind.
 func (ForwardArgs) Kind() string { return ForwardKind }
+
+// Target names where the job forwards to, fit to print: its Destination,
+// or for an older job its URL's scheme, host and path (no credentials, no
+// query).
+func (a ForwardArgs) Target() string {
+	if a.Destination != "" || a.URL == "" {
+		return a.Destination
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
 
 // InsertOpts puts the job on ForwardQueue, unique by its ID. Its
 // MaxAttempts is the store's Config.ForwardMaxAttempts, given at insert.
@@ -132,11 +151,12 @@ func hash32(s string) string {
 type Forward struct {
 	Source        string // "" is DefaultSource
 	TransactionID string
-	URL           string // the destination: the source's forward URL, or PAYLOCK_FORWARD_URL
+	Destination   string // the destination's name: the source's own, or "default" (package forward)
 }
 
-// ErrForward means a forward could not be enqueued as asked (no URL, no
-// transaction id): a programming or configuration error, not a transient one.
+// ErrForward means a forward could not be enqueued as asked (no
+// destination, no transaction id): a programming or configuration error,
+// not a transient one.
 var ErrForward = errors.New("store: invalid forward")
 
 // EnqueueForwardTx inserts the payment.recorded forward job of f's payment
@@ -147,8 +167,8 @@ var ErrForward = errors.New("store: invalid forward")
 // Errors wrap ErrForward for a bad f, ErrUnavailable when the database
 // failed transiently.
 func (s *Outbox) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) error {
-	if f.URL == "" || f.TransactionID == "" {
-		return fmt.Errorf("%w: a forward needs a URL and a transaction id", ErrForward)
+	if f.Destination == "" || f.TransactionID == "" {
+		return fmt.Errorf("%w: a forward needs a destination and a transaction id", ErrForward)
 	}
 	if f.Source == "" {
 		f.Source = DefaultSource
@@ -156,7 +176,7 @@ func (s *Outbox) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) err
 	args := ForwardArgs{
 		ID:            PaymentForwardID(f.Source, f.TransactionID),
 		Type:          ForwardPaymentRecorded,
-		URL:           f.URL,
+		Destination:   f.Destination,
 		Source:        f.Source,
 		TransactionID: f.TransactionID,
 	}
@@ -173,21 +193,21 @@ func (s *Outbox) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs)
 
 // ForwardStatusHook returns a StatusHook (for
 // Disbursements.OnStatusChange) that inserts a disbursement.<status>
-// forward job to url in every transaction that moves a disbursement to
+// forward job to destination in every transaction that moves a disbursement to
 // sent, paid or failed. A row that goes from
 // pending straight to paid (the provider answered paid at once) is
 // forwarded as disbursement.paid only. Compose it with another hook by
 // calling both.
-func (s *Outbox) ForwardStatusHook(url string) StatusHook {
+func (s *Outbox) ForwardStatusHook(destination string) StatusHook {
 	return func(ctx context.Context, tx pgx.Tx, c StatusChange) error {
 		d := c.Disbursement
-		if d.Status.Rank() < StatusSent.Rank() || url == "" {
+		if d.Status.Rank() < StatusSent.Rank() || destination == "" {
 			return nil
 		}
 		args := ForwardArgs{
-			ID:   DisbursementForwardID(d.LoanID, d.Tranche, d.Status),
-			Type: ForwardDisbursementPrefix + string(d.Status),
-			URL:  url,
+			ID:          DisbursementForwardID(d.LoanID, d.Tranche, d.Status),
+			Type:        ForwardDisbursementPrefix + string(d.Status),
+			Destination: destination,
 			Disbursement: &ForwardedDisbursement{
 				ID: d.ID, LoanID: d.LoanID, Tranche: d.Tranche, Amount: d.Amount, Currency: d.Currency,
 				Status: d.Status, PreviousStatus: c.From, ProviderRef: d.ProviderRef,

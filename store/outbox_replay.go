@@ -74,10 +74,11 @@ type ReplayFilter struct {
 	Source        string // "" is DefaultSource
 	Since, Until  time.Time
 	TransactionID string
-	// URL is where a payment with no forward job left is forwarded (a job
-	// River still holds keeps its own URL); required unless DryRun.
-	URL    string
-	DryRun bool // only count
+	// Destination is where a payment with no forward job left is
+	// forwarded (a job River still holds keeps its own); required unless
+	// DryRun.
+	Destination string
+	DryRun      bool // only count
 }
 
 // ReplayResult counts what ReplayForwards did (or, for a dry run, would
@@ -104,7 +105,8 @@ LIMIT 500`
 // receivers deduplicate it. Forward jobs are unique by webhook-id while
 // River keeps them, so a payment whose job still exists has that job
 // re-run (River's JobRetry, which also takes completed and discarded
-// jobs); one whose job River already deleted gets a fresh job to f.URL.
+// jobs); one whose job River already deleted gets a fresh job to
+// f.Destination.
 // Errors wrap ErrForward for a bad f, ErrUnavailable when the database
 // failed transiently; the result counts what was done before an error.
 func (s *Outbox) ReplayForwards(ctx context.Context, f ReplayFilter) (ReplayResult, error) {
@@ -115,8 +117,8 @@ func (s *Outbox) ReplayForwards(ctx context.Context, f ReplayFilter) (ReplayResu
 	if f.TransactionID == "" && f.Since.IsZero() {
 		return res, fmt.Errorf("%w: a replay needs a start time or a transaction id", ErrForward)
 	}
-	if !f.DryRun && f.URL == "" {
-		return res, fmt.Errorf("%w: source %q has no forward URL", ErrForward, f.Source)
+	if !f.DryRun && f.Destination == "" {
+		return res, fmt.Errorf("%w: source %q has no forward destination", ErrForward, f.Source)
 	}
 	var after int64
 	for {
@@ -159,7 +161,7 @@ func (s *Outbox) replayOne(ctx context.Context, f ReplayFilter, txn string, res 
 		if f.DryRun {
 			return nil
 		}
-		args := ForwardArgs{ID: PaymentForwardID(f.Source, txn), Type: ForwardPaymentRecorded, URL: f.URL, Source: f.Source, TransactionID: txn}
+		args := ForwardArgs{ID: PaymentForwardID(f.Source, txn), Type: ForwardPaymentRecorded, Destination: f.Destination, Source: f.Source, TransactionID: txn}
 		if _, err := s.jobs.Insert(ctx, args, &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}); err != nil {
 			return translate("replay: insert forward job", err)
 		}

@@ -24,13 +24,13 @@ func TestReplayForwards(t *testing.T) {
 	for _, id := range []string{"r-1", "r-2", "r-3"} {
 		p := newPayment(id)
 		p.Source = "stripe"
-		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardURL); err != nil {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardDest); err != nil {
 			t.Fatal(err)
 		}
 	}
 	other := newPayment("r-1") // same id, other source: not selected
 	other.Source = "adyen"
-	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, other, forwardURL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, other, forwardDest); err != nil {
 		t.Fatal(err)
 	}
 	// r-3's job is gone (River deleted it after its retention).
@@ -38,11 +38,11 @@ func TestReplayForwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.finish(t)
-	filter := ReplayFilter{Source: "stripe", Since: start, URL: forwardURL}
+	filter := ReplayFilter{Source: "stripe", Since: start, Destination: forwardDest}
 
 	t.Run("DryRunOnlyCounts", func(t *testing.T) {
 		f := filter
-		f.DryRun, f.URL = true, ""
+		f.DryRun, f.Destination = true, ""
 		res, err := b.store.Outbox().ReplayForwards(ctx, f)
 		if err != nil {
 			t.Fatal(err)
@@ -112,8 +112,8 @@ func TestReplayForwards(t *testing.T) {
 			t.Fatalf("replay %+v, %v: want nothing before start", res, err)
 		}
 	})
-	t.Run("NeedsAWindowAndAURL", func(t *testing.T) {
-		for _, f := range []ReplayFilter{{Source: "stripe", URL: forwardURL}, {Source: "stripe", Since: start}} {
+	t.Run("NeedsAWindowAndADestination", func(t *testing.T) {
+		for _, f := range []ReplayFilter{{Source: "stripe", Destination: forwardDest}, {Source: "stripe", Since: start}} {
 			if _, err := b.store.Outbox().ReplayForwards(ctx, f); !errors.Is(err, ErrForward) {
 				t.Errorf("%+v: got %v, want ErrForward", f, err)
 			}

@@ -2,13 +2,14 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 )
 
-const forwardURL = "https://orders.internal/paylock"
+const forwardDest = "orders" // a forward destination's name
 
 // forwardJobs returns the forward jobs' args held for the test's schema.
 func (b *bundle) forwardJobs(t *testing.T) []ForwardJob {
@@ -27,7 +28,7 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 
 	p := newPayment("fwd-1")
 	p.Source = "stripe"
-	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardURL); err != nil {
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardDest); err != nil {
 		t.Fatal(err)
 	}
 	jobs := b.forwardJobs(t)
@@ -35,13 +36,13 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 		t.Fatalf("%d forward jobs, want 1", len(jobs))
 	}
 	j := jobs[0]
-	want := ForwardArgs{ID: PaymentForwardID("stripe", "fwd-1"), Type: ForwardPaymentRecorded, URL: forwardURL, Source: "stripe", TransactionID: "fwd-1"}
+	want := ForwardArgs{ID: PaymentForwardID("stripe", "fwd-1"), Type: ForwardPaymentRecorded, Destination: forwardDest, Source: "stripe", TransactionID: "fwd-1"}
 	if j.Args != want || j.MaxAttempts != 7 || j.State != "available" {
 		t.Fatalf("job %+v, want args %+v, 7 attempts, available", j, want)
 	}
 
 	t.Run("ADuplicateInsertsNoSecondJob", func(t *testing.T) {
-		_, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardURL)
+		_, err := b.store.Payments().RecordPaymentForwarded(ctx, p, forwardDest)
 		if !errors.Is(err, ErrDuplicate) {
 			t.Fatalf("got %v, want ErrDuplicate", err)
 		}
@@ -54,17 +55,17 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: "stripe", TransactionID: "fwd-1", URL: "https://elsewhere.internal/"}); err != nil {
+		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: "stripe", TransactionID: "fwd-1", Destination: "elsewhere"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if jobs := b.forwardJobs(t); len(jobs) != 1 || jobs[0].Args.URL != forwardURL {
+		if jobs := b.forwardJobs(t); len(jobs) != 1 || jobs[0].Args.Destination != forwardDest {
 			t.Fatalf("jobs %+v: want the first one only", jobs)
 		}
 	})
-	t.Run("WithoutAURLNothingIsEnqueued", func(t *testing.T) {
+	t.Run("WithoutADestinationNothingIsEnqueued", func(t *testing.T) {
 		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment("fwd-nourl"), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func TestARolledBackRecordLeavesNoForward(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("the embedder's hook failed")
 	_, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("fwd-rb"), func(ctx context.Context, tx pgx.Tx, p Payment) error {
-		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, URL: forwardURL}); err != nil {
+		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, Destination: forwardDest}); err != nil {
 			return err
 		}
 		return boom
@@ -100,8 +101,8 @@ func TestEnqueueForwardRefusesAnIncompleteForward(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	for _, f := range []Forward{{TransactionID: "tx"}, {URL: forwardURL}} {
-		_, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("fwd-bad-"+f.URL), func(ctx context.Context, tx pgx.Tx, _ Payment) error {
+	for _, f := range []Forward{{TransactionID: "tx"}, {Destination: forwardDest}} {
+		_, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("fwd-bad-"+f.Destination), func(ctx context.Context, tx pgx.Tx, _ Payment) error {
 			return b.store.Outbox().EnqueueForwardTx(ctx, tx, f)
 		})
 		if !errors.Is(err, ErrForward) {
@@ -114,7 +115,7 @@ func TestStatusChangesEnqueueDisbursementForwards(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	b.store.Disbursements().OnStatusChange(b.store.Outbox().ForwardStatusHook(forwardURL))
+	b.store.Disbursements().OnStatusChange(b.store.Outbox().ForwardStatusHook(forwardDest))
 
 	d, err := b.store.Disbursements().AcceptDisbursement(ctx, newDisbursement("L-fwd", 2, "evt_fwd"))
 	if err != nil {
@@ -136,7 +137,7 @@ func TestStatusChangesEnqueueDisbursementForwards(t *testing.T) {
 	for i, want := range []DisbursementStatus{StatusPaid, StatusSent} {
 		a := jobs[i].Args
 		fd := a.Disbursement
-		if a.Type != ForwardDisbursementPrefix+string(want) || a.ID != DisbursementForwardID("L-fwd", 2, want) || a.URL != forwardURL ||
+		if a.Type != ForwardDisbursementPrefix+string(want) || a.ID != DisbursementForwardID("L-fwd", 2, want) || a.Destination != forwardDest ||
 			fd == nil || fd.Status != want || fd.LoanID != "L-fwd" || fd.Tranche != 2 || fd.ProviderRef != "po_fwd" ||
 			fd.IdempotencyKey != "disburse-L-fwd-2" || fd.Amount != 500000 || fd.Currency != "JPY" {
 			t.Errorf("job %d: %+v %+v, want a %s forward", i, a, fd, want)
@@ -209,7 +210,7 @@ func TestRetryGivenUpForwardsPutsEachBackOnce(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	for _, id := range []string{"fwd-g1", "fwd-g2", "fwd-g3"} {
-		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment(id), forwardURL); err != nil {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment(id), forwardDest); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -232,5 +233,26 @@ func TestRetryGivenUpForwardsPutsEachBackOnce(t *testing.T) {
 	}
 	if n, err := b.store.Outbox().RetryGivenUpForwards(ctx); err != nil || n != 0 {
 		t.Fatalf("a second retry put back %d, %v; want 0", n, err)
+	}
+}
+
+func TestAForwardJobNamesItsDestinationAndAnOlderJobsURLPrintsWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	var old ForwardArgs
+	if err := json.Unmarshal([]byte(`{"id":"pay_1","type":"payment.recorded","url":"https://u:s3cret@orders.internal/hook?token=s3cret","source":"stripe","transaction_id":"tx"}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.URL != "https://u:s3cret@orders.internal/hook?token=s3cret" || old.Destination != "" {
+		t.Fatalf("an older job's args decode to %+v", old)
+	}
+	if got := old.Target(); got != "https://orders.internal/hook" {
+		t.Errorf("an older job's Target() = %q, want its URL without credentials or query", got)
+	}
+	b, err := json.Marshal(ForwardArgs{ID: "pay_1", Type: ForwardPaymentRecorded, Destination: "stripe", Source: "stripe", TransactionID: "tx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"id":"pay_1","type":"payment.recorded","destination":"stripe","source":"stripe","transaction_id":"tx"}`; string(b) != want {
+		t.Errorf("a new job's args %s, want %s (no url)", b, want)
 	}
 }

@@ -307,15 +307,16 @@ func (s *Payments) Payment(ctx context.Context, source, transactionID string) (P
 }
 
 // RecordPaymentForwarded records p as RecordPaymentFunc does and, for a
-// newly recorded payment, inserts its forward to forwardURL in the same
-// transaction (Outbox.EnqueueForwardTx). A forwardURL of "" forwards nothing:
+// newly recorded payment, inserts its forward to destination (a name:
+// package forward's Destinations) in the same transaction
+// (Outbox.EnqueueForwardTx). A destination of "" forwards nothing:
 // it is RecordPayment. The outcomes are RecordPaymentFunc's: a duplicate
 // or a mismatch inserts no job, and a rolled-back record leaves none.
-func (s *Payments) RecordPaymentForwarded(ctx context.Context, p Payment, forwardURL string) (Payment, error) {
-	if forwardURL == "" {
+func (s *Payments) RecordPaymentForwarded(ctx context.Context, p Payment, destination string) (Payment, error) {
+	if destination == "" {
 		return s.RecordPayment(ctx, p)
 	}
 	return s.RecordPaymentFunc(ctx, p, func(ctx context.Context, tx pgx.Tx, rec Payment) error {
-		return s.outbox.EnqueueForwardTx(ctx, tx, Forward{Source: rec.Source, TransactionID: rec.TransactionID, URL: forwardURL})
+		return s.outbox.EnqueueForwardTx(ctx, tx, Forward{Source: rec.Source, TransactionID: rec.TransactionID, Destination: destination})
 	})
 }

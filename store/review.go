@@ -218,10 +218,10 @@ func forwardItem(j ForwardJob) ReviewItem {
 	return ReviewItem{
 		ID: reviewID(ReviewForward, j.ID), Kind: ReviewForward, Since: j.FinalizedAt,
 		Summary: fmt.Sprintf("forward %s of %s to %s discarded after %d attempts: %s",
-			j.Args.Type, j.Args.ID, j.Args.URL, j.Attempt, j.LastError),
+			j.Args.Type, j.Args.ID, j.Args.Target(), j.Attempt, j.LastError),
 		Details: map[string]any{
 			"job_id": j.ID, "state": j.State, "attempt": j.Attempt, "max_attempts": j.MaxAttempts,
-			"forward_id": j.Args.ID, "type": j.Args.Type, "url": j.Args.URL, "last_error": j.LastError,
+			"forward_id": j.Args.ID, "type": j.Args.Type, "destination": j.Args.Target(), "last_error": j.LastError,
 			"created_at": j.CreatedAt, "finalized_at": j.FinalizedAt,
 		},
 		Actions: ReviewActions[ReviewForward],

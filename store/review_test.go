@@ -141,7 +141,7 @@ func TestReviewRetriesOrAcknowledgesADiscardedForward(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	for _, id := range []string{"fwd-r1", "fwd-r2", "fwd-r3"} {
-		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment(id), forwardURL); err != nil {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment(id), forwardDest); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/admin"
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/signature"
@@ -146,7 +147,7 @@ func (c config) LogValue() slog.Value {
 		slog.Bool("admin_token_set", c.AdminToken != ""),
 		slog.Any("admin_token_names", adminTokenNames(c.AdminTokens)),
 		slog.Bool("pprof", c.Pprof),
-		slog.String("forward_url", redactURL(c.Forward.URL)),
+		slog.String("forward_url", forward.Redact(c.Forward.URL)),
 		slog.Any("forward_secrets", c.Forward.Secrets),
 		slog.Int("forward_concurrency", c.Forward.Concurrency),
 		slog.Duration("forward_timeout", c.Forward.Timeout),
@@ -199,6 +200,8 @@ func shown(env, v string) string {
 	switch {
 	case secretSettings[env]:
 		return ""
+	case env == "PAYLOCK_FORWARD_URL":
+		return "=" + strconv.Quote(forward.Redact(v)) // its query may hold a token too
 	case strings.HasSuffix(env, "_URL"):
 		return "=" + strconv.Quote(redactURL(v))
 	default:
@@ -623,17 +626,14 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkForwardURL accepts "" (no forward) or an absolute http(s) URL with a
-// host and no fragment.
+// checkForwardURL accepts "" (no forward) or a URL a registered sink
+// takes (forward.CheckURL: today an absolute http(s) URL with a host and no
+// fragment).
 func checkForwardURL(v string) error {
 	if v == "" {
 		return nil
 	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
-		return errors.New("want an absolute http:// or https:// URL")
-	}
-	return nil
+	return forward.CheckURL(v)
 }
 
 // checkForward parses PAYLOCK_FORWARD_SECRETS and refuses a forward URL
@@ -648,7 +648,7 @@ func checkForward(c *config) error {
 		c.Forward.Secrets, c.Forward.secretsRaw = secrets, ""
 	}
 	if c.Forward.URL != "" && len(c.Forward.Secrets) == 0 {
-		return fmt.Errorf("invalid PAYLOCK_FORWARD_URL=%q: PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments", redactURL(c.Forward.URL))
+		return fmt.Errorf("invalid PAYLOCK_FORWARD_URL=%q: PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments", forward.Redact(c.Forward.URL))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/store"
 )
 
@@ -24,18 +26,79 @@ import (
 // alike, without reading the sources file.
 func forwarding(cfg config) bool { return len(cfg.Forward.Secrets) > 0 }
 
-// newForwardWorker builds the forward worker from cfg; observe, when not
-// nil, sees every attempt (paylock_forward_total{outcome}).
+// forwardRoutes is where forwards go: the destinations by name
+// (forward.Destinations), and each payment source's destination.
+type forwardRoutes struct {
+	destinations forward.Destinations
+	bySource     map[string]string
+}
+
+// routeForwards names the destinations of cfg and specs: PAYLOCK_FORWARD_URL
+// is forward.DefaultDestination, where the payment sources without a
+// forward_url of their own forward; a source with one is the destination
+// named after it. A source named "default" with a forward_url other than
+// PAYLOCK_FORWARD_URL would make the name mean two places: refused.
+func routeForwards(cfg config, specs []sourceSpec) (forwardRoutes, error) {
+	r := forwardRoutes{destinations: forward.Destinations{}, bySource: map[string]string{}}
+	if cfg.Forward.URL != "" {
+		r.destinations[forward.DefaultDestination] = cfg.Forward.URL
+	}
+	for _, s := range specs {
+		switch {
+		case s.Adapter == handler.ProviderLoans || s.Adapter == handler.ProviderPayouts:
+		case s.ForwardURL == "" && cfg.Forward.URL != "":
+			r.bySource[s.Name] = forward.DefaultDestination
+		case s.ForwardURL != "":
+			if u, taken := r.destinations[s.Name]; taken && u != s.ForwardURL {
+				return forwardRoutes{}, &sourceError{File: cfg.SourcesFile, Source: s.Name, Field: "forward_url",
+					Err: fmt.Errorf("the forward destination %q is PAYLOCK_FORWARD_URL's: rename the source, or give it the same URL", s.Name)}
+			}
+			r.destinations[s.Name] = s.ForwardURL
+			r.bySource[s.Name] = s.Name
+		}
+	}
+	return r, nil
+}
+
+// loadForwardRoutes are the routes serve forwards by (routeForwards over
+// the sources of loadSources), for the forward worker, which may run in a
+// process that serves no source (paylock worker): the sources are read for
+// their forward_url only, so a source whose secrets the process lacks
+// still names its destination.
+func loadForwardRoutes(cfg config) (forwardRoutes, error) {
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	only := cfg
+	only.AllowUnsigned = true // no source is served from these specs
+	specs, _, err := loadSources(only, getenv)
+	if err != nil {
+		return forwardRoutes{}, err
+	}
+	return routeForwards(cfg, specs)
+}
+
+// newForwardWorker builds the forward worker from cfg, with a sink open
+// for each destination (close it with Worker.Close once River has
+// stopped); observe, when not nil, sees every attempt
+// (paylock_forward_total{outcome}).
 func newForwardWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(forward.Event)) (*forward.Worker, error) {
 	if !forwarding(cfg) {
 		return nil, errors.New("invalid PAYLOCK_FORWARD_SECRETS: forwarding needs a signing secret")
 	}
+	routes, err := loadForwardRoutes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("forwarding", slog.Any("destinations", routes.destinations.Redacted()))
 	return forward.New(forward.Config{
-		Secret:      cfg.Forward.Secrets[0],
-		Timeout:     cfg.Forward.Timeout,
-		Concurrency: cfg.Forward.Concurrency,
-		Logger:      logger,
-		Observe:     observe,
+		Secret:       cfg.Forward.Secrets[0],
+		Destinations: routes.destinations,
+		Timeout:      cfg.Forward.Timeout,
+		Concurrency:  cfg.Forward.Concurrency,
+		Logger:       logger,
+		Observe:      observe,
 	}, st.Payments())
 }
 
@@ -46,15 +109,19 @@ var forwardOutcomes = []forward.Outcome{forward.OutcomeDelivered, forward.Outcom
 // forwardMetrics counts forward attempts; its observe method is the forward
 // worker's Config.Observe.
 type forwardMetrics struct {
-	total *prometheus.CounterVec
+	total         *prometheus.CounterVec
+	byDestination *prometheus.CounterVec
 }
 
 func newForwardMetrics(reg prometheus.Registerer) *forwardMetrics {
 	m := &forwardMetrics{total: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_forward_total",
-		Help: "Forward attempts (recorded payments and disbursement status changes POSTed to PAYLOCK_FORWARD_URL or a source's forward_url), by outcome: delivered (2xx), failed_attempt (anything else; River retries), discarded (the last attempt failed, or the payment is gone: 'paylock forward retry' puts it back).",
-	}, []string{"outcome"})}
-	reg.MustRegister(m.total)
+		Help: "Forward attempts (recorded payments and disbursement status changes sent to PAYLOCK_FORWARD_URL or a source's forward_url), by outcome: delivered (2xx), failed_attempt (anything else; River retries), discarded (the last attempt failed, or the payment is gone: 'paylock forward retry' puts it back).",
+	}, []string{"outcome"}), byDestination: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_forward_destination_total",
+		Help: "Forward attempts as paylock_forward_total counts them, by destination (default: PAYLOCK_FORWARD_URL; a source's own forward_url is named after the source; (url): a job from before destinations were named) and outcome.",
+	}, []string{"destination", "outcome"})}
+	reg.MustRegister(m.total, m.byDestination)
 	for _, o := range forwardOutcomes {
 		m.total.WithLabelValues(string(o))
 	}
@@ -63,6 +130,7 @@ func newForwardMetrics(reg prometheus.Registerer) *forwardMetrics {
 
 func (m *forwardMetrics) observe(ev forward.Event) {
 	m.total.WithLabelValues(string(ev.Outcome)).Inc()
+	m.byDestination.WithLabelValues(ev.Destination, string(ev.Outcome)).Inc()
 }
 
 const forwardUsage = `Usage:
@@ -72,7 +140,9 @@ const forwardUsage = `Usage:
 
 list prints forward jobs, newest first (at most --limit, default 50): id,
 state, attempts, what is forwarded (source/transaction_id, or the loan and
-tranche), when it was created and last attempted, and the last error.
+tranche) and to which destination (default: PAYLOCK_FORWARD_URL; a
+source's own forward_url is named after the source), when it was created
+and last attempted, and the last error.
 --discarded lists only those River gave up on (discarded after their last
 attempt, or cancelled because the payment is gone).
 
@@ -183,8 +253,8 @@ func runForward(ctx context.Context, args []string, getenv func(string) string, 
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "forward job %d (%s %s) is %s: attempt %d of %d so far\n",
-			j.ID, j.Args.Type, forwardSubject(j.Args), j.State, j.Attempt, j.MaxAttempts)
+		fmt.Fprintf(stdout, "forward job %d (%s %s to %s) is %s: attempt %d of %d so far\n",
+			j.ID, j.Args.Type, forwardSubject(j.Args), j.Args.Target(), j.State, j.Attempt, j.MaxAttempts)
 	}
 	return 0
 }
@@ -213,14 +283,14 @@ func printForwards(w io.Writer, jobs []store.ForwardJob, givenUp bool) {
 		return t.UTC().Format(time.RFC3339)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tTYPE\tSUBJECT\tCREATED\tLAST_ATTEMPT\tFINALIZED\tLAST_ERROR")
+	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tTYPE\tSUBJECT\tDESTINATION\tCREATED\tLAST_ATTEMPT\tFINALIZED\tLAST_ERROR")
 	for _, j := range jobs {
 		lastErr := strings.Join(strings.Fields(j.LastError), " ") // one line per job
 		if lastErr == "" {
 			lastErr = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts,
-			j.Args.Type, forwardSubject(j.Args), stamp(j.CreatedAt), stamp(j.AttemptedAt), stamp(j.FinalizedAt), lastErr)
+		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts,
+			j.Args.Type, forwardSubject(j.Args), cmp.Or(j.Args.Target(), "-"), stamp(j.CreatedAt), stamp(j.AttemptedAt), stamp(j.FinalizedAt), lastErr)
 	}
 	tw.Flush()
 }

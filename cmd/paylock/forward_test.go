@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -131,7 +135,7 @@ func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
 	metricsURL := "http://" + mln.Addr().String() + "/metrics"
 
 	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{Source: "acme", TransactionID: "tx-cli", Amount: 100, Currency: "EUR",
-		Payload: []byte(`{"id":"tx-cli"}`)}, url); err != nil {
+		Payload: []byte(`{"id":"tx-cli"}`)}, forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	var out string
@@ -229,7 +233,7 @@ func TestServeForwardsDisbursementStatusChanges(t *testing.T) {
 		t.Fatalf("payout status webhook: %d", res.StatusCode)
 	}
 	// And a payment forward inserted by another replica's store.
-	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-sf", Amount: 5, Currency: "EUR", Payload: []byte(`{}`)}, url); err != nil {
+	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-sf", Amount: 5, Currency: "EUR", Payload: []byte(`{}`)}, forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "two forwards", func() bool {
@@ -326,5 +330,138 @@ func TestServeForwardsEachRecordedPaymentOnceAndNothingForDuplicatesOrRefusals(t
 	}
 	if len(jobs) != 1 || jobs[0].Args.TransactionID != "tx-fwd" || jobs[0].Args.ID != store.PaymentForwardID("payments", "tx-fwd") {
 		t.Fatalf("forward jobs %+v; want one, for tx-fwd", jobs)
+	}
+}
+
+func TestForwardDestinationsAreNamedAfterTheirSource(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret, "PAYLOCK_LOAN_SECRETS": loansSecret,
+		"STRIPE_WEBHOOK_SECRETS": stripeSecret, "ADYEN_HMAC_KEYS": adyenKey, "ACME_WEBHOOK_SECRETS": acmeSecret,
+		"PAYLOCK_FORWARD_URL": "https://all.internal/paylock", "PAYLOCK_FORWARD_SECRETS": forwardSecret,
+	}
+	specs, _, _, err := sourcesSetup(t, exampleSources, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := routeForwards(cfg, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDests := forward.Destinations{"default": "https://all.internal/paylock", "stripe": "https://orders.internal/paylock"}
+	wantBySource := map[string]string{"payments": "default", "stripe": "stripe", "adyen": "default", "acme": "default"}
+	if !maps.Equal(r.destinations, wantDests) || !maps.Equal(r.bySource, wantBySource) {
+		t.Fatalf("routes %v %v; want %v %v (loans forwards nothing)", r.destinations, r.bySource, wantDests, wantBySource)
+	}
+
+	clash := "sources:\n  default: {adapter: paylock, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS, forward_url: https://other.internal/x}\n"
+	if specs, _, _, err = sourcesSetup(t, clash, env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routeForwards(cfg, specs); err == nil || !strings.Contains(err.Error(), `"default"`) || !strings.Contains(err.Error(), "forward_url") {
+		t.Errorf("a source named default with its own forward_url: %v; want an error naming it and forward_url", err)
+	}
+	same := strings.Replace(clash, "https://other.internal/x", "https://all.internal/paylock", 1)
+	if specs, _, _, err = sourcesSetup(t, same, env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routeForwards(cfg, specs); err != nil {
+		t.Errorf("a source named default forwarding to PAYLOCK_FORWARD_URL itself: %v", err)
+	}
+}
+
+// paylock worker reads the sources file for the sources' own destinations
+// (without their webhook secrets, which it does not need), and each
+// payment goes to its source's.
+func TestWorkerForwardsEachSourceToItsOwnDestination(t *testing.T) {
+	t.Parallel()
+	all, allURL := newForwardReceiver(t)
+	acme, acmeURL := newForwardReceiver(t)
+	env := forwardEnv(t, allURL)
+	delete(env, "PAYLOCK_ALLOW_UNSIGNED") // and no PAYLOCK_WEBHOOK_SECRETS, no ACME_WEBHOOK_SECRETS
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	file := "sources:\n  acme: {adapter: paylock, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS, forward_url: " + acmeURL + "/acme}\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["PAYLOCK_SOURCES_FILE"] = path
+	cfg, _, err := loadConfig("paylock worker", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := migratedStore(t, env["DATABASE_URL"])
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
+	for _, p := range []struct{ source, dest string }{{"acme", "acme"}, {"payments", forward.DefaultDestination}} {
+		if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{Source: p.source, TransactionID: "tx-" + p.source,
+			Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}, p.dest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "both forwards", func() bool {
+		a, _ := acme.got()
+		b, _ := all.got()
+		return len(a) == 1 && len(b) == 1
+	})
+	if n := acme.idCounts()[store.PaymentForwardID("acme", "tx-acme")]; n != 1 {
+		t.Errorf("acme's receiver got acme's payment %d times, want 1", n)
+	}
+	// The attempt is counted once the receiver's answer is in.
+	waitUntil(t, `paylock_forward_destination_total{destination="acme",outcome="delivered"} = 1`, func() bool {
+		return scraped(t, "http://"+mln.Addr().String()+"/metrics")[`paylock_forward_destination_total{destination="acme",outcome="delivered"}`] == 1
+	})
+	if code, out, _ := runCLI(env, "forward", "list"); code != 0 || !strings.Contains(out, "DESTINATION") || !strings.Contains(out, " acme ") {
+		t.Errorf("forward list: exit %d, %q; want the acme destination named", code, out)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+}
+
+func TestNoForwardOutputPrintsADestinationsCredentials(t *testing.T) {
+	t.Parallel()
+	const secretURL = "https://paylock:s3cret-pass@orders.internal/hook?token=s3cret-token"
+	env := forwardEnv(t, secretURL)
+	st := migratedStore(t, env["DATABASE_URL"])
+	ctx := context.Background()
+	p, err := st.Payments().RecordPayment(ctx, store.Payment{Source: "acme", TransactionID: "tx-old", Amount: 1, Currency: "EUR", Payload: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A job from before destinations were named: its URL is in its args.
+	if _, err := st.JobClient().Insert(ctx, store.ForwardArgs{ID: store.PaymentForwardID(p.Source, p.TransactionID),
+		Type: store.ForwardPaymentRecorded, URL: secretURL, Source: p.Source, TransactionID: p.TransactionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cfg, _, err := loadConfig("paylock serve", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slog.New(slog.NewJSONHandler(&out, nil)).Info("config", slog.Any("config", cfg))
+	_, list, _ := runCLI(env, "forward", "list")
+	out.WriteString(list)
+	bad := forwardEnv(t, secretURL)
+	bad["PAYLOCK_FORWARD_SECRETS"] = ""
+	_, _, errOut := runCLI(bad, "serve")
+	out.WriteString(errOut)
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("a destination's credentials are printed:\n%s", out.String())
+	}
+	for _, want := range []string{"https://orders.internal/hook", "orders.internal", "PAYLOCK_FORWARD_SECRETS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -97,11 +97,11 @@ func newPipeline(cfg config, logger *slog.Logger, sources []handler.Source, st *
 // a Redis client of its own (closed by closeRedis), and metrics nobody
 // scrapes.
 func openPipeline(cfg config, st *store.Store, logger *slog.Logger) (h *handler.Handler, sources []handler.Source, closeRedis func(), err error) {
-	sources, forwardURLs, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	sources, routes, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	forwardOnRecord(sources, forwardURLs, st)
+	forwardOnRecord(sources, routes, st)
 	rdb, err := newRedis(cfg)
 	if err != nil {
 		return nil, nil, nil, err

@@ -21,9 +21,9 @@ the same webhook-id as the first time (pay_..., from the source and the
 transaction id), so that a receiver that already has one deduplicates it.
 A payment whose forward job River still holds (completed jobs are kept for
 a while) has that job run again; one whose job is gone gets a new job to
-the source's forward_url, or PAYLOCK_FORWARD_URL. Jobs still waiting are
-left as they are. The forward worker (serve, or "paylock worker") sends
-them. --dry-run only counts.
+the source's destination: its own forward_url, or PAYLOCK_FORWARD_URL
+("default"). Jobs still waiting are left as they are. The forward worker
+(serve, or "paylock worker") sends them. --dry-run only counts.
 
 T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h).
 
@@ -123,7 +123,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		return code
 	}
 	// The destination as serve computes it (handlerSources).
-	sources, urls, err := handlerSources(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	sources, routes, err := handlerSources(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
@@ -136,8 +136,8 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, "%s: unknown source %q\n", name, ra.source)
 		return 2
 	}
-	url := urls[ra.source]
-	if url == "" && !ra.dryRun {
+	dest := routes.bySource[ra.source]
+	if dest == "" && !ra.dryRun {
 		fmt.Fprintf(stderr, "%s: source %q forwards nothing (no forward_url, no PAYLOCK_FORWARD_URL)\n", name, ra.source)
 		return 2
 	}
@@ -148,7 +148,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer st.Close()
 	res, err := st.Outbox().ReplayForwards(ctx, store.ReplayFilter{Source: ra.source, Since: ra.since, Until: ra.until,
-		TransactionID: ra.transaction, URL: url, DryRun: ra.dryRun})
+		TransactionID: ra.transaction, Destination: dest, DryRun: ra.dryRun})
 	verb := "replayed"
 	if ra.dryRun {
 		verb = "would replay"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/store"
 )
 
@@ -42,7 +43,7 @@ func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
 	id1, id2 := store.PaymentForwardID("payments", "tx-r1"), store.PaymentForwardID("payments", "tx-r2")
 	for _, tx := range []string{"tx-r1", "tx-r2"} {
 		if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: tx, Amount: 100, Currency: "EUR",
-			Payload: []byte(`{"id":"` + tx + `"}`)}, url); err != nil {
+			Payload: []byte(`{"id":"` + tx + `"}`)}, forward.DefaultDestination); err != nil {
 			t.Fatal(err)
 		}
 	}

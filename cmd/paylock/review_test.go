@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/store"
@@ -47,7 +48,7 @@ func TestReviewCLIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 	t.Parallel()
 	e := setupReconcile(t, store.IdempotencyKey("L-refused", 1))
 	ctx := context.Background()
-	if _, err := e.st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-1", Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}, "https://orders.internal/x"); err != nil {
+	if _, err := e.st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-1", Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}, forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.Payments().RecordMismatch(ctx, store.Mismatch{TransactionID: "tx-1", Amount: 200, Currency: "EUR", RequestID: "r1", Body: []byte(`{"amount":200}`)}); err != nil {

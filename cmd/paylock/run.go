@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/admin"
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -168,8 +168,9 @@ func openStore(ctx context.Context, cfg config) (*store.Store, error) {
 	}
 	if cfg.Forward.URL != "" {
 		// Every process that changes a disbursement's status (serve's
-		// payout notifications, the payout worker) forwards the change.
-		st.Disbursements().OnStatusChange(st.Outbox().ForwardStatusHook(cfg.Forward.URL))
+		// payout notifications, the payout worker) forwards the change, to
+		// PAYLOCK_FORWARD_URL's destination.
+		st.Disbursements().OnStatusChange(st.Outbox().ForwardStatusHook(forward.DefaultDestination))
 	}
 	if cfg.Migrate {
 		if err := st.Migrate(ctx); err != nil {
@@ -197,33 +198,33 @@ func migrate(ctx context.Context, cfg config) error {
 // each one's own verifier from its own secrets: a secret verifies only its
 // own source. Every source that will accept unsigned deliveries is logged
 // loudly.
-// It also returns each payment source's forward URL (its own forward_url,
-// else PAYLOCK_FORWARD_URL), for forwardOnRecord once the store is open.
-func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, map[string]string, error) {
+// It also returns where each payment source's forwards go (routeForwards),
+// for forwardOnRecord once the store is open.
+func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, forwardRoutes, error) {
 	getenv := cfg.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	specs, unsigned, err := loadSources(cfg, getenv)
 	if err != nil {
-		return nil, nil, err
+		return nil, forwardRoutes{}, err
 	}
-	forwardURLs := map[string]string{}
+	routes, err := routeForwards(cfg, specs)
+	if err != nil {
+		return nil, forwardRoutes{}, err
+	}
 	out := make([]handler.Source, 0, len(specs))
 	for _, spec := range specs {
 		src := handler.Source{Name: spec.Name, Provider: spec.Adapter, Settings: spec.Settings,
 			LegacyLockKey: spec.Builtin && spec.Name == "payments"}
-		if url := cmp.Or(spec.ForwardURL, cfg.Forward.URL); url != "" && spec.Adapter != handler.ProviderLoans && spec.Adapter != handler.ProviderPayouts {
-			forwardURLs[spec.Name] = url
-		}
 		if !spec.unsigned() {
 			secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
 			if err != nil {
-				return nil, nil, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
+				return nil, forwardRoutes{}, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
 			}
 			v, err := signature.NewVerifier(spec.Scheme, secrets, cfg.SigTolerance)
 			if err != nil {
-				return nil, nil, fmt.Errorf("source %q: %w", spec.Name, err)
+				return nil, forwardRoutes{}, fmt.Errorf("source %q: %w", spec.Name, err)
 			}
 			src.Verifier = v
 			logger.Info("verifying webhook signatures", slog.String("source", spec.Name),
@@ -235,21 +236,21 @@ func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, map[stri
 		logger.Warn("!!! PAYLOCK_ALLOW_UNSIGNED=true: webhook signatures are NOT verified for this source; anyone who can reach POST /webhooks/"+name+" can record what it accepts. For local development only. !!!",
 			slog.String("source", name))
 	}
-	return out, forwardURLs, nil
+	return out, routes, nil
 }
 
-// forwardOnRecord makes each source with a forward URL insert every newly
-// recorded payment's forward job in the recording transaction
-// (store.Outbox.EnqueueForwardTx): the job exists if and only if the
-// payment does, and a duplicate inserts none.
-func forwardOnRecord(sources []handler.Source, urls map[string]string, st *store.Store) {
+// forwardOnRecord makes each source that forwards insert every newly
+// recorded payment's forward job, naming the source's destination, in the
+// recording transaction (store.Outbox.EnqueueForwardTx): the job exists if
+// and only if the payment does, and a duplicate inserts none.
+func forwardOnRecord(sources []handler.Source, routes forwardRoutes, st *store.Store) {
 	for i := range sources {
-		url := urls[sources[i].Name]
-		if url == "" {
+		dest := routes.bySource[sources[i].Name]
+		if dest == "" {
 			continue
 		}
 		sources[i].OnRecord = func(ctx context.Context, tx pgx.Tx, p store.Payment) error {
-			return st.Outbox().EnqueueForwardTx(ctx, tx, store.Forward{Source: p.Source, TransactionID: p.TransactionID, URL: url})
+			return st.Outbox().EnqueueForwardTx(ctx, tx, store.Forward{Source: p.Source, TransactionID: p.TransactionID, Destination: dest})
 		}
 	}
 }
@@ -291,7 +292,7 @@ func newServer(h http.Handler, logger *slog.Logger) *http.Server {
 // ShutdownTimeout, and returns nil. A nil ln listens on cfg.Addr, a nil mln
 // on cfg.MetricsAddr (unless that is off).
 func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Listener) error {
-	sources, forwardURLs, err := handlerSources(cfg, logger)
+	sources, routes, err := handlerSources(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -300,7 +301,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		return err
 	}
 	defer st.Close()
-	forwardOnRecord(sources, forwardURLs, st)
+	forwardOnRecord(sources, routes, st)
 	rdb, err := newRedis(cfg)
 	if err != nil {
 		return err
@@ -364,7 +365,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		}
 		defer stopMounts()
 		asrv := newServer(admin.New(admin.Config{Token: cfg.AdminToken, Tokens: cfg.AdminTokens,
-			Disbursements: st.Disbursements(), Review: newReviewQueue(cfg, st), Console: consoleStore{st.Payments(), st.Outbox()}, ForwardURLs: forwardURLs, Mounts: mounts, Logger: logger}), logger)
+			Disbursements: st.Disbursements(), Review: newReviewQueue(cfg, st), Console: consoleStore{st.Payments(), st.Outbox()}, Forwards: routes.bySource, Destinations: routes.destinations, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()
 		if cfg.AdminToken == "" && len(cfg.AdminTokens) == 0 {

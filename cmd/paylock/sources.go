@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
@@ -83,7 +84,7 @@ func (s sourceSpec) LogValue() slog.Value {
 		}
 	}
 	if s.ForwardURL != "" {
-		attrs = append(attrs, slog.String("forward_url", redactURL(s.ForwardURL)))
+		attrs = append(attrs, slog.String("forward_url", forward.Redact(s.ForwardURL)))
 	}
 	return slog.GroupValue(attrs...)
 }
@@ -572,7 +573,7 @@ func checkSpec(s sourceSpec, newSource bool, cfg config, rules *payload.Rules) *
 	}
 	if s.ForwardURL != "" {
 		if err := checkForwardURL(s.ForwardURL); err != nil {
-			return fail("forward_url", fmt.Errorf("%q: %v", redactURL(s.ForwardURL), err))
+			return fail("forward_url", fmt.Errorf("%q: %v", forward.Redact(s.ForwardURL), err))
 		}
 		if len(cfg.Forward.Secrets) == 0 {
 			return fail("forward_url", errors.New("PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments"))

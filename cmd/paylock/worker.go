@@ -88,41 +88,53 @@ type jobObservers struct {
 // jobsConfig is the one River client of a process: the payout queue when
 // withPayout, the forward queue when forwarding(cfg); nil when neither.
 // Both share PAYLOCK_WORKER_POLL; the client's rescuer waits for the longer
-// of the two workers' RescueAfter.
-func jobsConfig(cfg config, st *store.Store, logger *slog.Logger, withPayout bool, obs jobObservers) (*river.Config, error) {
+// of the two workers' RescueAfter. closeSinks closes the forward worker's
+// sinks: call it once the client has stopped.
+func jobsConfig(cfg config, st *store.Store, logger *slog.Logger, withPayout bool, obs jobObservers) (rcfg *river.Config, closeSinks func(), err error) {
+	closeSinks = func() {}
+	defer func() {
+		if err != nil {
+			closeSinks()
+		}
+	}()
 	poll := cfg.Payout.Poll
 	if poll <= 0 {
 		poll = 5 * time.Second
 	}
-	rcfg := &river.Config{Logger: logger, FetchPollInterval: poll, FetchCooldown: min(poll, 100*time.Millisecond)}
+	rcfg = &river.Config{Logger: logger, FetchPollInterval: poll, FetchCooldown: min(poll, 100*time.Millisecond)}
 	if withPayout {
 		w, err := newWorker(cfg, st, logger, obs.payout)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rcfg.ID = w.ID()
 		if err := w.AddTo(rcfg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if forwarding(cfg) {
 		fw, err := newForwardWorker(cfg, st, logger, obs.forward)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		closeSinks = func() {
+			if err := fw.Close(); err != nil {
+				logger.Warn("closing the forward sinks", slog.Any("error", err))
+			}
 		}
 		if err := fw.AddTo(rcfg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if obs.reconcile != nil {
 		if err := obs.reconcile.AddTo(rcfg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if len(rcfg.Queues) == 0 {
-		return nil, nil
+		return nil, closeSinks, nil
 	}
-	return rcfg, nil
+	return rcfg, closeSinks, nil
 }
 
 func logJobsStarted(logger *slog.Logger, rcfg *river.Config) func() {
@@ -164,10 +176,11 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 		defer closeRedis()
 		obs.reconcile = reconcileWorker(cfg, sources, h, reg, logger)
 	}
-	rcfg, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
+	rcfg, closeSinks, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
 	if err != nil {
 		return err
 	}
+	defer closeSinks()
 	stopMetrics, err := serveMetrics(reg, cfg.MetricsAddr, mln, cfg.Pprof, logger)
 	if err != nil {
 		return err
@@ -183,7 +196,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 // forwarding. stop cancels it and waits until the jobs in hand are done;
 // call it before closing st. With neither queue, it starts nothing.
 func startJobs(ctx context.Context, cfg config, st *store.Store, logger *slog.Logger, obs jobObservers) (stop func(), err error) {
-	rcfg, err := jobsConfig(cfg, st, logger, cfg.Payout.InServe, obs)
+	rcfg, closeSinks, err := jobsConfig(cfg, st, logger, cfg.Payout.InServe, obs)
 	if err != nil || rcfg == nil {
 		return func() {}, err
 	}
@@ -196,6 +209,7 @@ func startJobs(ctx context.Context, cfg config, st *store.Store, logger *slog.Lo
 	return func() {
 		cancel()
 		<-done
+		closeSinks()
 	}, nil
 }
 

@@ -141,13 +141,15 @@ func TestForwardWorkerDeliveriesAreAcceptedByStandardWebhooks(t *testing.T) {
 	lib := &libraryLog{wh: newWebhook(t, standardCur), next: rcv}
 	srv := httptest.NewServer(lib)
 	t.Cleanup(srv.Close)
-	w, err := forward.New(forward.Config{Secret: secrets[1], Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}, st.Payments())
+	w, err := forward.New(forward.Config{Secret: secrets[1], Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		Destinations: forward.Destinations{forward.DefaultDestination: srv.URL + "/paylock/events"}}, st.Payments())
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = w.Close() })
 
 	id := store.PaymentForwardID(p.Source, p.TransactionID)
-	args := store.ForwardArgs{ID: id, Type: store.ForwardPaymentRecorded, URL: srv.URL + "/paylock/events",
+	args := store.ForwardArgs{ID: id, Type: store.ForwardPaymentRecorded, Destination: forward.DefaultDestination,
 		Source: p.Source, TransactionID: p.TransactionID}
 	for attempt := 1; attempt <= 3; attempt++ {
 		job := &river.Job[store.ForwardArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: attempt, MaxAttempts: 25}, Args: args}
