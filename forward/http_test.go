@@ -1,0 +1,77 @@
+package forward_test
+
+import (
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/paylock/paylock/forward/sinktest"
+)
+
+func init() {
+	harnesses["http"] = func(t *testing.T) sinktest.Harness { return httpHarness(t, false) }
+	harnesses["https"] = func(t *testing.T) sinktest.Harness { return httpHarness(t, true) }
+}
+
+// httpDestination is a receiver that keeps every POST and answers 500 to
+// the ones it was told to refuse, 204 to the others.
+type httpDestination struct {
+	mu     sync.Mutex
+	got    []sinktest.Received
+	refuse int
+}
+
+func (d *httpDestination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	h := map[string]string{}
+	for k, v := range r.Header {
+		h[strings.ToLower(k)] = v[0]
+	}
+	d.mu.Lock()
+	refused := d.refuse > 0
+	if refused {
+		d.refuse--
+	}
+	d.got = append(d.got, sinktest.Received{Header: h, Body: body, Accepted: !refused})
+	d.mu.Unlock()
+	if refused {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpHarness serves an httpDestination over HTTP, or HTTPS with the
+// test server's certificate trusted by the sink.
+func httpHarness(t *testing.T, withTLS bool) sinktest.Harness {
+	d := &httpDestination{}
+	var srv *httptest.Server
+	var tlsCfg *tls.Config
+	if withTLS {
+		srv = httptest.NewTLSServer(d)
+		tlsCfg = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	} else {
+		srv = httptest.NewServer(d)
+	}
+	t.Cleanup(srv.Close)
+	return sinktest.Harness{
+		URL: srv.URL + "/paylock/events",
+		TLS: tlsCfg,
+		Received: func() []sinktest.Received {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return append([]sinktest.Received(nil), d.got...)
+		},
+		Refuse: func(n int) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.refuse += n
+		},
+		// Every answer of an HTTP receiver is tried again: none is permanent.
+		RefusePermanently: nil,
+	}
+}

@@ -1,0 +1,190 @@
+package sinktest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/store"
+)
+
+// destination is the name the table's worker knows the harness's URL by,
+// and the source of its payments.
+const destination = "sinktest"
+
+// worker is a forward worker on River over a schema of the test's own,
+// forwarding to one harness.
+type worker struct {
+	st *store.Store
+
+	mu     sync.Mutex
+	events []forward.Event
+}
+
+func (w *worker) observe(ev forward.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events = append(w.events, ev)
+}
+
+// outcomes returns the outcomes of webhook-id id's attempts, in order.
+func (w *worker) outcomes(id string) []forward.Outcome {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []forward.Outcome
+	for _, ev := range w.events {
+		if ev.WebhookID == id {
+			out = append(out, ev.Outcome)
+		}
+	}
+	return out
+}
+
+// startWorker migrates a schema, opens a store on it and works its forward
+// queue with short timings until the test ends.
+func startWorker(t *testing.T, h Harness) *worker {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t), ForwardMaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{st: st}
+	quiet := slog.New(slog.DiscardHandler)
+	fw, err := forward.New(forward.Config{Secret: secret(t), Destinations: forward.Destinations{destination: h.URL},
+		TLS: h.TLS, Timeout: 5 * time.Second, Backoff: func(int) time.Duration { return 20 * time.Millisecond },
+		Logger: quiet, Observe: w.observe}, st.Payments())
+	if err != nil {
+		t.Fatalf("forward.New with destination %s: %v", forward.Redact(h.URL), err)
+	}
+	t.Cleanup(func() { _ = fw.Close() })
+	rcfg := &river.Config{Logger: quiet, FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
+	if err := fw.AddTo(rcfg); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := st.StartJobs(ctx, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = stop(sctx)
+	})
+	return w
+}
+
+// finished waits until the forward job of transaction tx is finished
+// (completed, cancelled or discarded) and returns it.
+func (w *worker) finished(t *testing.T, tx string) store.ForwardJob {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		jobs, err := w.st.Outbox().PaymentForwards(context.Background(), destination, tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 1 && !jobs[0].FinalizedAt.IsZero() {
+			return jobs[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the forward job of %s did not finish within 30s: %+v", tx, jobs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// workerCase is one row of the worker's table.
+type workerCase struct {
+	name      string
+	refuse    int  // refusals for now before the destination takes it
+	permanent bool // the destination refuses it for good
+	outcomes  []forward.Outcome
+	state     string // the job's state at the end
+}
+
+var workerCases = []workerCase{
+	{name: "a recorded payment is delivered once",
+		outcomes: []forward.Outcome{forward.OutcomeDelivered}, state: "completed"},
+	{name: "after refusals it is delivered, under one webhook-id on every attempt", refuse: 2,
+		outcomes: []forward.Outcome{forward.OutcomeFailedAttempt, forward.OutcomeFailedAttempt, forward.OutcomeDelivered},
+		state:    "completed"},
+	{name: "a permanent refusal is not retried", permanent: true,
+		outcomes: []forward.Outcome{forward.OutcomeDiscarded}, state: "cancelled"},
+}
+
+// runWorker runs workerCases through one worker, one after the other.
+func runWorker(t *testing.T, h Harness) {
+	w := startWorker(t, h)
+	for i, c := range workerCases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.permanent && h.RefusePermanently == nil {
+				t.Skip("nothing this kind of destination answers is permanent")
+			}
+			tx := "tx-" + strconv.Itoa(i)
+			if c.refuse > 0 {
+				h.Refuse(c.refuse)
+			}
+			if c.permanent {
+				h.RefusePermanently()
+			}
+			p := store.Payment{Source: destination, TransactionID: tx, Amount: 1999, Currency: "EUR",
+				EventID: "evt_" + tx, Payload: []byte(`{"id":"` + tx + `"}`)}
+			if _, err := w.st.Payments().RecordPaymentForwarded(context.Background(), p, destination); err != nil {
+				t.Fatal(err)
+			}
+			job := w.finished(t, tx)
+			id := store.PaymentForwardID(destination, tx)
+			if job.State != c.state || job.Attempt != len(c.outcomes) {
+				t.Errorf("job %s after %d attempts, want %s after %d", job.State, job.Attempt, c.state, len(c.outcomes))
+			}
+			if got := w.outcomes(id); !slices.Equal(got, c.outcomes) {
+				t.Errorf("outcomes %v, want %v", got, c.outcomes)
+			}
+			checkAttempts(t, h, id, tx, len(c.outcomes), c.state == "completed")
+		})
+	}
+}
+
+// checkAttempts checks what the destination received under webhook-id id:
+// one message per attempt, the same body every time, each verifying, the
+// last one accepted when the job completed.
+func checkAttempts(t *testing.T, h Harness, id, tx string, attempts int, delivered bool) {
+	t.Helper()
+	got := byID(h, id)
+	if len(got) != attempts {
+		t.Fatalf("the destination received %d messages under webhook-id %s, want %d (one per attempt)", len(got), id, attempts)
+	}
+	for i, r := range got {
+		what := fmt.Sprintf("attempt %d", i+1)
+		if err := verify(t, r); err != nil {
+			t.Errorf("%s does not verify: %v", what, err)
+		}
+		if !bytes.Equal(r.Body, got[0].Body) {
+			t.Errorf("%s's body differs from the first's", what)
+		}
+		if ts, err := strconv.ParseInt(r.Header[forward.HeaderTimestamp], 10, 64); err != nil || time.Since(time.Unix(ts, 0)).Abs() > time.Minute {
+			t.Errorf("%s: webhook-timestamp %q, want this attempt's Unix time", what, r.Header[forward.HeaderTimestamp])
+		}
+		if h.Keyed && r.Key != destination+":"+tx {
+			t.Errorf("%s: key %q, want %q", what, r.Key, destination+":"+tx)
+		}
+		if last := i == len(got)-1; r.Accepted != (last && delivered) {
+			t.Errorf("%s: accepted %v", what, r.Accepted)
+		}
+	}
+}
