@@ -9,14 +9,16 @@
 //
 // Every POST is verified with paylock's own signature package before
 // anything else: a signature that does not verify is answered 401 and
-// counted, per webhook-id and in total. A verified delivery that is not a
-// payment.recorded event naming its source and transaction id is 400.
-// Then, per webhook-id, the first Config.FailFirst verified attempts are
-// answered 500 without being processed. Any later attempt is processed: it
-// is recorded (its first processing time, how many times it was processed)
-// and then, with probability Config.DropRate, its answer is dropped (the
-// connection is closed without one, as when a receiver crashes after its
-// COMMIT); otherwise it is answered 204.
+// counted, per webhook-id and in total. The first verified attempts may be
+// answered as a test scripts them (Config.Answers). A verified delivery
+// that is not a payment.recorded event naming its source and transaction
+// id is 400 (unless Config.OtherEvents). Then, per webhook-id, the first
+// Config.FailFirst verified attempts are answered 500 without being
+// processed. Any later attempt is processed: it is recorded (its first
+// processing time, how many times it was processed) and then, with
+// probability Config.DropRate, its answer is dropped (the connection is
+// closed without one, as when a receiver crashes after its COMMIT);
+// otherwise it is answered 204, at once or after DelayNext's stall.
 //
 // A receiver deduplicates by webhook-id, so a sender must send one
 // webhook-id per payment, the same on every attempt: Stats counts the
@@ -58,7 +60,28 @@ type Config struct {
 	// DropRate is the fraction of processed attempts whose answer is
 	// dropped: the connection is closed without an answer.
 	DropRate float64
-	Logger   *slog.Logger // default: discard
+	// Answers script the first verified attempts, in arrival order
+	// whatever their webhook-id: the n-th is answered Answers[n] without
+	// being processed (a 429 with Retry-After: 1). A 2xx entry lets its
+	// attempt be processed as any other. Attempts after the script are
+	// processed.
+	Answers []int
+	// OtherEvents accepts verified events of other types than
+	// payment.recorded (or without data.source and data.transaction_id):
+	// they are processed (and counted in Stats.Other) instead of answered
+	// 400.
+	OtherEvents bool
+	// KeepAttempts keeps every POST, for Attempts.
+	KeepAttempts bool
+	Logger       *slog.Logger // default: discard
+}
+
+// Attempt is one POST as the receiver got it (Config.KeepAttempts).
+type Attempt struct {
+	Header http.Header
+	Body   []byte
+	Err    error // the signature check's; nil when it verified
+	Status int   // the answer; 0 when it was dropped
 }
 
 // Event is what the receiver knows of one webhook-id.
@@ -86,6 +109,7 @@ type Stats struct {
 	SignatureFailures int `json:"signature_failures"` // POSTs answered 401
 	Malformed         int `json:"malformed"`          // verified POSTs answered 400
 	FailedFirst       int `json:"failed_first"`       // POSTs answered 500 (FailFirst)
+	Scripted          int `json:"scripted"`           // POSTs answered as Config.Answers said, not 2xx
 	Delivered         int `json:"delivered"`          // POSTs processed, redeliveries included
 	Dropped           int `json:"dropped"`            // processed POSTs whose answer was dropped
 	// WebhookIDs counts the webhook-ids processed at least once; Payments
@@ -97,6 +121,8 @@ type Stats struct {
 	// one payment. Both are 0 for a correct sender.
 	DuplicatePayments int `json:"duplicate_payments"`
 	Conflicts         int `json:"conflicts"`
+	// Other counts the processed POSTs of other events (Config.OtherEvents).
+	Other int `json:"other"`
 	// Events is keyed by webhook-id.
 	Events map[string]Event `json:"events"`
 }
@@ -113,6 +139,9 @@ type Receiver struct {
 	verified  map[string]int       // verified attempts per webhook-id
 	conflicts map[string]bool      // webhook-ids counted in stats.Conflicts
 	payments  map[payment][]string // webhook-ids processed per payment
+	scripted  int                  // verified attempts that met Config.Answers
+	delayNext time.Duration        // see DelayNext
+	attempts  []Attempt            // Config.KeepAttempts
 }
 
 type payment struct{ source, transactionID string }
@@ -169,6 +198,23 @@ func (r *Receiver) Stats() Stats {
 	return s
 }
 
+// Attempts returns every POST so far, in arrival order, when
+// Config.KeepAttempts is set.
+func (r *Receiver) Attempts() []Attempt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.attempts)
+}
+
+// DelayNext holds the answer to the next processed attempt for d after it
+// is processed, as a receiver that commits and then stalls: a sender that
+// gives up first will send it again.
+func (r *Receiver) DelayNext(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delayNext = d
+}
+
 // WriteDeliveries writes one line per webhook-id seen, sorted by id, with
 // tab-separated fields: webhook-id, source, transaction_id, attempts,
 // signature failures, deliveries (processed attempts). Absent strings are
@@ -211,6 +257,18 @@ type forwarded struct {
 	} `json:"data"`
 }
 
+// answer is what the receiver does with one attempt once it is counted:
+// the status (0: drop the connection without one), the body of an error
+// answer, how long to hold it, and the line to log.
+type answer struct {
+	status int
+	text   string
+	delay  time.Duration
+	level  slog.Level
+	msg    string // "" logs nothing
+	args   []any
+}
+
 func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
 	if err != nil {
@@ -229,70 +287,122 @@ func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 	if id != "" {
 		ev.Attempts++
 	}
-	if verr != nil {
+	var a answer
+	switch {
+	case verr != nil:
 		r.stats.SignatureFailures++
 		if id != "" {
 			ev.SignatureFailures++
 			r.stats.Events[id] = ev
 		}
-		r.mu.Unlock()
-		r.log.Warn("signature refused", "webhook_id", id, "error", verr)
-		http.Error(w, "signature does not verify", http.StatusUnauthorized)
-		return
-	}
-	id = res.ID // the verified id, the same header
-	var f forwarded
-	if err := json.Unmarshal(body, &f); err != nil || f.Type != EventType || f.Data.Source == "" || f.Data.TransactionID == "" {
-		r.stats.Malformed++
+		a = answer{status: http.StatusUnauthorized, text: "signature does not verify",
+			level: slog.LevelWarn, msg: "signature refused", args: []any{"webhook_id", id, "error", verr}}
+	default:
+		id = res.ID // the verified id, the same header
+		a = r.process(id, &ev, body)
 		r.stats.Events[id] = ev
-		r.mu.Unlock()
-		r.log.Warn("not a payment.recorded event", "webhook_id", id)
-		http.Error(w, "not a payment.recorded event with data.source and data.transaction_id", http.StatusBadRequest)
-		return
+	}
+	if r.cfg.KeepAttempts {
+		r.attempts = append(r.attempts, Attempt{Header: req.Header.Clone(), Body: body, Err: verr, Status: a.status})
+	}
+	r.mu.Unlock()
+
+	if a.msg != "" {
+		r.log.Log(req.Context(), a.level, a.msg, a.args...)
+	}
+	a.write(w, req)
+}
+
+// process decides, under r.mu, the answer to a verified attempt of
+// webhook-id id and counts it in ev and the stats.
+func (r *Receiver) process(id string, ev *Event, body []byte) answer {
+	if n := r.scripted; n < len(r.cfg.Answers) {
+		r.scripted++
+		if status := r.cfg.Answers[n]; status < 200 || status > 299 {
+			r.stats.Scripted++
+			return answer{status: status, text: "a scripted answer"}
+		}
+	}
+	var f forwarded
+	isPayment := json.Unmarshal(body, &f) == nil && f.Type == EventType && f.Data.Source != "" && f.Data.TransactionID != ""
+	if !isPayment && !r.cfg.OtherEvents {
+		r.stats.Malformed++
+		return answer{status: http.StatusBadRequest, text: "not a payment.recorded event with data.source and data.transaction_id",
+			level: slog.LevelWarn, msg: "not a payment.recorded event", args: []any{"webhook_id", id}}
 	}
 	p := payment{f.Data.Source, f.Data.TransactionID}
-	if ev.Source == "" && ev.TransactionID == "" {
-		ev.Source, ev.TransactionID = p.source, p.transactionID
-	} else if (payment{ev.Source, ev.TransactionID}) != p && !r.conflicts[id] {
-		r.conflicts[id] = true
-		r.stats.Conflicts++
+	if isPayment {
+		if ev.Source == "" && ev.TransactionID == "" {
+			ev.Source, ev.TransactionID = p.source, p.transactionID
+		} else if (payment{ev.Source, ev.TransactionID}) != p && !r.conflicts[id] {
+			r.conflicts[id] = true
+			r.stats.Conflicts++
+		}
 	}
 	r.verified[id]++
 	if r.verified[id] <= r.cfg.FailFirst {
 		r.stats.FailedFirst++
-		r.stats.Events[id] = ev
-		r.mu.Unlock()
-		http.Error(w, "failing the first attempts on purpose", http.StatusInternalServerError)
-		return
+		return answer{status: http.StatusInternalServerError, text: "failing the first attempts on purpose"}
 	}
 	r.stats.Delivered++
 	if ev.Deliveries == 0 {
 		ev.FirstDeliveredAt = time.Now().UTC()
 		r.stats.WebhookIDs++
-		ids := r.payments[p]
-		switch len(ids) {
-		case 0:
-			r.stats.Payments++
-		case 1:
-			r.stats.DuplicatePayments++
+		if isPayment {
+			r.countPayment(p, id)
 		}
-		r.payments[p] = append(ids, id)
+	}
+	if !isPayment {
+		r.stats.Other++
 	}
 	ev.Deliveries++
-	r.stats.Events[id] = ev
+	a := answer{status: http.StatusNoContent, delay: r.delayNext, level: slog.LevelInfo, msg: f.Type,
+		args: []any{"webhook_id", id, "source", p.source, "transaction_id", p.transactionID, "deliveries", ev.Deliveries}}
+	r.delayNext = 0
 	drop := r.cfg.DropRate > 0 && rand.Float64() < r.cfg.DropRate
 	if drop {
 		r.stats.Dropped++
+		a.status = 0
 	}
-	r.mu.Unlock()
+	a.args = append(a.args, "dropped", drop)
+	return a
+}
 
-	r.log.Info("payment.recorded", "webhook_id", id, "source", p.source, "transaction_id", p.transactionID,
-		"deliveries", ev.Deliveries, "dropped", drop)
-	if drop {
-		dropConnection(w)
-		return
+// countPayment counts, under r.mu, payment p first processed under
+// webhook-id id: a new payment, or a duplicate when another id had it.
+func (r *Receiver) countPayment(p payment, id string) {
+	ids := r.payments[p]
+	switch len(ids) {
+	case 0:
+		r.stats.Payments++
+	case 1:
+		r.stats.DuplicatePayments++
 	}
-	w.WriteHeader(http.StatusNoContent)
+	r.payments[p] = append(ids, id)
+}
+
+// write sends the answer, after its delay (cut short when the client
+// gives up).
+func (a answer) write(w http.ResponseWriter, req *http.Request) {
+	if a.delay > 0 {
+		t := time.NewTimer(a.delay)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+		}
+	}
+	switch {
+	case a.status == 0:
+		dropConnection(w)
+	case a.status >= 200 && a.status <= 299:
+		w.WriteHeader(a.status)
+	default:
+		if a.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		http.Error(w, a.text, a.status)
+	}
 }
 
 // dropConnection closes the client's connection without an answer.

@@ -303,3 +303,80 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+func startWith(t *testing.T, cfg fakereceiver.Config) (*fakereceiver.Receiver, string) {
+	t.Helper()
+	v, err := signature.NewVerifier(signature.SchemeStandard, []signature.Secret{secret(t, secretText)}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Verifier = v
+	r, err := fakereceiver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return r, srv.URL
+}
+
+func TestScriptedAnswersComeFirstWhateverTheWebhookID(t *testing.T) {
+	t.Parallel()
+	r, url := startWith(t, fakereceiver.Config{Answers: []int{502, 200, 429}, FailFirst: 1, KeepAttempts: true})
+	a, b := event("payments", "tx-a"), event("payments", "tx-b")
+	post(t, url, signed(t, "msg_x", a), event("payments", "tx-x")) // does not verify: not in the script
+	var got []int
+	for _, d := range []struct {
+		id   string
+		body []byte
+	}{{"msg_a", a}, {"msg_b", b}, {"msg_a", a}, {"msg_b", b}, {"msg_a", a}} {
+		got = append(got, post(t, url, signed(t, d.id, d.body), d.body))
+	}
+	// 502 scripted; 200 lets msg_b through to FailFirst (500); 429 scripted;
+	// then msg_b processed, msg_a meets FailFirst, then is processed.
+	if want := []int{502, 500, 429, 204, 500}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("answers %v, want %v", got, want)
+	}
+	s := r.Stats()
+	if s.Scripted != 2 || s.FailedFirst != 2 || s.Delivered != 1 || s.SignatureFailures != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	attempts := r.Attempts()
+	if len(attempts) != 6 || attempts[0].Err == nil || attempts[0].Status != 401 || attempts[1].Status != 502 ||
+		attempts[4].Status != 204 || attempts[4].Header.Get(signature.HeaderWebhookID) != "msg_b" || string(attempts[4].Body) != string(b) {
+		t.Errorf("attempts %+v", attempts)
+	}
+}
+
+func TestOtherEventsAreProcessedWhenAccepted(t *testing.T) {
+	t.Parallel()
+	r, url := startWith(t, fakereceiver.Config{OtherEvents: true})
+	body := []byte(`{"type":"disbursement.paid","data":{"loan_id":"L-1","tranche":1}}`)
+	for range 2 {
+		if got := post(t, url, signed(t, "msg_d", body), body); got != http.StatusNoContent {
+			t.Fatalf("answer %d, want 204", got)
+		}
+	}
+	s := r.Stats()
+	if s.Other != 2 || s.Delivered != 2 || s.WebhookIDs != 1 || s.Payments != 0 || s.Malformed != 0 || len(r.Attempts()) != 0 {
+		t.Errorf("stats %+v (attempts kept without KeepAttempts: %d)", s, len(r.Attempts()))
+	}
+	if ev := s.Events["msg_d"]; ev.Deliveries != 2 || ev.TransactionID != "" {
+		t.Errorf("event %+v", ev)
+	}
+}
+
+func TestDelayNextHoldsTheNextProcessedAnswer(t *testing.T) {
+	t.Parallel()
+	r, url := startWith(t, fakereceiver.Config{FailFirst: 1})
+	body := event("payments", "tx-1")
+	r.DelayNext(300 * time.Millisecond)
+	start := time.Now()
+	if got := post(t, url, signed(t, "msg_1", body), body); got != 500 || time.Since(start) > 250*time.Millisecond {
+		t.Fatalf("a failed first attempt: %d after %v, want 500 at once", got, time.Since(start))
+	}
+	start = time.Now()
+	if got := post(t, url, signed(t, "msg_1", body), body); got != 204 || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("the processed attempt: %d after %v, want 204 after the delay", got, time.Since(start))
+	}
+}
