@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // Cluster is the Redis Cluster of scripts/redis-cluster.sh: 3 masters, 3
@@ -231,7 +233,7 @@ func (c Cluster) healthy(ctx context.Context, t testing.TB) error {
 // masters, each with a replica in sync.
 func (c Cluster) WaitHealthy(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	Eventually(t, timeout, "redis cluster healthy", func(ctx context.Context) error { return c.healthy(ctx, t) })
+	testkit.Eventually(t, timeout, "redis cluster healthy", func(ctx context.Context) error { return c.healthy(ctx, t) })
 }
 
 // KillMaster kills the master serving slot while its replica lags (see
@@ -244,7 +246,7 @@ func (c Cluster) KillMaster(t testing.TB, slot int, lag time.Duration) (Node, ti
 	killed := LoseUnreplicatedWrites(t, master, replica, lag)
 	start := time.Now()
 	rc := replica.Client(t)
-	Eventually(t, 30*time.Second, "replica "+replica.Addr+" promoted", func(ctx context.Context) error {
+	testkit.Eventually(t, 30*time.Second, "replica "+replica.Addr+" promoted", func(ctx context.Context) error {
 		m, err := replica.info(ctx, t, "replication")
 		if err != nil {
 			return err
@@ -286,7 +288,7 @@ func (c Cluster) Failover(t testing.TB, slot int, option string) (Node, time.Dur
 	if err := replica.Client(t).Do(ctx, args...).Err(); err != nil {
 		t.Fatalf("CLUSTER FAILOVER %s on %s: %v", option, replica.Addr, err)
 	}
-	Eventually(t, 30*time.Second, "replica "+replica.Addr+" promoted", func(ctx context.Context) error {
+	testkit.Eventually(t, 30*time.Second, "replica "+replica.Addr+" promoted", func(ctx context.Context) error {
 		m, err := replica.info(ctx, t, "replication")
 		if err != nil {
 			return err

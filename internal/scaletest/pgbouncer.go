@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // PgBouncer is the pooler of scripts/pgbouncer.sh: transaction pooling in
@@ -47,7 +47,7 @@ type Database struct {
 // pooled connection.
 func (p PgBouncer) Database(t testing.TB, settings map[string]string) Database {
 	t.Helper()
-	base := testenv.DatabaseURL(t)
+	base := testkit.DatabaseURL(t)
 	name := "paylock_scale_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	admin := func(sql string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

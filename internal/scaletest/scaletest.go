@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // need returns the environment variable name, or skips the test.
@@ -183,38 +185,9 @@ func (p Process) Restart(t testing.TB) {
 		t.Fatalf("restart %s: %v: %s", p.Addr, err, out)
 	}
 	c := p.Client(t)
-	Eventually(t, 10*time.Second, "restarted node "+p.Addr+" answers", func(ctx context.Context) error {
+	testkit.Eventually(t, 10*time.Second, "restarted node "+p.Addr+" answers", func(ctx context.Context) error {
 		return c.Ping(ctx).Err()
 	})
-}
-
-// Eventually calls check every 100ms until it returns nil, failing the test
-// after timeout with every distinct error it saw, in order, each with when
-// it first appeared (the last one alone rarely tells what went wrong).
-func Eventually(t testing.TB, timeout time.Duration, what string, check func(ctx context.Context) error) {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	var history []string
-	last := ""
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := check(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if msg := err.Error(); msg != last {
-			last = msg
-			history = append(history, fmt.Sprintf("+%s: %s", time.Since(start).Round(100*time.Millisecond), msg))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	const keep = 20
-	if len(history) > keep {
-		history = append(history[:keep/2:keep/2], append([]string{fmt.Sprintf("… %d more …", len(history)-keep)}, history[len(history)-keep/2:]...)...)
-	}
-	t.Fatalf("%s: not after %s: %v\n\t%s", what, timeout, last, strings.Join(history, "\n\t"))
 }
 
 // LoseUnreplicatedWrites kills master while replica lags behind it: the

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // Sentinel is the group of scripts/redis-sentinel.sh: a master, a replica
@@ -145,7 +147,7 @@ func (s Sentinel) healthy(ctx context.Context, t testing.TB) (master, replica No
 // in sync, every sentinel seeing both and the other two.
 func (s Sentinel) WaitHealthy(t testing.TB, timeout time.Duration) (master, replica Node) {
 	t.Helper()
-	Eventually(t, timeout, "redis sentinel group healthy", func(ctx context.Context) (err error) {
+	testkit.Eventually(t, timeout, "redis sentinel group healthy", func(ctx context.Context) (err error) {
 		master, replica, err = s.healthy(ctx, t)
 		return err
 	})
@@ -157,7 +159,7 @@ func (s Sentinel) WaitHealthy(t testing.TB, timeout time.Duration) (master, repl
 func (s Sentinel) waitMaster(t testing.TB, addr string) {
 	t.Helper()
 	n := Node{Addr: addr, Password: s.Password}
-	Eventually(t, 30*time.Second, "sentinels switched to "+addr, func(ctx context.Context) error {
+	testkit.Eventually(t, 30*time.Second, "sentinels switched to "+addr, func(ctx context.Context) error {
 		m, err := s.agreedMaster(ctx)
 		if err != nil {
 			return err
@@ -247,7 +249,7 @@ func (s Sentinel) Failover(t testing.TB) (Node, time.Duration) {
 	}
 	var now Node
 	var took time.Duration
-	Eventually(t, 60*time.Second, "sentinel group healthy after the failover", func(ctx context.Context) error {
+	testkit.Eventually(t, 60*time.Second, "sentinel group healthy after the failover", func(ctx context.Context) error {
 		m, err := s.agreedMaster(ctx)
 		if err != nil {
 			return err

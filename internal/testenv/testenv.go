@@ -1,165 +1,60 @@
-// Package testenv finds the Postgres and Redis servers that integration tests
-// run against and gives each test an isolated corner of them.
-//
-// Servers come from DATABASE_URL and REDIS_URL (defaults: the local
-// development servers). When a server is unreachable the test is skipped with
-// a message saying what to start, except under CI=true, where a missing
-// server is a failure: CI must never pass by skipping.
+// Package testenv is what internal/testkit was called before it held more
+// than the servers: every function here is testkit's, under its old name,
+// for the packages that have not moved to testkit yet (handler, store,
+// forward, cmd/paylock). New tests import testkit; this package goes once
+// nothing imports it.
 package testenv
 
 import (
-	"context"
-	"fmt"
-	"net/url"
-	"os"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // Default URLs, matching scripts/test.sh.
+//
+// Deprecated: use testkit.DefaultDatabaseURL and testkit.DefaultRedisURL.
 const (
-	DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	DefaultRedisURL    = "redis://127.0.0.1:6379/0"
+	DefaultDatabaseURL = testkit.DefaultDatabaseURL
+	DefaultRedisURL    = testkit.DefaultRedisURL
 )
 
-// InCI reports whether tests run under CI=true, where a missing service fails
-// the test instead of skipping it.
-func InCI() bool { return os.Getenv("CI") == "true" }
+// InCI is testkit.InCI.
+//
+// Deprecated: use testkit.InCI.
+func InCI() bool { return testkit.InCI() }
 
-func unavailable(t testing.TB, what string, err error) {
-	t.Helper()
-	msg := fmt.Sprintf("%s unreachable (%v); run the tests with scripts/test.sh, which starts one", what, err)
-	if InCI() {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
+// RedisURL is testkit.RedisURL.
+//
+// Deprecated: use testkit.RedisURL.
+func RedisURL(t testing.TB) string { t.Helper(); return testkit.RedisURL(t) }
 
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
+// Redis is testkit.Redis.
+//
+// Deprecated: use testkit.Redis.
+func Redis(t testing.TB) *redis.Client { t.Helper(); return testkit.Redis(t) }
 
-var (
-	redisOnce sync.Once
-	redisErr  error
-	pgOnce    sync.Once
-	pgErr     error
-)
+// Key is testkit.Key.
+//
+// Deprecated: use testkit.Key.
+func Key(t testing.TB, name string) string { return testkit.Key(t, name) }
 
-// RedisURL returns REDIS_URL after checking the server answers PING, skipping
-// (or, in CI, failing) the test when it does not.
-func RedisURL(t testing.TB) string {
-	t.Helper()
-	u := env("REDIS_URL", DefaultRedisURL)
-	redisOnce.Do(func() {
-		opt, err := redis.ParseURL(u)
-		if err != nil {
-			redisErr = err
-			return
-		}
-		c := redis.NewClient(opt)
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		redisErr = c.Ping(ctx).Err()
-	})
-	if redisErr != nil {
-		unavailable(t, "redis at "+u, redisErr)
-	}
-	return u
-}
+// DatabaseURL is testkit.DatabaseURL.
+//
+// Deprecated: use testkit.DatabaseURL.
+func DatabaseURL(t testing.TB) string { t.Helper(); return testkit.DatabaseURL(t) }
 
-// Redis returns a client for REDIS_URL, closed when the test ends. Tests
-// sharing the server must use keys of their own (see Key).
-func Redis(t testing.TB) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// Schema is testkit.Schema.
+//
+// Deprecated: use testkit.Schema.
+func Schema(t testing.TB) string { t.Helper(); return testkit.Schema(t) }
 
-// Key returns a Redis key unique to this test run.
-func Key(t testing.TB, name string) string {
-	return "paylock-test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + uuid.NewString()[:8] + ":" + name
-}
-
-// DatabaseURL returns DATABASE_URL after checking the server accepts a
-// connection, skipping (or, in CI, failing) the test when it does not.
-func DatabaseURL(t testing.TB) string {
-	t.Helper()
-	u := env("DATABASE_URL", DefaultDatabaseURL)
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, u)
-		if err != nil {
-			pgErr = err
-			return
-		}
-		defer c.Close(context.Background())
-		pgErr = c.Ping(ctx)
-	})
-	if pgErr != nil {
-		unavailable(t, "postgres at "+u, pgErr)
-	}
-	return u
-}
-
-// Schema creates an empty schema of the test's own, drops it when the test
-// ends, and returns DATABASE_URL with search_path set to it, so that a pool
-// built from the returned URL creates and finds every table there.
-func Schema(t testing.TB) string {
-	t.Helper()
-	base := DatabaseURL(t)
-	name := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Logf("drop schema %s: %v", name, err)
-			return
-		}
-		defer c.Close(context.Background())
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
-			t.Logf("drop schema %s: %v", name, err)
-		}
-	})
-	return WithSearchPath(t, base, name)
-}
-
-// WithSearchPath returns dsn with the search_path runtime parameter set.
+// WithSearchPath is testkit.WithSearchPath.
+//
+// Deprecated: use testkit.WithSearchPath.
 func WithSearchPath(t testing.TB, dsn, schema string) string {
 	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return testkit.WithSearchPath(t, dsn, schema)
 }
