@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 )
 
@@ -201,11 +200,7 @@ func TestFencingRejectsAKeyThatCannotShareItsCountersSlot(t *testing.T) {
 func TestStaleHolderWriteIsRefusedByItsFence(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	db, err := pgx.Connect(ctx, testenv.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(context.Background()) })
+	db := testkit.Connect(t, testkit.Schema(t))
 	if _, err := db.Exec(ctx, `
 		CREATE TABLE accounts (id text PRIMARY KEY, balance bigint NOT NULL, fence bigint NOT NULL DEFAULT 0);
 		INSERT INTO accounts (id, balance) VALUES ('acc_1', 100)`); err != nil {

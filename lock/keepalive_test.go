@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 )
 
@@ -54,7 +55,8 @@ func TestKeepAliveCancelsWithinOneTTLWhenTheKeyIsDeleted(t *testing.T) {
 			lease, stop := lk.KeepAlive(ctxT(t))
 			defer stop()
 
-			time.Sleep(ttl / 2)
+			// The key goes once the watchdog has refreshed it: mid-lease.
+			testkit.WaitFor(t, 2*time.Second, "the first refresh", func() bool { return rec.count(lock.EventRefresh, "ok") >= 1 })
 			if err := e.client.Del(ctxT(t), e.key).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +201,7 @@ func TestKeepAliveStopsWhenCancelled(t *testing.T) {
 			lk := mustObtain(t, l, e.key, ttl)
 			parent, cancel := context.WithCancel(ctxT(t))
 			lease, stop := lk.KeepAlive(parent)
-			time.Sleep(ttl) // a few refreshes
+			testkit.WaitFor(t, 2*time.Second, "a few refreshes", func() bool { return rec.count(lock.EventRefresh, "ok") >= 2 })
 
 			if how == "parent" {
 				cancel()
@@ -257,7 +259,7 @@ func TestKeepAliveAfterAPausePastTheDeadlineLosesTheLease(t *testing.T) {
 	t.Parallel()
 	e := setupMiniredis(t)
 	var rec recorder
-	clk := &fakeClock{now: time.Now()}
+	clk := testkit.NewClock(time.Now())
 	l := lock.New(e.client, lock.WithObserver(rec.observe), lock.WithClock(clk.Now))
 	lk := mustObtain(t, l, e.key, 300*time.Millisecond)
 	lease, stop := lk.KeepAlive(ctxT(t))

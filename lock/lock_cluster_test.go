@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/internal/scaletest"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 )
 
@@ -47,7 +47,7 @@ func keysOnEveryMaster(t *testing.T, cluster scaletest.Cluster) map[string]strin
 	}
 	keys := map[string]string{}
 	for i := 0; len(keys) < len(masters) && i < 1000; i++ {
-		key := testenv.Key(t, fmt.Sprint(i))
+		key := testkit.Key(t, fmt.Sprint(i))
 		slot := scaletest.KeySlot(key)
 		for _, m := range masters {
 			if m.HasSlot(slot) && keys[m.Addr] == "" {
@@ -91,7 +91,7 @@ func TestLockOnRedisCluster(t *testing.T) {
 		c := cluster.Client(t)
 		l := lock.New(c)
 		keys := keysOnEveryMaster(t, cluster)
-		keys["hash tag"] = "{" + testenv.Key(t, "tagged") + "}:lock"
+		keys["hash tag"] = "{" + testkit.Key(t, "tagged") + "}:lock"
 		for master, key := range keys {
 			// The counter: the key wrapped in a hash tag, or, for a key
 			// with a tag of its own, the key with a suffix.
@@ -153,7 +153,7 @@ func TestLockOnRedisCluster(t *testing.T) {
 	})
 
 	t.Run("ObtainSucceedsWhenGoRedisRetriesALostReply", func(t *testing.T) {
-		key := testenv.Key(t, "lost")
+		key := testkit.Key(t, "lost")
 		loser := &replyLoser{key: []byte(key)}
 		c := cluster.Client(t)
 		c.OnNewNode(func(n *redis.Client) { n.AddHook(loser) })
@@ -185,7 +185,7 @@ func TestLockOnRedisCluster(t *testing.T) {
 		replies := &errorReplies{}
 		c.OnNewNode(func(n *redis.Client) { n.AddHook(replies) })
 		l := lock.New(c)
-		key := testenv.Key(t, "moving")
+		key := testkit.Key(t, "moving")
 		slot := cluster.Slot(t, key)
 		src, dst := slotOwnerAndAnotherMaster(t, cluster, slot)
 		lk := mustObtain(t, l, key, time.Minute)

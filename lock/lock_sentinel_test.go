@@ -1,13 +1,14 @@
 package lock_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paylock/paylock/internal/scaletest"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 )
 
@@ -23,7 +24,7 @@ func TestLockOnRedisSentinel(t *testing.T) {
 	t.Run("ObtainRefreshRelease", func(t *testing.T) {
 		c := group.Client(t)
 		l := lock.New(c)
-		key := testenv.Key(t, "k")
+		key := testkit.Key(t, "k")
 		lk := mustObtain(t, l, key, time.Minute)
 		if _, err := l.Obtain(ctxT(t), key, time.Minute); !errors.Is(err, lock.ErrNotObtained) {
 			t.Fatalf("second Obtain = %v, want ErrNotObtained", err)
@@ -37,7 +38,7 @@ func TestLockOnRedisSentinel(t *testing.T) {
 	})
 
 	t.Run("ObtainSucceedsWhenGoRedisRetriesALostReply", func(t *testing.T) {
-		key := testenv.Key(t, "lost")
+		key := testkit.Key(t, "lost")
 		loser := &replyLoser{key: []byte(key)}
 		c := group.Client(t)
 		c.AddHook(loser)
@@ -58,7 +59,7 @@ func TestLockOnRedisSentinel(t *testing.T) {
 	t.Run("LockerFollowsTheMasterAcrossAFailover", func(t *testing.T) {
 		c := group.Client(t)
 		l := lock.New(c)
-		before := testenv.Key(t, "before")
+		before := testkit.Key(t, "before")
 		lk := mustObtain(t, l, before, time.Minute)
 
 		promoted, took := group.Failover(t)
@@ -66,17 +67,13 @@ func TestLockOnRedisSentinel(t *testing.T) {
 
 		// The lock taken before is still ours, or gone (a failover may
 		// lose it): never another owner's, and never an error for long.
-		var err error
-		for i := 0; i < 20; i++ {
-			if err = lk.Refresh(ctxT(t), time.Minute); err == nil || errors.Is(err, lock.ErrNotHeld) {
-				break
+		testkit.Eventually(t, 2*time.Second, "Refresh after the failover", func(ctx context.Context) error {
+			if err := lk.Refresh(ctx, time.Minute); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+				return err
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil && !errors.Is(err, lock.ErrNotHeld) {
-			t.Fatalf("Refresh after the failover: %v", err)
-		}
-		after := mustObtain(t, l, testenv.Key(t, "after"), time.Minute)
+			return nil
+		})
+		after := mustObtain(t, l, testkit.Key(t, "after"), time.Minute)
 		info, ierr := c.Info(ctxT(t), "server").Result()
 		if ierr != nil || !strings.Contains(info, "tcp_port:"+promoted.Addr[strings.LastIndex(promoted.Addr, ":")+1:]) {
 			t.Fatalf("the client does not talk to the promoted master %s: %v", promoted.Addr, ierr)

@@ -16,7 +16,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 )
 
@@ -51,7 +51,7 @@ func setupMiniredis(t *testing.T, hooks ...redis.Hook) *env {
 	c := newClient(t, &redis.Options{Addr: mr.Addr()}, hooks...)
 	return &env{
 		client:  c,
-		key:     testenv.Key(t, "lock"),
+		key:     testkit.Key(t, "lock"),
 		short:   time.Second,
 		advance: mr.FastForward,
 		vanish: func(t *testing.T) {
@@ -65,12 +65,12 @@ func setupMiniredis(t *testing.T, hooks ...redis.Hook) *env {
 // it is unreachable outside CI); time moves by sleeping, so TTLs are short.
 func setupRedis(t *testing.T, hooks ...redis.Hook) *env {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	opt, err := redis.ParseURL(testkit.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := newClient(t, opt, hooks...)
-	key := testenv.Key(t, "lock")
+	key := testkit.Key(t, "lock")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -613,7 +613,7 @@ func equal(a, b []string) bool {
 
 func BenchmarkObtainRelease(b *testing.B) {
 	l := lock.New(benchClient(b))
-	prefix := testenv.Key(b, "")
+	prefix := testkit.Key(b, "")
 	var n atomic.Uint64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -638,7 +638,7 @@ func BenchmarkObtainRelease(b *testing.B) {
 func BenchmarkObtainReleaseFenced(b *testing.B) {
 	c := benchClient(b)
 	l := lock.New(c)
-	prefix := testenv.Key(b, "")
+	prefix := testkit.Key(b, "")
 	b.Cleanup(func() { deletePrefix(b, c, prefix) })
 	var n atomic.Uint64
 	b.ReportAllocs()
@@ -661,7 +661,7 @@ func BenchmarkObtainReleaseFenced(b *testing.B) {
 // strategy that a free key never uses: what the option costs.
 func BenchmarkObtainReleaseWithRetry(b *testing.B) {
 	l := lock.New(benchClient(b))
-	prefix := testenv.Key(b, "")
+	prefix := testkit.Key(b, "")
 	retry := lock.WithRetry(lock.MaxWait(lock.ExponentialBackoff(10*time.Millisecond, 250*time.Millisecond), 2*time.Second))
 	var n atomic.Uint64
 	b.ReportAllocs()
@@ -695,7 +695,7 @@ func deletePrefix(b *testing.B, c *redis.Client, prefix string) {
 // round trips as plain commands, without token, script or ownership check.
 func BenchmarkRawSetNXDel(b *testing.B) {
 	c := benchClient(b)
-	prefix := testenv.Key(b, "")
+	prefix := testkit.Key(b, "")
 	var n atomic.Uint64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -714,29 +714,11 @@ func BenchmarkRawSetNXDel(b *testing.B) {
 }
 
 func benchClient(b *testing.B) *redis.Client {
-	opt, err := redis.ParseURL(testenv.RedisURL(b))
+	opt, err := redis.ParseURL(testkit.RedisURL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return newClient(b, opt)
-}
-
-// fakeClock is a settable clock for WithClock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 // TestReleaseTellsAnExpiredLeaseFromALostKey: ErrNotHeld both times, but the
@@ -746,7 +728,7 @@ func TestReleaseTellsAnExpiredLeaseFromALostKey(t *testing.T) {
 	t.Parallel()
 	e := setupMiniredis(t)
 	var rec recorder
-	clk := &fakeClock{now: time.Now()}
+	clk := testkit.NewClock(time.Now())
 	l := lock.New(e.client, lock.WithObserver(rec.observe), lock.WithClock(clk.Now))
 	ctx := ctxT(t)
 

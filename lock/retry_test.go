@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,10 +73,18 @@ func TestObtainWithRetry(t *testing.T) {
 	}{
 		{"WaitsUntilTheHolderReleases", func(t *testing.T, e *env) {
 			var rec recorder
-			l := lock.New(e.client, lock.WithObserver(rec.observe))
+			refused := make(chan struct{})
+			var once sync.Once
+			l := lock.New(e.client, lock.WithObserver(func(ev lock.Event) {
+				rec.observe(ev)
+				if ev.Kind == lock.EventObtain && ev.Outcome == "busy" {
+					once.Do(func() { close(refused) })
+				}
+			}))
 			holder := mustObtain(t, l, e.key, time.Minute)
+			// The holder releases once the waiter has been refused.
 			go func() {
-				time.Sleep(150 * time.Millisecond)
+				<-refused
 				holder.Release(context.Background())
 			}()
 			start := time.Now()
