@@ -3,18 +3,18 @@ package payout_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/store"
 )
@@ -30,11 +30,7 @@ type bundle struct {
 
 func setup(t *testing.T, fcfg fakeprovider.Config) *bundle {
 	t.Helper()
-	dsn := testenv.Schema(t)
-	st := openStore(t, dsn)
-	if err := st.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	dsn, st := paylocktest.MigratedSchema(t)
 	fake := fakeprovider.New(fcfg)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
@@ -42,23 +38,10 @@ func setup(t *testing.T, fcfg fakeprovider.Config) *bundle {
 	return &bundle{dsn: dsn, store: st, fake: fake, url: srv.URL}
 }
 
+// openStore opens a store of its own on dsn, as another process would.
 func openStore(t *testing.T, dsn string) *store.Store {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: dsn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
-}
-
-func testLogger() *slog.Logger {
-	if testing.Verbose() && os.Getenv("PAYLOCK_TEST_LOGS") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	return slog.New(slog.DiscardHandler)
+	return paylocktest.OpenStore(t, store.Config{URL: dsn})
 }
 
 // events collects what workers report.
@@ -79,22 +62,17 @@ func (e *events) observe(ev payout.Event) {
 // events so far.
 func (e *events) until(t *testing.T, final payout.Outcome) ([]payout.Outcome, []payout.Event) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		e.mu.Lock()
-		all := append([]payout.Event(nil), e.all...)
-		e.mu.Unlock()
-		var out []payout.Outcome
-		seen := false
-		for _, ev := range all {
-			out = append(out, ev.Outcome)
-			seen = seen || ev.Outcome == final
-		}
-		if seen || time.Now().After(deadline) {
-			return out, all
-		}
-		time.Sleep(10 * time.Millisecond)
+	testkit.WaitFor(t, 10*time.Second, "an attempt reported "+string(final), func() bool {
+		return slices.Contains(e.outcomes(), final)
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	all := slices.Clone(e.all)
+	var out []payout.Outcome
+	for _, ev := range all {
+		out = append(out, ev.Outcome)
 	}
+	return out, all
 }
 
 func (e *events) outcomes() []payout.Outcome {
@@ -117,7 +95,7 @@ func (b *bundle) startWorker(t *testing.T, tweak func(*payout.Config)) *payout.W
 		PollInterval:   50 * time.Millisecond,
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffCap:     200 * time.Millisecond,
-		Logger:         testLogger(),
+		Logger:         testkit.Logger(),
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -127,15 +105,7 @@ func (b *bundle) startWorker(t *testing.T, tweak func(*payout.Config)) *payout.W
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx, st) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker %s: %v", w.ID(), err)
-		}
-	})
+	testkit.Run(t, "worker "+w.ID(), func(ctx context.Context) error { return w.Run(ctx, st) })
 	return w
 }
 
@@ -154,17 +124,17 @@ func (b *bundle) accept(t *testing.T, loanID string, tranche int) store.Disburse
 // waitFor polls the row until cond holds.
 func (b *bundle) waitFor(t *testing.T, loanID string, tranche int, what string, cond func(store.Disbursement) bool) store.Disbursement {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		d, err := b.store.Disbursements().Disbursement(context.Background(), loanID, tranche)
-		if err == nil && cond(d) {
-			return d
+	var d store.Disbursement
+	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("%s-%d %s", loanID, tranche, what), func(ctx context.Context) (err error) {
+		if d, err = b.store.Disbursements().Disbursement(ctx, loanID, tranche); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s-%d never became %s: %+v (%v)", loanID, tranche, what, d, err)
+		if !cond(d) {
+			return fmt.Errorf("row %+v", d)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return d
 }
 
 func (b *bundle) waitSent(t *testing.T, loanID string, tranche int) store.Disbursement {
@@ -174,9 +144,7 @@ func (b *bundle) waitSent(t *testing.T, loanID string, tranche int) store.Disbur
 
 func (b *bundle) exec(t *testing.T, sql string, args ...any) {
 	t.Helper()
-	if _, err := b.store.Pool().Exec(context.Background(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	testkit.Exec(t, b.store.Pool(), sql, args...)
 }
 
 // wantOnePayoutWithOneKey checks the provider created exactly one payout
@@ -272,7 +240,7 @@ func TestProviderRefusalFailsTheDisbursementWithoutRetrying(t *testing.T) {
 	if d.LastError == "" || d.ProviderRef != "" || d.Attempts != 1 {
 		t.Fatalf("failed row %+v", d)
 	}
-	time.Sleep(200 * time.Millisecond)
+	b.waitJobState(t, d.ID, 5*time.Second, "completed") // River retries it no more
 	if s := b.fake.Stats(); s.Posts != 1 || s.Created["L-refused-1"] != 0 {
 		t.Fatalf("posts %d created %d after a refusal", s.Posts, s.Created["L-refused-1"])
 	}
@@ -306,11 +274,10 @@ func TestTwoWorkersRacingCallTheProviderOncePerRowAtATime(t *testing.T) {
 		}
 	}
 	// Every row is sent; the last reports may still be on their way.
+	testkit.WaitFor(t, 10*time.Second, "every attempt reported", func() bool {
+		return len(ev[0].outcomes())+len(ev[1].outcomes()) >= rows
+	})
 	a, b2 := ev[0].outcomes(), ev[1].outcomes()
-	for deadline := time.Now().Add(10 * time.Second); len(a)+len(b2) < rows && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-		a, b2 = ev[0].outcomes(), ev[1].outcomes()
-	}
 	for _, o := range append(a, b2...) {
 		if o != payout.OutcomeSent {
 			t.Errorf("outcome %s, want only sent", o)
@@ -352,41 +319,29 @@ func (b *bundle) ageFirstAttempt(t *testing.T, d store.Disbursement, ago time.Du
 		d.ID, ago.Milliseconds())
 }
 
-// jobState returns the state of disbursement id's payout job.
-func (b *bundle) jobState(t *testing.T, id int64) string {
+// waitJobState waits until disbursement id's payout job is in one of
+// states (within timeout).
+func (b *bundle) waitJobState(t *testing.T, id int64, timeout time.Duration, states ...string) {
 	t.Helper()
-	var state string
-	err := b.store.Pool().QueryRow(context.Background(),
-		`SELECT state::text FROM river_job WHERE kind = $1 AND (args->>'disbursement_id')::bigint = $2`, store.PayoutKind, id).Scan(&state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return state
-}
-
-// waitJobState waits until disbursement id's payout job is in state.
-func (b *bundle) waitJobState(t *testing.T, id int64, state string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for got := b.jobState(t, id); got != state; got = b.jobState(t, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the payout job of %d is %s, want %s", id, got, state)
+	testkit.Eventually(t, timeout, fmt.Sprintf("the payout job of %d %v", id, states), func(ctx context.Context) error {
+		var state string
+		err := b.store.Pool().QueryRow(ctx, `SELECT state::text FROM river_job WHERE kind = $1 AND (args->>'disbursement_id')::bigint = $2`,
+			store.PayoutKind, id).Scan(&state)
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if !slices.Contains(states, state) {
+			return fmt.Errorf("the job is %s", state)
+		}
+		return nil
+	})
 }
 
 // makeJobDue waits until disbursement id's payout job waits for a retry,
 // then makes it due now.
 func (b *bundle) makeJobDue(t *testing.T, id int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for state := b.jobState(t, id); state != "retryable" && state != "available"; state = b.jobState(t, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the payout job of %d is %s, never waiting for a retry", id, state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	b.waitJobState(t, id, 10*time.Second, "retryable", "available")
 	b.exec(t, `UPDATE river_job SET state = 'available', scheduled_at = now()
 		WHERE kind = $1 AND (args->>'disbursement_id')::bigint = $2`, store.PayoutKind, id)
 }
@@ -442,7 +397,7 @@ func TestAfterKeyRetentionWithoutAPayoutTheRowAwaitsReviewAndIsNeverPostedAgain(
 		t.Fatalf("flagged row %+v", got)
 	}
 	time.Sleep(300 * time.Millisecond) // several polls
-	b.waitJobState(t, d.ID, "completed")
+	b.waitJobState(t, d.ID, 5*time.Second, "completed")
 	s := b.fake.Stats()
 	if s.Posts != 1 || s.Lookups != 1 || s.Created["L-review-1"] != 0 {
 		t.Fatalf("posts %d lookups %d created %d: want the one failed POST, one lookup, no payout",
@@ -460,8 +415,10 @@ func TestAfterKeyRetentionWithoutAPayoutTheRowAwaitsReviewAndIsNeverPostedAgain(
 func TestNotificationWakesTheWorkerWithoutWaitingForThePoll(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fakeprovider.Config{})
-	b.startWorker(t, func(c *payout.Config) { c.PollInterval = time.Hour })
-	time.Sleep(200 * time.Millisecond) // the worker is idle, listening
+	var logs testkit.LogBuffer
+	b.startWorker(t, func(c *payout.Config) { c.PollInterval = time.Hour; c.Logger = logs.Logger() })
+	// Started: River has fetched once and listens; the worker is idle.
+	testkit.WaitFor(t, 10*time.Second, "the worker started", func() bool { return logs.Contains(`"msg":"payout worker started"`) })
 	start := time.Now()
 	b.accept(t, "L-notify", 1)
 	b.waitSent(t, "L-notify", 1)
@@ -476,7 +433,7 @@ func TestStoppingWorkerFinishesTheRowInHand(t *testing.T) {
 	release := b.fake.Hold()
 	defer release()
 	st := openStore(t, b.dsn)
-	w, err := payout.New(payout.Config{ProviderURL: b.url, PollInterval: 20 * time.Millisecond, Logger: testLogger()}, st.Disbursements())
+	w, err := payout.New(payout.Config{ProviderURL: b.url, PollInterval: 20 * time.Millisecond, Logger: testkit.Logger()}, st.Disbursements())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,13 +441,7 @@ func TestStoppingWorkerFinishesTheRowInHand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx, st) }()
 	b.accept(t, "L-stop", 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for b.fake.Created("L-stop-1") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker never called the provider")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the worker's call to the provider", func() bool { return b.fake.Created("L-stop-1") > 0 })
 	cancel() // SIGTERM while the call is in flight
 	select {
 	case err := <-done:
@@ -530,9 +481,9 @@ func TestWorkerKeepsTryingToStartWhileTheDatabaseIsDown(t *testing.T) {
 	t.Parallel()
 	// A store whose pool is closed cannot start River, as with an
 	// unreachable database.
-	st := openStore(t, testenv.Schema(t))
+	st := openStore(t, testkit.Schema(t))
 	st.Close()
-	w, err := payout.New(payout.Config{ProviderURL: "http://127.0.0.1:1", PollInterval: 10 * time.Millisecond, Logger: testLogger()}, st.Disbursements())
+	w, err := payout.New(payout.Config{ProviderURL: "http://127.0.0.1:1", PollInterval: 10 * time.Millisecond, Logger: testkit.Logger()}, st.Disbursements())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +547,7 @@ func TestTheLastAttemptFlagsTheRowInsteadOfLettingRiverDiscardIt(t *testing.T) {
 	if got.Status != store.StatusPending || got.Attempts != 2 || !strings.Contains(got.ReviewReason, "after 2 attempts") {
 		t.Fatalf("flagged row %+v", got)
 	}
-	b.waitJobState(t, d.ID, "completed")
+	b.waitJobState(t, d.ID, 5*time.Second, "completed")
 }
 
 func TestRefusedRetryWhoseLookupIsRefusedTooAwaitsReview(t *testing.T) {
@@ -619,9 +570,8 @@ func TestRefusedRetryWhoseLookupIsRefusedTooAwaitsReview(t *testing.T) {
 	if got.Status != store.StatusPending || got.ProviderRef != "" || got.Attempts != 2 || !strings.Contains(got.ReviewReason, "may hold the payout") {
 		t.Fatalf("row %+v, want pending and flagged after attempt 2", got)
 	}
-	time.Sleep(200 * time.Millisecond)
+	b.waitJobState(t, d.ID, 5*time.Second, "completed") // River retries it no more
 	if s := b.fake.Stats(); s.Posts != 2 || s.Created["L-blind-1"] != 1 {
 		t.Fatalf("posts %d created %d: want the dropped POST and the refused retry, one payout", s.Posts, s.Created["L-blind-1"])
 	}
-	b.waitJobState(t, d.ID, "completed")
 }
