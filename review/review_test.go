@@ -6,10 +6,9 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/review"
 	"github.com/paylock/paylock/store"
@@ -23,16 +22,7 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, st := paylocktest.MigratedSchema(t)
 	fake := fakeprovider.New(fakeprovider.Config{})
 	t.Cleanup(fake.Close)
 	srv := httptest.NewServer(fake)
