@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,12 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/internal/testenv"
-	"github.com/paylock/paylock/lock"
-	_ "github.com/paylock/paylock/provider/all" // the providers the sources name
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -31,45 +27,16 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // with testSecret. It returns their base URLs and the schema's DSN.
 func startReplicas(t *testing.T, n int) ([]string, string) {
 	t.Helper()
-	dsn := testenv.Schema(t)
-	redisURL := testenv.RedisURL(t)
-	secrets, err := signature.ParseSecrets(signature.SchemeStandard, testSecret)
-	if err != nil {
-		t.Fatal(err)
+	v := testkit.Verifier(t, signature.SchemeStandard, testSecret)
+	reps := paylocktest.StartReplicas(t, n, paylocktest.Options{
+		Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}},
+		Store:  func(c *store.Config) { c.MaxConns = 8 },
+	})
+	urls := make([]string, n)
+	for i, r := range reps {
+		urls[i] = r.URL
 	}
-	v, err := signature.NewVerifier(signature.SchemeStandard, secrets, 5*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := testenv.Key(t, "") + ":"
-	var urls []string
-	for i := range n {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		st, err := store.Open(ctx, store.Config{URL: dsn, MaxConns: 8})
-		if err == nil && i == 0 {
-			err = st.Migrate(ctx)
-		}
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(st.Close)
-		opt, err := redis.ParseURL(redisURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt.ContextTimeoutEnabled = true
-		rdb := redis.NewClient(opt)
-		t.Cleanup(func() { rdb.Close() })
-		h, err := handler.New(handler.Config{LockPrefix: prefix, Sources: []handler.Source{handler.PaymentsSource(v)}, Logger: slog.New(slog.DiscardHandler)}, lock.New(rdb), st.Payments())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(h)
-		t.Cleanup(srv.Close)
-		urls = append(urls, srv.URL)
-	}
-	return urls, dsn
+	return urls, reps[0].DSN
 }
 
 // flaky answers every other request 503 with Retry-After: 1 before passing
