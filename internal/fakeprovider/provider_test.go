@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/signature"
 )
 
@@ -84,9 +85,7 @@ func TestInFlightDuplicateIs409(t *testing.T) {
 	release := p.Hold()
 	first := make(chan reply, 1)
 	go func() { first <- postPayout(t, base, "k1", body1) }()
-	for p.Created("L-1-1") == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the first call in the provider", func() bool { return p.Created("L-1-1") > 0 })
 	if r := postPayout(t, base, "k1", body1); r.status != http.StatusConflict {
 		t.Fatalf("in-flight duplicate: %d %s", r.status, r.raw)
 	}
@@ -224,13 +223,7 @@ func TestWebhooksAreSignedRetriedDuplicatedAndReordered(t *testing.T) {
 	if _, err := p.Settle("po_nope", "", "paid"); !errors.Is(err, fakeprovider.ErrUnknownPayout) {
 		t.Fatalf("unknown payout: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Stats().WebhooksAcked < 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("acked %d webhooks, want 4", p.Stats().WebhooksAcked)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, "4 webhooks acknowledged", func() bool { return p.Stats().WebhooksAcked >= 4 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(acked) != 4 || acked[0].Status != "failed" || acked[3].Status != "paid" || acked[0].EventID != acked[1].EventID {

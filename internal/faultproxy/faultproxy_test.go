@@ -6,16 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // echoServer answers each line with the same line.
 func echoServer(t *testing.T) (addr string, got chan string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := testkit.Listen(t)
 	got = make(chan string, 16)
 	go func() {
 		for {
