@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
@@ -17,23 +16,20 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/paylock/paylock/forward"
-	"github.com/paylock/paylock/internal/fakereceiver"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
 
-func startReceiver(t *testing.T) (*fakereceiver.Receiver, *libraryLog, string) {
+// startReceiver serves the fake receiver with cfg (verifying with the
+// Standard secrets) behind a libraryLog.
+func startReceiver(t *testing.T, cfg testkit.ReceiverConfig) (*testkit.Receiver, *libraryLog) {
 	t.Helper()
-	v, _ := standardVerifier(t)
-	rcv, err := fakereceiver.New(fakereceiver.Config{Verifier: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib := &libraryLog{wh: newWebhook(t, standardCur), next: rcv}
-	srv := httptest.NewServer(lib)
-	t.Cleanup(srv.Close)
-	return rcv, lib, srv.URL
+	cfg.Verifier, _ = standardVerifier(t)
+	lib := &libraryLog{wh: newWebhook(t, standardCur)}
+	cfg.Front = func(next http.Handler) http.Handler { lib.next = next; return lib }
+	return testkit.StartReceiver(t, cfg), lib
 }
 
 func forwardedEvent(tx string) []byte {
@@ -63,7 +59,8 @@ func deliver(t *testing.T, url string, h http.Header, body []byte) int {
 // and refuse the same forgeries.
 func TestFakeReceiverAndStandardWebhooksAgree(t *testing.T) {
 	t.Parallel()
-	rcv, lib, url := startReceiver(t)
+	rcv, lib := startReceiver(t, testkit.ReceiverConfig{})
+	url := rcv.URL
 	_, secrets := standardVerifier(t)
 	other, err := signature.ParseSecrets(signature.SchemeStandard, "whsec_bm90IGNvbmZpZ3VyZWQgYW55d2hlcmU=")
 	if err != nil {
@@ -119,30 +116,17 @@ func TestFakeReceiverAndStandardWebhooksAgree(t *testing.T) {
 func TestForwardWorkerDeliveriesAreAcceptedByStandardWebhooks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, st := paylocktest.MigratedSchema(t)
 	p, err := st.Payments().RecordPayment(ctx, store.Payment{Source: "payments", TransactionID: "tx-fwd-1", Amount: 1999,
 		Currency: "EUR", EventID: "evt-1", Payload: []byte(`{"transaction_id":"tx-fwd-1","note":"caf\u00e9 ☃ <&>"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	v, secrets := standardVerifier(t)
-	rcv, err := fakereceiver.New(fakereceiver.Config{Verifier: v, FailFirst: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib := &libraryLog{wh: newWebhook(t, standardCur), next: rcv}
-	srv := httptest.NewServer(lib)
-	t.Cleanup(srv.Close)
+	_, secrets := standardVerifier(t)
+	rcv, lib := startReceiver(t, testkit.ReceiverConfig{FailFirst: 2})
 	w, err := forward.New(forward.Config{Secret: secrets[1], Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler),
-		Destinations: forward.Destinations{forward.DefaultDestination: srv.URL + "/paylock/events"}}, st.Payments())
+		Destinations: forward.Destinations{forward.DefaultDestination: rcv.URL + "/paylock/events"}}, st.Payments())
 	if err != nil {
 		t.Fatal(err)
 	}

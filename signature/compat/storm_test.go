@@ -4,22 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/internal/testenv"
-	"github.com/paylock/paylock/lock"
-	_ "github.com/paylock/paylock/provider/all" // the providers the sources name
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -28,46 +23,15 @@ import (
 // each serving a "stripe" source verified with the compat secrets.
 func stripeReplicas(t *testing.T, n int) ([]string, *store.Store) {
 	t.Helper()
-	dsn := testenv.Schema(t)
-	redisURL := testenv.RedisURL(t)
-	prefix := testenv.Key(t, "") + ":"
 	v, _ := stripeVerifier(t)
-	var urls []string
-	var first *store.Store
-	for i := range n {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		st, err := store.Open(ctx, store.Config{URL: dsn})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(st.Close)
-		if i == 0 {
-			if err := st.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			first = st
-		}
-		opt, err := redis.ParseURL(redisURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt.ContextTimeoutEnabled = true
-		rdb := redis.NewClient(opt)
-		t.Cleanup(func() { rdb.Close() })
-		h, err := handler.New(handler.Config{
-			LockPrefix: prefix,
-			Logger:     slog.New(slog.DiscardHandler),
-			Sources:    []handler.Source{{Name: "stripe", Provider: "stripe", Verifier: v}},
-		}, lock.New(rdb), st.Payments())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(h)
-		t.Cleanup(srv.Close)
-		urls = append(urls, srv.URL)
+	reps := paylocktest.StartReplicas(t, n, paylocktest.Options{Config: handler.Config{
+		Sources: []handler.Source{{Name: "stripe", Provider: "stripe", Verifier: v}},
+	}})
+	urls := make([]string, n)
+	for i, r := range reps {
+		urls[i] = r.URL
 	}
-	return urls, first
+	return urls, reps[0].Store
 }
 
 // stripeGoEvent builds an Event the way stripe-go models it, around a
