@@ -14,7 +14,6 @@ package locks
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 )
 
@@ -37,26 +37,11 @@ const ttl = time.Minute
 const token = "0b9f6c1e-3d7a-4c52-9e0f-5a8d2b7c4e61"
 
 // client returns a Redis client for REDIS_URL configured as paylock's (and
-// lock's benchmarks') is, closed when b ends; b is skipped without a server.
+// lock's benchmarks') is, closed when b ends; b is skipped without a server
+// (failed under CI=true).
 func client(b *testing.B) *redis.Client {
 	b.Helper()
-	u := os.Getenv("REDIS_URL")
-	if u == "" {
-		u = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		b.Fatal(err)
-	}
-	opt.ContextTimeoutEnabled = true
-	c := redis.NewClient(opt)
-	b.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		b.Skipf("redis at %s unreachable (%v); run scripts/bench.sh, which starts one", u, err)
-	}
-	return c
+	return testkit.Redis(b, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 }
 
 // cycle runs one obtain-and-release of key; it fails b on any error.

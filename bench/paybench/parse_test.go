@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 func TestMedianOfOddAndEvenCounts(t *testing.T) {
@@ -104,7 +106,7 @@ func TestReadPgbenchLogSkipsFailedTransactions(t *testing.T) {
 }
 
 func TestParseMetricsAndSum(t *testing.T) {
-	s, err := parseMetrics(strings.NewReader(`# HELP paylock_db_write_attempts_total Database write transactions attempted, by source.
+	s, err := testkit.ParseMetrics(strings.NewReader(`# HELP paylock_db_write_attempts_total Database write transactions attempted, by source.
 # TYPE paylock_db_write_attempts_total counter
 paylock_db_write_attempts_total{source="payments"} 1234
 paylock_db_write_attempts_total{source="loans"} 7
@@ -126,7 +128,7 @@ paylock_backstop_duplicates_total 2
 		{"paylock_backstop_duplicates_total", nil, 2},
 		{"paylock_missing_total", nil, 0},
 	} {
-		if got := s.sum(tc.name, tc.labels...); got != tc.want {
+		if got := s.Sum(tc.name, tc.labels...); got != tc.want {
 			t.Errorf("sum(%s, %v) = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
 	}

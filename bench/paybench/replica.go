@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // replica is one running `paylock serve` process.
@@ -152,9 +151,8 @@ func (r *replica) stop() error {
 	return nil
 }
 
-// scrape reads the replica's /metrics into a map from series (name with
-// its labels, as printed) to value.
-func (r *replica) scrape(ctx context.Context) (series, error) {
+// scrape reads the replica's /metrics.
+func (r *replica) scrape(ctx context.Context) (testkit.Metrics, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.metrics+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -164,56 +162,7 @@ func (r *replica) scrape(ctx context.Context) (series, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	return parseMetrics(resp.Body)
-}
-
-// series maps a Prometheus series, as printed in the text format, to its value.
-type series map[string]float64
-
-// parseMetrics reads the Prometheus text format, skipping comments.
-func parseMetrics(rd io.Reader) (series, error) {
-	s := series{}
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		s[line[:i]] = v
-	}
-	return s, sc.Err()
-}
-
-// sum adds the values of the series named name whose labels include every
-// label="value" pair given.
-func (s series) sum(name string, labels ...string) float64 {
-	var t float64
-	for k, v := range s {
-		n, rest, _ := strings.Cut(k, "{")
-		if n != name {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			if !strings.Contains(rest, l) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			t += v
-		}
-	}
-	return t
+	return testkit.ParseMetrics(resp.Body)
 }
 
 // profile saves a CPU profile of secs seconds, taken now, to path.

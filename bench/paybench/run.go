@@ -309,7 +309,7 @@ func runLocks(ctx context.Context, c runConfig, r *results) error {
 
 // runHandlerBench runs handler's BenchmarkPaymentDelivery -test.count
 // times in one invocation (benchstat style), against the shared servers:
-// it makes a schema of its own per run (internal/testenv) and drops it.
+// it makes a schema of its own per run (testkit.Schema) and drops it.
 func runHandlerBench(ctx context.Context, c runConfig, r *results) error {
 	b := benchBinary{Path: c.HandlerTest, Pattern: "^BenchmarkPaymentDelivery$", Dir: c.HandlerDir, Count: c.HandlerCount,
 		Env: []string{"DATABASE_URL=" + c.DatabaseURL, "REDIS_URL=" + c.RedisURL}}
@@ -479,12 +479,12 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 	}
 	const wr = "paylock_db_write_attempts_total"
 	ep := `source="payments"`
-	w.Writes = m1.sum(wr, ep) - m0.sum(wr, ep)
-	w.WritesTotal = m1.sum(wr, ep)
-	w.LockBusy = m1.sum("paylock_lock_obtain_total", `outcome="busy"`) - m0.sum("paylock_lock_obtain_total", `outcome="busy"`)
-	w.BackstopDups = m1.sum("paylock_backstop_duplicates_total") - m0.sum("paylock_backstop_duplicates_total")
-	w.PoolMax = m1.sum("paylock_db_pool_connections", `state="max"`)
-	wait := m1.sum("paylock_db_pool_acquire_wait_seconds_total") - m0.sum("paylock_db_pool_acquire_wait_seconds_total")
+	w.Writes = m1.Sum(wr, ep) - m0.Sum(wr, ep)
+	w.WritesTotal = m1.Sum(wr, ep)
+	w.LockBusy = m1.Sum("paylock_lock_obtain_total", `outcome="busy"`) - m0.Sum("paylock_lock_obtain_total", `outcome="busy"`)
+	w.BackstopDups = m1.Sum("paylock_backstop_duplicates_total") - m0.Sum("paylock_backstop_duplicates_total")
+	w.PoolMax = m1.Sum("paylock_db_pool_connections", `state="max"`)
+	wait := m1.Sum("paylock_db_pool_acquire_wait_seconds_total") - m0.Sum("paylock_db_pool_acquire_wait_seconds_total")
 	w.AcquireWait = time.Duration(wait * float64(time.Second))
 
 	if err := rp.stop(); err != nil {
