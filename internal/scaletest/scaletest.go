@@ -9,7 +9,8 @@
 // PgBouncer; when the script's environment variable is not set the test is
 // skipped with a message saying how to run it. Plain go test and make test
 // therefore skip these tests; scripts/scale-test.sh sets the variables and
-// runs them.
+// runs them, and in CI sets PAYLOCK_SCALE_STRICT=1, under which a missing
+// deployment fails the test instead.
 //
 // The nodes are real processes on loopback ports. Kill and Restart act on
 // the process a node reports in INFO server (process_id, executable,
@@ -35,11 +36,17 @@ import (
 	"github.com/paylock/paylock/internal/testkit"
 )
 
-// need returns the environment variable name, or skips the test.
+// need returns the environment variable name, or skips the test; under
+// PAYLOCK_SCALE_STRICT=1 (scripts/scale-test.sh in CI) it fails it instead:
+// there every deployment must be there.
 func need(t testing.TB, name, what string) string {
 	t.Helper()
 	v := os.Getenv(name)
-	if v == "" {
+	switch {
+	case v != "":
+	case os.Getenv("PAYLOCK_SCALE_STRICT") == "1":
+		t.Fatalf("%s is not set, but PAYLOCK_SCALE_STRICT=1 (CI) requires %s: scripts/scale-test.sh could not start it", name, what)
+	default:
 		t.Skipf("%s is not set: run make scale (scripts/scale-test.sh), which starts %s", name, what)
 	}
 	return v
