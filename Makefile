@@ -1,6 +1,6 @@
 .PHONY: test run build vet
 
-test: ## vet, gofmt and go test -race against real Redis and Postgres (started if needed)
+test: ## vet, gofmt and go test -race against real Redis and Postgres (started if needed), then each fuzz target for a few seconds
 	scripts/test.sh
 
 build:
