@@ -100,3 +100,11 @@ func TestSlowInsertSleepsOnTheServer(t *testing.T) {
 		}
 	})
 }
+
+func TestWithSearchPathAndWithHostKeepTheRestOfTheURL(t *testing.T) {
+	t.Parallel()
+	const dsn = "postgres://u:p@127.0.0.1:5432/db?sslmode=disable"
+	if got := testkit.WithHost(t, testkit.WithSearchPath(t, dsn, "t_1"), "127.0.0.1:6543"); got != "postgres://u:p@127.0.0.1:6543/db?search_path=t_1&sslmode=disable" {
+		t.Fatalf("got %s", got)
+	}
+}

@@ -7,18 +7,22 @@
 // What a test may take from it:
 //
 //   - Servers and isolation: DatabaseURL, RedisURL, Redis, Key, Schema,
-//     WithSearchPath, Connect. Servers come from DATABASE_URL and REDIS_URL
-//     (defaults: the local development servers). An unreachable server skips
+//     WithSearchPath, WithHost, Connect. Servers come from DATABASE_URL and
+//     REDIS_URL (defaults: the local development servers). An unreachable
+//     server skips
 //     the test with a message saying what to start, except under CI=true
 //     (InCI), where it fails the test: CI never passes by skipping. Each
 //     test gets a schema and Redis keys of its own, so tests run in parallel
 //     on shared servers.
 //   - Waiting on an event instead of sleeping: Eventually (a check that
 //     returns an error, every distinct error reported on timeout) and
-//     WaitFor (a condition).
+//     WaitFor (a condition). A test sleeps only when the passing of time is
+//     what it tests (a stall, an expiry, a window in which nothing may
+//     happen).
 //   - Metrics: ParseMetrics reads the Prometheus text format with
 //     Prometheus's own parser (expfmt); Scrape fetches a /metrics page;
-//     Gathered reads a registry. Metrics.Sum and Metrics.Value look series up.
+//     Gathered reads a registry, to the same series. Metrics.Sum,
+//     Metrics.Value and Metrics.Map look series up.
 //   - Rows and the database: Count, Exec, PaymentRows, PaymentRowsByTx, and
 //     SlowInsert, a trigger that makes inserts sleep on the server.
 //   - Time: Clock, a settable clock for the WithClock options.
@@ -33,7 +37,9 @@
 // internal/fakereceiver, so that the internal tests of store, lock and
 // handler may use it. Whatever needs paylock itself (a migrated schema, a
 // store, in-process replicas of the webhook handler) is in
-// internal/testkit/paylocktest.
+// internal/testkit/paylocktest. internal/testenv, where the servers and
+// isolation used to live, forwards to this package until its last
+// importers move here.
 //
 // It is for tests: only _test.go files and the test support packages
 // (internal/scaletest, internal/testenv) import it, and the bench module's

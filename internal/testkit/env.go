@@ -160,6 +160,18 @@ func WithSearchPath(t testing.TB, dsn, schema string) string {
 	return u.String()
 }
 
+// WithHost returns dsn with its host:port replaced: a proxy's, say, to put
+// faults between the code under test and Postgres.
+func WithHost(t testing.TB, dsn, hostport string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = hostport
+	return u.String()
+}
+
 // Connect returns a connection to dsn (a URL from Schema, say), closed when
 // the test ends.
 func Connect(t testing.TB, dsn string) *pgx.Conn {
