@@ -9,6 +9,11 @@
 // lock, insert and forward hook as its webhook), one recorded with other
 // content is a mismatch. With DryRun it only reads (handler.Handler.Check).
 // Worker runs it periodically as a River job.
+//
+// Disbursements compares the disbursements paylock has not settled with
+// the payout provider's payouts for their idempotency keys (Compare says
+// which disagreements are differences, and of which kind); it changes
+// nothing.
 package reconcile
 
 import (

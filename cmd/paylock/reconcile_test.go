@@ -9,11 +9,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
 )
 
@@ -133,13 +133,13 @@ func TestReconcileReportsEachKindOfDifferenceAndExits1(t *testing.T) {
 		t.Fatalf("no table header:\n%s", out)
 	}
 	want := map[string]string{
-		"L-pending-payout": diffPendingHasPayout,
-		"L-review-payout":  diffPendingHasPayout,
-		"L-sent-missing":   diffSentMissing,
-		"L-sent-other":     diffSentOtherPayout,
-		"L-settled":        diffSettledUnrecorded,
-		"L-refused":        diffLookupRefused,
-		"L-failed-paid":    diffFailedHasPayout,
+		"L-pending-payout": reconcile.PendingHasPayout,
+		"L-review-payout":  reconcile.PendingHasPayout,
+		"L-sent-missing":   reconcile.SentMissing,
+		"L-sent-other":     reconcile.SentOtherPayout,
+		"L-settled":        reconcile.SettledUnrecorded,
+		"L-refused":        reconcile.LookupRefused,
+		"L-failed-paid":    reconcile.FailedHasPayout,
 	}
 	got := map[string]string{}
 	for _, line := range lines[1:] {
@@ -198,47 +198,6 @@ func TestReconcileUsageAndConfigErrorsExit2WithOneLine(t *testing.T) {
 		msg := strings.TrimSpace(stderr.String())
 		if code != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) {
 			t.Errorf("%v %v: exit %d, %q; want 2 and one line naming %s", c.env, c.args, code, msg, c.want)
-		}
-	}
-}
-
-func TestCompareJudgesLagAgainstTheGrace(t *testing.T) {
-	now := time.Now()
-	pending := store.Disbursement{Status: store.StatusPending, UpdatedAt: now.Add(-30 * time.Minute), StatusSince: now.Add(-2 * time.Hour)}
-	sent := store.Disbursement{Status: store.StatusSent, ProviderRef: "po_1", UpdatedAt: now.Add(-30 * time.Minute), StatusSince: now.Add(-30 * time.Minute)}
-	oldSent := sent
-	oldSent.StatusSince = now.Add(-2 * time.Hour)
-	flagged := pending
-	flagged.ReviewReason = "lookup found nothing"
-	found := func(id, status string) lookupResult { return lookupResult{p: payout.Payout{ID: id, Status: status}} }
-	notFound := lookupResult{err: fmt.Errorf("%w: 404", payout.ErrNotFound)}
-	unavailable := lookupResult{err: fmt.Errorf("%w: 503", payout.ErrTemporary)}
-
-	for _, c := range []struct {
-		name string
-		d    store.Disbursement
-		r    lookupResult
-		want string // "" for none
-	}{
-		{"pending, no payout", pending, notFound, ""},
-		{"pending, payout, worker touched it within the grace", pending, found("po_1", "pending"), ""},
-		{"pending, payout, untouched past the grace", store.Disbursement{Status: store.StatusPending, UpdatedAt: now.Add(-2 * time.Hour)}, found("po_1", "paid"), diffPendingHasPayout},
-		{"flagged, payout", flagged, found("po_1", "pending"), diffPendingHasPayout},
-		{"flagged, no payout", flagged, notFound, ""},
-		{"sent, same payout pending", oldSent, found("po_1", "pending"), ""},
-		{"sent, no payout", sent, notFound, diffSentMissing},
-		{"sent, another payout", sent, found("po_2", "pending"), diffSentOtherPayout},
-		{"sent, paid within the grace", sent, found("po_1", "paid"), ""},
-		{"sent, paid past the grace", oldSent, found("po_1", "paid"), diffSettledUnrecorded},
-		{"sent, failed past the grace", oldSent, found("po_1", "failed"), diffSettledUnrecorded},
-		{"lookup refused", sent, lookupResult{err: fmt.Errorf("%w", payout.ErrRefused)}, diffLookupRefused},
-		{"lookup unavailable", pending, unavailable, diffLookupFailed},
-		{"retried failure, payout", store.Disbursement{Status: store.StatusFailed, Attempts: 2}, found("po_1", "pending"), diffFailedHasPayout},
-		{"retried failure, no payout", store.Disbursement{Status: store.StatusFailed, Attempts: 2}, notFound, ""},
-	} {
-		diff, ok := compare(c.d, c.r, time.Hour, now)
-		if ok != (c.want != "") || diff.kind != c.want {
-			t.Errorf("%s: %q %v, want %q", c.name, diff.kind, ok, c.want)
 		}
 	}
 }
