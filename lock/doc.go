@@ -114,6 +114,13 @@
 // another owner's key. (A Release whose first reply was lost and which
 // go-redis retried reports ErrNotHeld although it did delete the key.)
 //
+// Build the client for the deployment: a *redis.Client for one server, a
+// *redis.ClusterClient for a Redis Cluster, a failover client for a
+// sentinel group. CheckMode asks the server which it is (INFO server) and
+// returns a *ModeError (matches ErrWrongMode) when the client was built
+// for another: a standalone client given one node of a cluster would meet
+// MOVED for most keys.
+//
 // # Errors
 //
 //   - Obtain: a *BusyError (matches ErrNotObtained) only when another owner
@@ -126,4 +133,6 @@
 //     key is absent; otherwise a wrapped error.
 //   - KeepAlive: the lease context's cause matches ErrLeaseLost (and
 //     ErrNotHeld when a refresh found the key not ours).
+//   - CheckMode: a *ModeError (matches ErrWrongMode) when the server is of
+//     another mode; otherwise the INFO call's error.
 package lock

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/paylock/paylock/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,9 +20,9 @@ import (
 // never used, because it silently builds a cluster client whenever it is
 // given more than one address.
 const (
-	redisStandalone = "standalone" // REDIS_URL: one server (or a proxy that looks like one)
-	redisCluster    = "cluster"    // PAYLOCK_REDIS_ADDRS: seed nodes of a Redis Cluster
-	redisSentinel   = "sentinel"   // PAYLOCK_REDIS_SENTINEL_MASTER at PAYLOCK_REDIS_SENTINEL_ADDRS
+	redisStandalone = lock.ModeStandalone // REDIS_URL: one server (or a proxy that looks like one)
+	redisCluster    = lock.ModeCluster    // PAYLOCK_REDIS_ADDRS: seed nodes of a Redis Cluster
+	redisSentinel   = lock.ModeSentinel   // PAYLOCK_REDIS_SENTINEL_MASTER at PAYLOCK_REDIS_SENTINEL_ADDRS
 )
 
 func parseRedisMode(v string) error {
@@ -210,42 +210,27 @@ func addRedisCA(tc *tls.Config, cfg config) error {
 // PAYLOCK_REDIS_MODE says.
 var errRedisMode = errors.New("redis mode mismatch")
 
-// checkRedisMode asks the server which kind of deployment it is (INFO
-// server, redis_mode) and returns an error wrapping errRedisMode when that
-// contradicts mode: a REDIS_URL naming one node of a cluster would answer
-// MOVED for most keys, one naming a sentinel would refuse every lock
-// command. Other errors (Redis unreachable, INFO not allowed) only mean the
-// check could not be made.
+// checkRedisMode has lock.CheckMode ask the server which kind of
+// deployment it is and, when that contradicts mode, returns an error
+// wrapping errRedisMode that says which settings to use instead. Other
+// errors only mean the check could not be made.
 func checkRedisMode(ctx context.Context, rdb redis.UniversalClient, mode string) error {
 	if mode == "" {
 		mode = redisStandalone
 	}
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
+	err := lock.CheckMode(ctx, rdb, mode)
+	var me *lock.ModeError
+	if !errors.As(err, &me) {
 		return err
-	}
-	got := ""
-	sc := bufio.NewScanner(strings.NewReader(info))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "redis_mode:"); ok {
-			got = v
-		}
-	}
-	want := mode
-	if mode == redisSentinel {
-		want = redisStandalone // the failover client talks to the master itself
-	}
-	if got == "" || got == want {
-		return nil
 	}
 	hint := map[string]string{
 		redisCluster:  "set PAYLOCK_REDIS_MODE=cluster and PAYLOCK_REDIS_ADDRS",
 		redisSentinel: "set PAYLOCK_REDIS_MODE=sentinel, PAYLOCK_REDIS_SENTINEL_MASTER and PAYLOCK_REDIS_SENTINEL_ADDRS",
-	}[got]
+	}[me.Got]
 	if hint == "" {
 		hint = "check PAYLOCK_REDIS_MODE"
 	}
-	return fmt.Errorf("%w: PAYLOCK_REDIS_MODE=%s but the server reports redis_mode:%s: %s", errRedisMode, mode, got, hint)
+	return fmt.Errorf("%w: PAYLOCK_REDIS_MODE=%s but the server reports redis_mode:%s: %s", errRedisMode, mode, me.Got, hint)
 }
 
 // redisLogger sends go-redis's own messages (failed dials, pool and cluster
