@@ -14,6 +14,8 @@ import (
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
 )
 
@@ -70,9 +72,9 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		names[f.GetName()] = true
 	}
 	handler.NewMetrics(describer{names}, 5*time.Second)
-	newPayoutMetrics(describer{names})
+	payout.NewMetrics(describer{names})
 	newForwardMetrics(describer{names})
-	newReconcileMetrics(describer{names}, nil)
+	reconcile.NewMetrics(describer{names}, nil)
 	return names
 }
 

@@ -14,15 +14,16 @@ import (
 
 // newRegistry returns a registry with the Go runtime and process collectors
 // and the connection-pool statistics of st and rdb, and the disbursement
-// gauges read from st at scrape time (disbursement_metrics.go).
+// gauges read from st at scrape time (store.DisbursementCollector,
+// store.ReviewCollector).
 func newRegistry(st *store.Store, rdb redisPoolStats) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		poolCollector{st: st, rdb: rdb},
-		disbursementCollector{st: st.Disbursements(), timeout: disbursementStatsTimeout},
-		reviewCollector{st: st.Review(), timeout: reviewStatsTimeout},
+		store.DisbursementCollector{Disbursements: st.Disbursements()},
+		store.ReviewCollector{Review: st.Review()},
 	)
 	return reg
 }

@@ -270,35 +270,6 @@ func printPaymentsReport(w io.Writer, source string, from time.Time, rep reconci
 		strings.ReplaceAll(recorded, "_", " "), len(rep.Mismatched), len(rep.Errors), rep.Ignored)
 }
 
-// reconcileOutcomes are the outcome labels of
-// paylock_reconcile_payments_total.
-var reconcileOutcomes = []string{"seen", "recorded", "mismatched", "error"}
-
-// newReconcileMetrics registers paylock_reconcile_payments_total{source,
-// outcome} with its series for sources, and returns the worker's Observe.
-func newReconcileMetrics(reg prometheus.Registerer, sources []string) func(string, reconcile.Report, error) {
-	total := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "paylock_reconcile_payments_total",
-		Help: "Payment events of the provider's API seen by the periodic reconciliation (PAYLOCK_RECONCILE_INTERVAL), by outcome: seen, recorded (paylock had missed it: recorded now), mismatched (recorded with other content: investigate), error (an event or the listing failed; the next run tries again).",
-	}, []string{"source", "outcome"})
-	reg.MustRegister(total)
-	for _, s := range sources {
-		for _, o := range reconcileOutcomes {
-			total.WithLabelValues(s, o)
-		}
-	}
-	return func(source string, rep reconcile.Report, err error) {
-		total.WithLabelValues(source, "seen").Add(float64(rep.Seen))
-		total.WithLabelValues(source, "recorded").Add(float64(rep.RecordedNow))
-		total.WithLabelValues(source, "mismatched").Add(float64(len(rep.Mismatched)))
-		errs := len(rep.Errors)
-		if err != nil {
-			errs++
-		}
-		total.WithLabelValues(source, "error").Add(float64(errs))
-	}
-}
-
 // reconcileWorker is serve's periodic reconciliation
 // (PAYLOCK_RECONCILE_INTERVAL) of every source whose provider lists its
 // events (stripe), through h; nil when the interval is off, or there is no
@@ -332,5 +303,5 @@ func reconcileWorker(cfg config, sources []handler.Source, h *handler.Handler, r
 	logger.Info("reconciling payments periodically on the River leader", slog.Any("sources", names),
 		slog.Duration("interval", cfg.Reconcile.Interval), slog.Duration("window", cfg.Reconcile.Window))
 	return &reconcile.Worker{Sources: runs, Interval: cfg.Reconcile.Interval, Window: cfg.Reconcile.Window,
-		Logger: logger, Observe: newReconcileMetrics(reg, names)}
+		Logger: logger, Observe: reconcile.NewMetrics(reg, names)}
 }

@@ -13,8 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/review"
 	"github.com/paylock/paylock/store"
@@ -178,57 +176,4 @@ func printReviewItems(w io.Writer, items []store.ReviewItem, now time.Time) {
 			now.Sub(it.Since).Round(time.Second), resolved, it.Summary)
 	}
 	tw.Flush()
-}
-
-// reviewStatsTimeout bounds the query behind one scrape of the review
-// queue gauges.
-const reviewStatsTimeout = 2 * time.Second
-
-var (
-	reviewItemsDesc = prometheus.NewDesc("paylock_review_queue_items",
-		"Open review items by kind (mismatch, disbursement, forward), read from the database at scrape time ('paylock review list'). Every replica reports the same figures: aggregate with max, not sum.",
-		[]string{"kind"}, nil)
-	reviewOldestDesc = prometheus.NewDesc("paylock_review_queue_oldest_seconds",
-		"How long the oldest open review item has waited; 0 when the queue is empty.",
-		nil, nil)
-)
-
-// reviewStatser is what the collector needs from the store.
-type reviewStatser interface {
-	ReviewQueueStats(ctx context.Context) (map[store.ReviewKind]store.ReviewQueueStat, error)
-}
-
-// reviewCollector reads the review queue gauges at scrape time, with one
-// query bounded by timeout; when it fails the gauges are left out (never
-// reported as an empty queue).
-type reviewCollector struct {
-	st      reviewStatser
-	timeout time.Duration
-}
-
-func (c reviewCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- reviewItemsDesc
-	ch <- reviewOldestDesc
-}
-
-func (c reviewCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	stats, err := c.st.ReviewQueueStats(ctx)
-	if err != nil {
-		return
-	}
-	var oldest time.Time
-	for _, k := range store.ReviewKinds {
-		s := stats[k]
-		ch <- prometheus.MustNewConstMetric(reviewItemsDesc, prometheus.GaugeValue, float64(s.Items), string(k))
-		if s.Items > 0 && (oldest.IsZero() || s.Oldest.Before(oldest)) {
-			oldest = s.Oldest
-		}
-	}
-	age := 0.0
-	if !oldest.IsZero() {
-		age = max(time.Since(oldest).Seconds(), 0)
-	}
-	ch <- prometheus.MustNewConstMetric(reviewOldestDesc, prometheus.GaugeValue, age)
 }

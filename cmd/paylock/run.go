@@ -18,6 +18,7 @@ import (
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -319,7 +320,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 
 	reg := newRegistry(st, rdb)
 	metrics := handler.NewMetrics(reg, cfg.LockTTL)
-	payoutAttempts := newPayoutMetrics(reg)
+	payoutAttempts := payout.NewMetrics(reg)
 	forwards := newForwardMetrics(reg)
 	checks := []handler.Check{
 		{Name: "postgres", Critical: true, Ping: st.Ping},
@@ -330,7 +331,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	if err != nil {
 		return err
 	}
-	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.observe, forward: forwards.observe,
+	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.Observe, forward: forwards.observe,
 		reconcile: reconcileWorker(cfg, sources, h, reg, logger)})
 	if err != nil {
 		return err
