@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -47,14 +45,6 @@ func parseRetention(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("must be at least 7d (%s): senders retry deliveries for days, up to 30", store.MinEventRetention)
 	}
 	return d, nil
-}
-
-// formatAge prints whole days as "90d", anything else as a Go duration.
-func formatAge(d time.Duration) string {
-	if d > 0 && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
 }
 
 // cutFlag takes the flag name (-name or --name, with its value after a
@@ -124,71 +114,6 @@ func runPurge(ctx context.Context, args []string, getenv func(string) string, st
 		return 1
 	}
 	fmt.Fprintf(stdout, "deleted %d webhook events received before %s (older than %s)\n",
-		p.Deleted, p.Before.UTC().Format(time.RFC3339), formatAge(retention))
+		p.Deleted, p.Before.UTC().Format(time.RFC3339), store.FormatRetention(retention))
 	return 0
-}
-
-// startPurger purges webhook_events older than retention from serve: every
-// interval on average, each wait drawn between half and one and a half
-// intervals (the first one too) so that replicas do not purge in step, and
-// a replica restarting in a loop does not purge on every start. Several
-// replicas purging at once skip each other's rows. stop ends it and waits
-// for a purge in progress to give up.
-func startPurger(ctx context.Context, st *store.Store, retention, interval time.Duration, logger *slog.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	logger.Info("purging webhook events periodically",
-		slog.String("older_than", formatAge(retention)), slog.Duration("every", interval))
-	go func() {
-		defer close(done)
-		t := time.NewTimer(jitter(interval))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			purgeOnce(ctx, st, retention, logger)
-			t.Reset(jitter(interval))
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-// jitter returns a duration in [d/2, 3d/2).
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d)
-}
-
-func purgeOnce(ctx context.Context, st *store.Store, retention time.Duration, logger *slog.Logger) {
-	start := time.Now()
-	p, err := st.Disbursements().PurgeWebhookEvents(ctx, retention, store.DefaultPurgeBatch)
-	attrs := []slog.Attr{
-		slog.Int64("deleted", p.Deleted),
-		slog.String("older_than", formatAge(retention)),
-		slog.Duration("took", time.Since(start)),
-	}
-	if !p.Before.IsZero() {
-		attrs = append(attrs, slog.Time("received_before", p.Before))
-	}
-	switch {
-	case err != nil && ctx.Err() != nil:
-		if p.Deleted > 0 {
-			logger.LogAttrs(ctx, slog.LevelInfo, "purged webhook events until shutdown", attrs...)
-		}
-	case err != nil:
-		logger.LogAttrs(ctx, slog.LevelWarn, "purging webhook events failed; trying again next time",
-			append(attrs, slog.String("error", err.Error()))...)
-	case p.Deleted > 0:
-		logger.LogAttrs(ctx, slog.LevelInfo, "purged webhook events", attrs...)
-	default:
-		logger.LogAttrs(ctx, slog.LevelDebug, "purged webhook events", attrs...)
-	}
 }

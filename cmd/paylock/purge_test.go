@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -146,53 +144,6 @@ func TestServeRefusesAnEventRetentionUnderSevenDays(t *testing.T) {
 		cfg, _, err := loadConfig("paylock serve", nil, envMap(map[string]string{"PAYLOCK_EVENT_RETENTION": v}))
 		if err != nil || cfg.EventRetention != want {
 			t.Errorf("PAYLOCK_EVENT_RETENTION=%q: %v, %v; want %v", v, cfg.EventRetention, err, want)
-		}
-	}
-}
-
-func TestPeriodicPurgeDeletesOldEventsAndLogsWhatItDeleted(t *testing.T) {
-	t.Parallel()
-	_, st := seedRetention(t)
-	var logs lockedBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, nil))
-	stop := startPurger(context.Background(), st, 30*24*time.Hour, 20*time.Millisecond, logger)
-	deadline := time.Now().Add(10 * time.Second)
-	for countRows(t, st, "webhook_events") != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the periodic purge never ran: %d events left\n%s", countRows(t, st, "webhook_events"), logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop()
-	var purged int
-	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-		var rec struct {
-			Msg       string
-			Deleted   int64
-			OlderThan string `json:"older_than"`
-		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if rec.Msg == "purged webhook events" {
-			purged++
-			if rec.Deleted != 1 || rec.OlderThan != "30d" {
-				t.Errorf("logged %s", line)
-			}
-		}
-	}
-	if purged != 1 {
-		t.Errorf("%d info lines for the purge, want 1 (empty purges log at debug):\n%s", purged, logs.String())
-	}
-	if countRows(t, st, "payments") != 1 || countRows(t, st, "disbursements") != 1 {
-		t.Error("the periodic purge touched payments or disbursements")
-	}
-}
-
-func TestJitterSpreadsWaitsAroundTheInterval(t *testing.T) {
-	for range 1000 {
-		if d := jitter(time.Hour); d < 30*time.Minute || d >= 90*time.Minute {
-			t.Fatalf("jitter(1h) = %v, want [30m, 90m)", d)
 		}
 	}
 }

@@ -338,7 +338,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	}
 	defer stopJobs()
 	if cfg.EventRetention > 0 {
-		defer startPurger(ctx, st, cfg.EventRetention, purgeInterval, logger)()
+		defer st.Disbursements().StartPurger(ctx, cfg.EventRetention, purgeInterval, logger)()
 	}
 
 	if ln, err = listen(ln, cfg.Addr, "webhook"); err != nil {
