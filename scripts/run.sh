@@ -18,7 +18,8 @@ services_start
 : "${PAYLOCK_ADDR:=127.0.0.1:8080}"
 : "${PAYLOCK_LOG_FORMAT:=text}"
 if [[ -z ${PAYLOCK_WEBHOOK_SECRETS:-} && ${PAYLOCK_ALLOW_UNSIGNED:-} != true ]]; then
-  # A development secret, so the quick start can sign requests with it.
+  # A development secret: /webhooks/payments is served only with its
+  # secrets, and the quick start signs requests with it.
   PAYLOCK_WEBHOOK_SECRETS=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
   echo "paylock: using the development signing secret $PAYLOCK_WEBHOOK_SECRETS (set PAYLOCK_WEBHOOK_SECRETS to choose yours)" >&2
 fi

@@ -288,6 +288,10 @@ func newServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
+// errNoSource stops serve when no webhook source is configured: it would
+// answer 404 to every delivery.
+var errNoSource = errors.New("no webhook source is configured: set PAYLOCK_WEBHOOK_SECRETS (POST /webhooks/payments), PAYLOCK_LOAN_SECRETS, PAYLOCK_PAYOUT_SECRETS or PAYLOCK_SOURCES_FILE (or PAYLOCK_ALLOW_UNSIGNED=true to serve the built-in sources unsigned, for local development only)")
+
 // serve runs the webhook server until ctx is cancelled, then stops
 // accepting, lets in-flight requests finish (and release their locks) within
 // ShutdownTimeout, and returns nil. A nil ln listens on cfg.Addr, a nil mln
@@ -296,6 +300,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	sources, routes, err := handlerSources(cfg, logger)
 	if err != nil {
 		return err
+	}
+	if len(sources) == 0 {
+		return errNoSource
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {

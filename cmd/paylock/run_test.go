@@ -9,11 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paylock/paylock/internal/fakestripe"
 	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/signature"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -264,5 +268,67 @@ func TestPprofOnlyWithPaylockPprof(t *testing.T) {
 		if got := res.StatusCode == http.StatusOK; got != on {
 			t.Errorf("PAYLOCK_PPROF=%v: GET /debug/pprof/ answered %d", on, res.StatusCode)
 		}
+	}
+}
+
+// TestServeWithoutAnySourceRefusesToStartInOneLine: nothing configures a
+// source (no secrets, no sources file, signatures required), so serve
+// would answer 404 to every delivery: it refuses to start, saying how to
+// configure one, before touching the database.
+func TestServeWithoutAnySourceRefusesToStartInOneLine(t *testing.T) {
+	var stderr bytes.Buffer
+	env := map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/none", "PAYLOCK_METRICS_ADDR": "off", "PAYLOCK_ADMIN_ADDR": "off"}
+	code := Run(context.Background(), []string{"serve"}, envMap(env), nil, io.Discard, &stderr)
+	msg := strings.TrimSpace(stderr.String())
+	if code != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, "no webhook source") {
+		t.Fatalf("exit %d, %q; want 1 and one line saying no source is configured", code, msg)
+	}
+	for _, name := range []string{"PAYLOCK_WEBHOOK_SECRETS", "PAYLOCK_SOURCES_FILE", "PAYLOCK_ALLOW_UNSIGNED"} {
+		if !strings.Contains(msg, name) {
+			t.Errorf("the refusal %q does not name %s", msg, name)
+		}
+	}
+}
+
+// TestServeAStripeSourceAloneNeedsNoWebhookSecrets: a deployment whose
+// only source is a Stripe one (PAYLOCK_SOURCES_FILE) starts without
+// PAYLOCK_WEBHOOK_SECRETS or PAYLOCK_ALLOW_UNSIGNED; the built-in payments
+// source is then not served.
+func TestServeAStripeSourceAloneNeedsNoWebhookSecrets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	if err := os.WriteFile(path, []byte("sources: {stripe: {adapter: stripe, signature: stripe, secrets_env: STRIPE_WEBHOOK_SECRETS}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"DATABASE_URL":           testenv.Schema(t),
+		"REDIS_URL":              testenv.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"PAYLOCK_SOURCES_FILE":   path,
+		"STRIPE_WEBHOOK_SECRETS": stripeSecret,
+		"PAYLOCK_ADMIN_ADDR":     "off",
+	}
+	base := startServe(t, env, serveOptions{}).base
+	secrets, err := signature.ParseSecrets(signature.SchemeStripe, stripeSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fakestripe.PaymentIntentSucceeded(fakestripe.Payment{ID: "pi_alone", Amount: 1200, Currency: "jpy", Created: time.Now()})
+	post := func(path string, header http.Header) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+		req.Header = header
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("/webhooks/stripe", signature.Sign(signature.SchemeStripe, secrets[0], "", time.Now(), body)); code != http.StatusOK {
+		t.Errorf("a signed Stripe event: %d, want 200", code)
+	}
+	if code := post("/webhooks/payments", http.Header{}); code != http.StatusNotFound {
+		t.Errorf("POST /webhooks/payments without its secrets configured: %d, want 404 (not served)", code)
 	}
 }

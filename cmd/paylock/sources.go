@@ -157,11 +157,12 @@ const maxSourcesFile = 1 << 20
 // settings come from cfg (so flags override them); the file's secrets_env
 // variables are read with getenv.
 //
-// payments is always served, as is every source of the file; loans and
-// payouts only when their secrets are set, or when PAYLOCK_ALLOW_UNSIGNED
-// is true. A served source without secrets, or with signature none, is an
-// error wrapping errUnsignedSource unless PAYLOCK_ALLOW_UNSIGNED is true.
-// Every error is a *sourceError.
+// Every source of the file is served; a built-in one (payments, loans,
+// payouts) the file does not name only when its secrets are set, or when
+// PAYLOCK_ALLOW_UNSIGNED is true. A served source without secrets, or with
+// signature none, is an error wrapping errUnsignedSource unless
+// PAYLOCK_ALLOW_UNSIGNED is true. No source at all is not an error here
+// (serve refuses it: errNoSource). Every error is a *sourceError.
 func loadSources(cfg config, getenv func(string) string) ([]sourceSpec, []string, error) {
 	var data []byte
 	if cfg.SourcesFile != "" {
@@ -335,7 +336,7 @@ func withSecrets(c candidate, raw string, allowUnsigned bool, vars map[string]st
 	}
 	s.Secrets = splitList(raw)
 	if len(s.Secrets) == 0 {
-		if served := s.Name == "payments" || c.inFile || allowUnsigned; !served {
+		if served := c.inFile || allowUnsigned; !served {
 			return s, false, nil
 		}
 		if !allowUnsigned {

@@ -204,11 +204,18 @@ func TestWhichSourcesAreServedAndWhichRunUnsigned(t *testing.T) {
 		errField string // "" with wantErr: the error names the source only
 		wantErr  string // the variable the error must name
 	}{
-		{name: "payments is always served", env: map[string]string{"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret},
+		{name: "payments is served with its secrets", env: map[string]string{"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret},
 			served: []string{"payments"}},
-		{name: "payments without secrets stops start-up", env: nil, wantErr: "PAYLOCK_WEBHOOK_SECRETS"},
-		{name: "loans and payouts alone do not make payments optional",
-			env: map[string]string{"PAYLOCK_LOAN_SECRETS": loansSecret, "PAYLOCK_PAYOUT_SECRETS": payoutsSecret}, wantErr: "PAYLOCK_WEBHOOK_SECRETS"},
+		{name: "payments without secrets is not served", env: nil, served: nil},
+		{name: "loans and payouts alone, without payments",
+			env:    map[string]string{"PAYLOCK_LOAN_SECRETS": loansSecret, "PAYLOCK_PAYOUT_SECRETS": payoutsSecret},
+			served: []string{"loans", "payouts"}},
+		{name: "a stripe source alone needs no PAYLOCK_WEBHOOK_SECRETS",
+			file:   "sources: {stripe: {adapter: stripe, signature: stripe, secrets_env: STRIPE_WEBHOOK_SECRETS}}",
+			env:    map[string]string{"STRIPE_WEBHOOK_SECRETS": stripeSecret},
+			served: []string{"stripe"}},
+		{name: "payments named in the file is served, so needs its secrets", file: "sources: {payments: {signature: standard}}",
+			env: map[string]string{"PAYLOCK_LOAN_SECRETS": loansSecret}, wantErr: "PAYLOCK_WEBHOOK_SECRETS"},
 		{name: "loans and payouts with their secrets",
 			env:    map[string]string{"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret, "PAYLOCK_LOAN_SECRETS": loansSecret, "PAYLOCK_PAYOUT_SECRETS": payoutsSecret},
 			served: []string{"payments", "loans", "payouts"}},
