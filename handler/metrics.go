@@ -118,75 +118,10 @@ func ttlBuckets(ttl time.Duration) []float64 {
 // NewMetrics registers paylock's metrics with reg. lockTTL shapes the
 // buckets of the lock histograms and is exported as paylock_lock_ttl_seconds.
 func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
-	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_webhook_requests_total",
-			Help: "Webhook deliveries answered, by source, result and HTTP status code.",
-		}, []string{"source", "result", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "paylock_webhook_request_duration_seconds",
-			Help:    "Time to answer a webhook delivery.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"source"}),
-		lockObtain: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_lock_obtain_total",
-			Help: "Lock obtain attempts by outcome (acquired, busy, finished: the transaction settled moments ago, error); every poll of a busy lock counts.",
-		}, []string{"outcome"}),
-		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "paylock_lock_wait_seconds",
-			Help:    "Time a delivery spent waiting on a busy lock.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10},
-		}),
-		lockHold: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "paylock_lock_hold_seconds",
-			Help:    "Time from obtaining a lock to releasing it; compare with paylock_lock_ttl_seconds.",
-			Buckets: ttlBuckets(lockTTL),
-		}),
-		lockTTL: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "paylock_lock_ttl_seconds",
-			Help: "The configured lock TTL (PAYLOCK_LOCK_TTL).",
-		}),
-		lockRelease: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_lock_release_total",
-			Help: "Lock releases by outcome: released; expired (the TTL ran out before release: the TTL is too short); lost (the key vanished while the lease still ran: a Redis failover, flush or eviction); error.",
-		}, []string{"outcome"}),
-		leaseLost: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "paylock_lock_lease_lost_total",
-			Help: "Leases the watchdog could not confirm; the request's database work was cancelled.",
-		}),
-		lockRefresh: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_lock_refresh_total",
-			Help: "Watchdog refreshes by outcome (ok, not_held, error).",
-		}, []string{"outcome"}),
-		backstopDups: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "paylock_backstop_duplicates_total",
-			Help: "Duplicates caught by the database constraint while the lock was not exclusive (expired, lost, or Redis down).",
-		}),
-		mismatches: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "paylock_payload_mismatch_total",
-			Help: "Deliveries whose transaction id is recorded with another amount or currency.",
-		}),
-		sigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_signature_failures_total",
-			Help: "Deliveries refused for their signature, by source and reason.",
-		}, []string{"source", "reason"}),
-		sigVerified: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_signature_verified_total",
-			Help: "Deliveries whose signature verified, by source and the index of the source's configured secret that matched (watch the old one fall to zero during a rotation).",
-		}, []string{"source", "secret_index"}),
-		redisUnavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_redis_unavailable_total",
-			Help: "Deliveries that could not reach Redis for their lock, by policy (backstop, reject).",
-		}, []string{"policy"}),
-		dbWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "paylock_db_write_attempts_total",
-			Help: "Database write transactions attempted, by source.",
-		}, []string{"source"}),
-		shedTotal: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "paylock_webhook_shed_total",
-			Help: "Webhook deliveries answered 503 unread because PAYLOCK_MAX_INFLIGHT deliveries were in flight.",
-		}),
-	}
+	m := &Metrics{}
+	m.webhookMetrics()
+	m.lockMetrics(lockTTL)
+	m.signatureMetrics()
 	m.lockTTL.Set(lockTTL.Seconds())
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
 		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
@@ -198,6 +133,87 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 		m.lockRelease.WithLabelValues(o)
 	}
 	return m
+}
+
+// webhookMetrics makes the series of the deliveries: answers, latency,
+// load shed, database writes and what the constraint caught.
+func (m *Metrics) webhookMetrics() {
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_webhook_requests_total",
+		Help: "Webhook deliveries answered, by source, result and HTTP status code.",
+	}, []string{"source", "result", "code"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "paylock_webhook_request_duration_seconds",
+		Help:    "Time to answer a webhook delivery.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"source"})
+	m.shedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paylock_webhook_shed_total",
+		Help: "Webhook deliveries answered 503 unread because PAYLOCK_MAX_INFLIGHT deliveries were in flight.",
+	})
+	m.dbWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_db_write_attempts_total",
+		Help: "Database write transactions attempted, by source.",
+	}, []string{"source"})
+	m.backstopDups = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paylock_backstop_duplicates_total",
+		Help: "Duplicates caught by the database constraint while the lock was not exclusive (expired, lost, or Redis down).",
+	})
+	m.mismatches = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paylock_payload_mismatch_total",
+		Help: "Deliveries whose transaction id is recorded with another amount or currency.",
+	})
+}
+
+// lockMetrics makes the series of the lock: obtains, waits, holds against
+// the TTL, releases, refreshes, lost leases and Redis outages.
+func (m *Metrics) lockMetrics(lockTTL time.Duration) {
+	m.lockObtain = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_lock_obtain_total",
+		Help: "Lock obtain attempts by outcome (acquired, busy, finished: the transaction settled moments ago, error); every poll of a busy lock counts.",
+	}, []string{"outcome"})
+	m.lockWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "paylock_lock_wait_seconds",
+		Help:    "Time a delivery spent waiting on a busy lock.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10},
+	})
+	m.lockHold = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "paylock_lock_hold_seconds",
+		Help:    "Time from obtaining a lock to releasing it; compare with paylock_lock_ttl_seconds.",
+		Buckets: ttlBuckets(lockTTL),
+	})
+	m.lockTTL = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paylock_lock_ttl_seconds",
+		Help: "The configured lock TTL (PAYLOCK_LOCK_TTL).",
+	})
+	m.lockRelease = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_lock_release_total",
+		Help: "Lock releases by outcome: released; expired (the TTL ran out before release: the TTL is too short); lost (the key vanished while the lease still ran: a Redis failover, flush or eviction); error.",
+	}, []string{"outcome"})
+	m.leaseLost = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paylock_lock_lease_lost_total",
+		Help: "Leases the watchdog could not confirm; the request's database work was cancelled.",
+	})
+	m.lockRefresh = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_lock_refresh_total",
+		Help: "Watchdog refreshes by outcome (ok, not_held, error).",
+	}, []string{"outcome"})
+	m.redisUnavailable = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_redis_unavailable_total",
+		Help: "Deliveries that could not reach Redis for their lock, by policy (backstop, reject).",
+	}, []string{"policy"})
+}
+
+// signatureMetrics makes the series of the signature checks, by source.
+func (m *Metrics) signatureMetrics() {
+	m.sigFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_signature_failures_total",
+		Help: "Deliveries refused for their signature, by source and reason.",
+	}, []string{"source", "reason"})
+	m.sigVerified = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_signature_verified_total",
+		Help: "Deliveries whose signature verified, by source and the index of the source's configured secret that matched (watch the old one fall to zero during a rotation).",
+	}, []string{"source", "secret_index"})
 }
 
 // LockObserver returns the function to pass to lock.WithObserver, which
