@@ -166,6 +166,36 @@ func (e *BusyError) Unwrap() error { return ErrNotObtained }
 //
 // Each attempt is reported to the observer as an EventObtain.
 func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
+	o, err := l.newObtaining(key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer o.stop()
+	for attempt := 1; ; attempt++ {
+		lk, r, err := o.try(ctx, attempt)
+		if lk != nil || err != nil {
+			return lk, err
+		}
+		if err := o.wait(ctx, attempt, r); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// obtaining is one Obtain call across its attempts.
+type obtaining struct {
+	l         *Locker
+	key, fkey string // fkey: the fence counter's key, "" unfenced
+	token     string
+	ttl       time.Duration
+	cfg       obtainConfig
+	start     time.Time     // when the attempts began, for the retry strategy
+	waited    time.Duration // slept between attempts so far
+	timer     *time.Timer   // the wait between attempts, made at the first one
+}
+
+// newObtaining checks ttl and key, applies opts and draws the token.
+func (l *Locker) newObtaining(key string, ttl time.Duration, opts []ObtainOption) (*obtaining, error) {
 	ttl, err := checkTTL(ttl)
 	if err != nil {
 		return nil, err
@@ -188,69 +218,89 @@ func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		return nil, fmt.Errorf("lock: token: %w", err)
 	}
-	token := id.String()
+	return &obtaining{l: l, key: key, fkey: fkey, token: id.String(), ttl: ttl, cfg: cfg, start: time.Now()}, nil
+}
 
-	var (
-		start  = time.Now()
-		waited time.Duration
-		timer  *time.Timer
-	)
-	for attempt := 1; ; attempt++ {
-		began, sent := time.Now(), l.now()
-		r, err := l.obtain(ctx, key, fkey, token, ttl)
-		e := Event{Kind: EventObtain, Key: key, Duration: time.Since(began), Attempt: attempt}
-		switch {
-		case err != nil:
-			e.Outcome, e.Err = "error", err
-			l.emit(e)
-			return nil, fmt.Errorf("lock: obtain %q: %w", key, err)
-		case r.state == stateAcquired:
-			e.Outcome = "acquired"
-			l.emit(e)
-			value := token
-			if cfg.fenced {
-				value = token + "/" + strconv.FormatInt(r.n, 10)
-			}
-			return &Lock{
-				locker: l, key: key, token: value, fence: r.n, attempts: attempt, waited: waited,
-				obtained: sent, ttl: ttl, deadline: leaseEnd(sent, ttl),
-			}, nil
-		case r.state == stateFinished:
-			e.Outcome = "finished"
-			l.emit(e)
-			return nil, ErrFinished
-		}
-		e.Outcome = "busy"
-		l.emit(e)
-		var d time.Duration
-		if cfg.retry != nil {
-			d = cfg.retry.NextBackoff(attempt, time.Since(start))
-		}
-		if end, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(end) {
-			d = 0 // the next attempt could not start in time
-		}
-		if d <= 0 {
-			return nil, &BusyError{Key: key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: waited}
-		}
-		if timer == nil {
-			timer = time.NewTimer(d)
-			defer timer.Stop()
-		} else {
-			timer.Reset(d)
-		}
-		slept := time.Now()
-		select {
-		case <-ctx.Done():
-			waited += time.Since(slept)
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				// A late timer: the deadline ended the wait, not a caller.
-				return nil, &BusyError{Key: key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: waited}
-			}
-			return nil, fmt.Errorf("lock: obtain %q: waiting: %w", key, context.Cause(ctx))
-		case <-timer.C:
-		}
-		waited += time.Since(slept)
+// stop releases the timer of the waits, if one was made.
+func (o *obtaining) stop() {
+	if o.timer != nil {
+		o.timer.Stop()
 	}
+}
+
+// try makes attempt number attempt and reports it to the observer. It
+// returns the Lock when acquired, an error when the attempt failed or met
+// a finished marker, and neither when the key is busy (r says for how
+// long).
+func (o *obtaining) try(ctx context.Context, attempt int) (*Lock, obtainResult, error) {
+	l := o.l
+	began, sent := time.Now(), l.now()
+	r, err := l.obtain(ctx, o.key, o.fkey, o.token, o.ttl)
+	e := Event{Kind: EventObtain, Key: o.key, Duration: time.Since(began), Attempt: attempt}
+	switch {
+	case err != nil:
+		e.Outcome, e.Err = "error", err
+		l.emit(e)
+		return nil, r, fmt.Errorf("lock: obtain %q: %w", o.key, err)
+	case r.state == stateAcquired:
+		e.Outcome = "acquired"
+		l.emit(e)
+		value := o.token
+		if o.cfg.fenced {
+			value = o.token + "/" + strconv.FormatInt(r.n, 10)
+		}
+		return &Lock{
+			locker: l, key: o.key, token: value, fence: r.n, attempts: attempt, waited: o.waited,
+			obtained: sent, ttl: o.ttl, deadline: leaseEnd(sent, o.ttl),
+		}, r, nil
+	case r.state == stateFinished:
+		e.Outcome = "finished"
+		l.emit(e)
+		return nil, r, ErrFinished
+	}
+	e.Outcome = "busy"
+	l.emit(e)
+	return nil, r, nil
+}
+
+// wait sleeps until the next attempt, as the retry strategy says. It
+// returns the *BusyError when there is none (no strategy, the strategy
+// gave up, or it could not start before ctx's deadline), and ctx's cause
+// when ctx is cancelled meanwhile.
+func (o *obtaining) wait(ctx context.Context, attempt int, r obtainResult) error {
+	var d time.Duration
+	if o.cfg.retry != nil {
+		d = o.cfg.retry.NextBackoff(attempt, time.Since(o.start))
+	}
+	if end, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(end) {
+		d = 0 // the next attempt could not start in time
+	}
+	if d <= 0 {
+		return o.busy(attempt, r)
+	}
+	if o.timer == nil {
+		o.timer = time.NewTimer(d)
+	} else {
+		o.timer.Reset(d)
+	}
+	slept := time.Now()
+	select {
+	case <-ctx.Done():
+		o.waited += time.Since(slept)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// A late timer: the deadline ended the wait, not a caller.
+			return o.busy(attempt, r)
+		}
+		return fmt.Errorf("lock: obtain %q: waiting: %w", o.key, context.Cause(ctx))
+	case <-o.timer.C:
+	}
+	o.waited += time.Since(slept)
+	return nil
+}
+
+// busy is the error of a key still busy at the last attempt.
+func (o *obtaining) busy(attempt int, r obtainResult) *BusyError {
+	return &BusyError{Key: o.key, TTL: time.Duration(max(r.n, 0)) * time.Millisecond, Attempts: attempt, Waited: o.waited}
 }
 
 // What obtain.lua found.
@@ -521,71 +571,20 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 		cancel(nil)
 		return
 	}
-	var (
-		once    sync.Once
-		mu      sync.Mutex
-		lastErr error
-	)
-	lose := func(cause error) {
-		once.Do(func() {
-			if ctx.Err() != nil || lk.released.Load() {
-				return
-			}
-			lk.locker.emit(Event{Kind: EventLeaseLost, Key: lk.key, Outcome: "lost", Held: lk.locker.now().Sub(lk.obtained), Err: cause})
-			cancel(cause)
-		})
-	}
+	w := &leaseWatch{lk: lk, ctx: ctx, cancel: cancel}
 	if !lk.locker.now().Before(lk.Deadline()) {
 		// Paused past the deadline before the first refresh.
-		lose(fmt.Errorf("%w: deadline passed unconfirmed", ErrLeaseLost))
+		w.lose(fmt.Errorf("%w: deadline passed unconfirmed", ErrLeaseLost))
 		return
 	}
-
-	// expiry fires at the lease deadline, wherever the watchdog is (even
-	// inside a refresh call that hangs), unless a refresh moved it.
-	var expiry *time.Timer
-	expiry = time.AfterFunc(math.MaxInt64, func() {
-		if ctx.Err() != nil {
-			return
-		}
-		if d := lk.Deadline().Sub(lk.locker.now()); d > 0 {
-			expiry.Reset(d) // a Refresh moved the deadline
-			return
-		}
-		mu.Lock()
-		err := lastErr
-		mu.Unlock()
-		if err == nil {
-			lose(fmt.Errorf("%w: deadline passed unconfirmed", ErrLeaseLost))
-		} else {
-			lose(fmt.Errorf("%w: deadline passed unconfirmed: %w", ErrLeaseLost, err))
-		}
-	})
+	expiry := w.startExpiry()
 	defer expiry.Stop()
-	expiry.Reset(lk.Deadline().Sub(lk.locker.now()))
 
 	var tick *time.Timer
 	for {
-		ttl, deadline := lk.lease()
-		rctx, rcancel := context.WithDeadline(ctx, deadline)
-		err := lk.Refresh(rctx, ttl)
-		rcancel()
-		expiry.Reset(lk.Deadline().Sub(lk.locker.now())) // moved by this or another Refresh
-		next := ttl / 3
-		switch {
-		case err == nil:
-		case errors.Is(err, ErrNotHeld):
-			if lk.released.Load() {
-				cancel(nil)
-			} else {
-				lose(fmt.Errorf("%w: %w", ErrLeaseLost, ErrNotHeld))
-			}
+		next, done := w.refresh(expiry)
+		if done {
 			return
-		default:
-			mu.Lock()
-			lastErr = err
-			mu.Unlock()
-			next = ttl / 12 // retry until the deadline
 		}
 		if tick == nil {
 			tick = time.NewTimer(next)
@@ -602,6 +601,89 @@ func (lk *Lock) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 			cancel(nil)
 			return
 		}
+	}
+}
+
+// leaseWatch is one watchdog's run: the lease context it cancels, once,
+// and the last refresh error, which the expiry timer reports.
+type leaseWatch struct {
+	lk     *Lock
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	once    sync.Once
+	mu      sync.Mutex
+	lastErr error
+}
+
+// lose reports the lost lease to the observer and cancels the lease
+// context with cause, once, unless the context ended or the lock was
+// released meanwhile.
+func (w *leaseWatch) lose(cause error) {
+	w.once.Do(func() {
+		lk := w.lk
+		if w.ctx.Err() != nil || lk.released.Load() {
+			return
+		}
+		lk.locker.emit(Event{Kind: EventLeaseLost, Key: lk.key, Outcome: "lost", Held: lk.locker.now().Sub(lk.obtained), Err: cause})
+		w.cancel(cause)
+	})
+}
+
+// startExpiry starts the timer that fires at the lease deadline, wherever
+// the watchdog is (even inside a refresh call that hangs), unless a
+// refresh moved it: then it waits for the new deadline.
+func (w *leaseWatch) startExpiry() *time.Timer {
+	lk := w.lk
+	var expiry *time.Timer
+	expiry = time.AfterFunc(math.MaxInt64, func() {
+		if w.ctx.Err() != nil {
+			return
+		}
+		if d := lk.Deadline().Sub(lk.locker.now()); d > 0 {
+			expiry.Reset(d) // a Refresh moved the deadline
+			return
+		}
+		w.mu.Lock()
+		err := w.lastErr
+		w.mu.Unlock()
+		if err == nil {
+			w.lose(fmt.Errorf("%w: deadline passed unconfirmed", ErrLeaseLost))
+		} else {
+			w.lose(fmt.Errorf("%w: deadline passed unconfirmed: %w", ErrLeaseLost, err))
+		}
+	})
+	expiry.Reset(lk.Deadline().Sub(lk.locker.now()))
+	return expiry
+}
+
+// refresh refreshes the lease once, bounded by its deadline, and moves
+// expiry to the deadline that holds now. It returns when to refresh next
+// (TTL/3, or TTL/12 after a failure, retried until the deadline), or done
+// when the key is no longer ours: the lease is then lost, or ended by a
+// Release.
+func (w *leaseWatch) refresh(expiry *time.Timer) (next time.Duration, done bool) {
+	lk := w.lk
+	ttl, deadline := lk.lease()
+	rctx, rcancel := context.WithDeadline(w.ctx, deadline)
+	err := lk.Refresh(rctx, ttl)
+	rcancel()
+	expiry.Reset(lk.Deadline().Sub(lk.locker.now())) // moved by this or another Refresh
+	switch {
+	case err == nil:
+		return ttl / 3, false
+	case errors.Is(err, ErrNotHeld):
+		if lk.released.Load() {
+			w.cancel(nil)
+		} else {
+			w.lose(fmt.Errorf("%w: %w", ErrLeaseLost, ErrNotHeld))
+		}
+		return 0, true
+	default:
+		w.mu.Lock()
+		w.lastErr = err
+		w.mu.Unlock()
+		return ttl / 12, false
 	}
 }
 
