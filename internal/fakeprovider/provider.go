@@ -313,27 +313,10 @@ func (p *Provider) PayoutByKey(key string) (Payout, bool) {
 }
 
 func (p *Provider) create(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("Idempotency-Key")
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "could not read the body")
+	key, req, ok := readCreate(w, r)
+	if !ok {
 		return
 	}
-	var req createRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	switch {
-	case key == "" || len(key) > 255:
-		writeError(w, http.StatusBadRequest, "an Idempotency-Key header of 1 to 255 characters is required")
-		return
-	case dec.Decode(&req) != nil:
-		writeError(w, http.StatusBadRequest, "the body must be {\"amount\":…,\"currency\":\"…\",\"reference\":\"…\"}")
-		return
-	case req.Amount <= 0 || len(req.Currency) != 3 || req.Reference == "":
-		writeError(w, http.StatusUnprocessableEntity, "amount must be positive, currency three letters, reference set")
-		return
-	}
-
 	p.mu.Lock()
 	p.stats.Posts++
 	p.stats.PostsPerKey[key]++
@@ -361,31 +344,69 @@ func (p *Provider) create(w http.ResponseWriter, r *http.Request) {
 		ok = false
 	}
 	if ok {
-		switch {
-		case p.refuseRetries != 0:
-			status := p.refuseRetries
-			p.stats.Injected++
-			p.mu.Unlock()
-			writeError(w, status, "refused (injected: a retry of a known key)")
-		case e.req != req:
-			p.stats.Mismatches++
-			p.mu.Unlock()
-			writeError(w, http.StatusUnprocessableEntity, "this Idempotency-Key was used with another request body")
-		case e.inFlight:
-			p.stats.Conflicts++
-			p.mu.Unlock()
-			writeError(w, http.StatusConflict, "a request with this Idempotency-Key is in progress")
-		default:
-			p.stats.Replays++
-			status, answer := e.status, e.answer
-			p.mu.Unlock()
-			w.Header().Set("Idempotent-Replayed", "true")
-			writeRaw(w, status, answer)
-		}
+		p.replay(w, e, req)
 		return
 	}
+	p.createNew(w, key, req)
+}
 
-	// A new key: create the payout now, answer later (or never).
+// readCreate reads and checks a creation's key and body, answering 400 or
+// 422 itself when they are wrong.
+func readCreate(w http.ResponseWriter, r *http.Request) (string, createRequest, bool) {
+	key := r.Header.Get("Idempotency-Key")
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "could not read the body")
+		return "", createRequest{}, false
+	}
+	var req createRequest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	switch {
+	case key == "" || len(key) > 255:
+		writeError(w, http.StatusBadRequest, "an Idempotency-Key header of 1 to 255 characters is required")
+		return "", req, false
+	case dec.Decode(&req) != nil:
+		writeError(w, http.StatusBadRequest, "the body must be {\"amount\":…,\"currency\":\"…\",\"reference\":\"…\"}")
+		return "", req, false
+	case req.Amount <= 0 || len(req.Currency) != 3 || req.Reference == "":
+		writeError(w, http.StatusUnprocessableEntity, "amount must be positive, currency three letters, reference set")
+		return "", req, false
+	}
+	return key, req, true
+}
+
+// replay answers a creation under a known key: the first answer again,
+// or a refusal (an injected one, another body, the first still in flight).
+// p.mu is held; replay unlocks it.
+func (p *Provider) replay(w http.ResponseWriter, e *keyEntry, req createRequest) {
+	switch {
+	case p.refuseRetries != 0:
+		status := p.refuseRetries
+		p.stats.Injected++
+		p.mu.Unlock()
+		writeError(w, status, "refused (injected: a retry of a known key)")
+	case e.req != req:
+		p.stats.Mismatches++
+		p.mu.Unlock()
+		writeError(w, http.StatusUnprocessableEntity, "this Idempotency-Key was used with another request body")
+	case e.inFlight:
+		p.stats.Conflicts++
+		p.mu.Unlock()
+		writeError(w, http.StatusConflict, "a request with this Idempotency-Key is in progress")
+	default:
+		p.stats.Replays++
+		status, answer := e.status, e.answer
+		p.mu.Unlock()
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeRaw(w, status, answer)
+	}
+}
+
+// createNew creates the payout of a new key now and answers later (after
+// the configured delay, or a hold), or never (a dropped answer). p.mu is
+// held; createNew unlocks it.
+func (p *Provider) createNew(w http.ResponseWriter, key string, req createRequest) {
 	p.seq++
 	po := &Payout{
 		ID: fmt.Sprintf("po_%06d", p.seq), Status: "pending", Amount: req.Amount, Currency: req.Currency,
@@ -396,7 +417,7 @@ func (p *Provider) create(w http.ResponseWriter, r *http.Request) {
 		p.byKey[key] = po.ID
 	}
 	p.stats.Created[req.Reference]++
-	e = &keyEntry{req: req, inFlight: true, at: time.Now()}
+	e := &keyEntry{req: req, inFlight: true, at: time.Now()}
 	p.keys[key] = e
 	delay := p.cfg.Delay
 	if len(p.delayNext) > 0 {
