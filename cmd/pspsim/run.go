@@ -90,62 +90,83 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o.schedule.Multiplier, o.schedule.Jitter = 2, 0.5
-
-	for t := range strings.SplitSeq(*targets, ",") {
-		if t = strings.TrimRight(strings.TrimSpace(t), "/"); t == "" {
-			continue
-		}
-		u, err := url.Parse(t)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return o, fmt.Errorf("--targets: %q is not an http(s) base URL", t)
-		}
-		o.targets = append(o.targets, t)
+	if err := o.setTargets(*targets); err != nil {
+		return o, err
 	}
-	if len(o.targets) == 0 {
-		return o, errors.New("--targets is required")
-	}
-	raw := *secret
-	if raw == "" {
-		raw, _, _ = strings.Cut(getenv("PAYLOCK_WEBHOOK_SECRETS"), ",")
-	}
-	if raw != "" {
-		secrets, err := signature.ParseSecrets(signature.SchemeStandard, raw)
-		if err != nil {
-			return o, fmt.Errorf("--secret: %v", err)
-		}
-		o.secret = &secrets[0]
+	if err := o.setSecret(*secret, getenv); err != nil {
+		return o, err
 	}
 	if o.runID == "" {
 		b := make([]byte, 4)
 		_, _ = rand.Read(b)
 		o.runID = "psp" + time.Now().UTC().Format("0102150405") + hex.EncodeToString(b)
 	}
+	return o, o.check()
+}
+
+// setTargets reads --targets: comma-separated http(s) base URLs, at least one.
+func (o *options) setTargets(targets string) error {
+	for t := range strings.SplitSeq(targets, ",") {
+		if t = strings.TrimRight(strings.TrimSpace(t), "/"); t == "" {
+			continue
+		}
+		u, err := url.Parse(t)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--targets: %q is not an http(s) base URL", t)
+		}
+		o.targets = append(o.targets, t)
+	}
+	if len(o.targets) == 0 {
+		return errors.New("--targets is required")
+	}
+	return nil
+}
+
+// setSecret reads --secret, else the first of PAYLOCK_WEBHOOK_SECRETS;
+// neither leaves the deliveries unsigned.
+func (o *options) setSecret(raw string, getenv func(string) string) error {
+	if raw == "" {
+		raw, _, _ = strings.Cut(getenv("PAYLOCK_WEBHOOK_SECRETS"), ",")
+	}
+	if raw == "" {
+		return nil
+	}
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, raw)
+	if err != nil {
+		return fmt.Errorf("--secret: %v", err)
+	}
+	o.secret = &secrets[0]
+	return nil
+}
+
+// check refuses options that cannot make a run.
+func (o *options) check() error {
 	switch {
 	case !runIDPattern.MatchString(o.runID):
-		return o, fmt.Errorf("--run-id: %q is not 1-64 letters, digits, '.', '_' or '-'", o.runID)
+		return fmt.Errorf("--run-id: %q is not 1-64 letters, digits, '.', '_' or '-'", o.runID)
 	case o.txs < 1 || o.deliveries < 1 || o.concurrency < 1:
-		return o, errors.New("--txs, --deliveries and --concurrency must be at least 1")
+		return errors.New("--txs, --deliveries and --concurrency must be at least 1")
 	case o.txs*o.deliveries > 10_000_000:
-		return o, errors.New("--txs × --deliveries must be at most 10,000,000")
+		return errors.New("--txs × --deliveries must be at most 10,000,000")
 	case o.rate < 0:
-		return o, errors.New("--rate must not be negative")
+		return errors.New("--rate must not be negative")
 	case o.deadline <= 0 || o.attemptTimeout <= 0 || o.verifyTimeout <= 0:
-		return o, errors.New("--deadline, --attempt-timeout and --verify-timeout must be positive")
+		return errors.New("--deadline, --attempt-timeout and --verify-timeout must be positive")
 	case o.schedule.Initial <= 0 || o.schedule.Max < o.schedule.Initial:
-		return o, errors.New("--retry-initial must be positive and at most --retry-max")
+		return errors.New("--retry-initial must be positive and at most --retry-max")
 	case o.schedule.TimeScale < 0:
-		return o, errors.New("--time-scale must not be negative")
+		return errors.New("--time-scale must not be negative")
 	case len(o.currency) != 3:
-		return o, errors.New("--currency must be a three-letter code")
+		return errors.New("--currency must be a three-letter code")
 	case o.databaseURL == "":
-		return o, errors.New("--database-url is required to verify the run")
+		return errors.New("--database-url is required to verify the run")
 	}
 	if o.rate > 0 {
 		if spread := time.Duration(float64(o.txs*o.deliveries) / o.rate * float64(time.Second)); spread >= o.deadline {
-			return o, fmt.Errorf("--rate %.0f/s spreads the deliveries over %s, beyond --deadline %s", o.rate, spread.Round(time.Second), o.deadline)
+			return fmt.Errorf("--rate %.0f/s spreads the deliveries over %s, beyond --deadline %s", o.rate, spread.Round(time.Second), o.deadline)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // Run is pspsim's main, testable: args without the program name, the
