@@ -18,7 +18,8 @@ import (
 
 // Outbox is the forward jobs (ForwardArgs), River's transactional outbox
 // of recorded payments and disbursement status changes: inserted in the
-// transaction that makes their event (EnqueueForwardTx, ForwardStatusHook),
+// transaction that makes their event (EnqueueForwardTx, ForwardRecordHook,
+// ForwardStatusHook),
 // listed and put back (ForwardJobs, RetryForward, RetryGivenUpForwards),
 // read for one payment (PaymentForwards) and sent again (ReplayForwards).
 // Get it from Store.Outbox; it is safe for concurrent use.
@@ -181,6 +182,21 @@ func (s *Outbox) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) err
 		TransactionID: f.TransactionID,
 	}
 	return s.insertForward(ctx, tx, args)
+}
+
+// ForwardRecordHook returns the hook of a payment's recording transaction
+// (RecordPaymentFunc's fn; a handler.Source's OnRecord) that inserts the
+// payment's payment.recorded forward job to destination (EnqueueForwardTx):
+// the job exists if and only if the payment does, and a duplicate, which
+// records nothing, inserts none. A destination of "" returns nil: nothing
+// is forwarded.
+func (s *Outbox) ForwardRecordHook(destination string) func(ctx context.Context, tx pgx.Tx, p Payment) error {
+	if destination == "" {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx, p Payment) error {
+		return s.EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, Destination: destination})
+	}
 }
 
 func (s *Outbox) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {

@@ -316,7 +316,5 @@ func (s *Payments) RecordPaymentForwarded(ctx context.Context, p Payment, destin
 	if destination == "" {
 		return s.RecordPayment(ctx, p)
 	}
-	return s.RecordPaymentFunc(ctx, p, func(ctx context.Context, tx pgx.Tx, rec Payment) error {
-		return s.outbox.EnqueueForwardTx(ctx, tx, Forward{Source: rec.Source, TransactionID: rec.TransactionID, Destination: destination})
-	})
+	return s.RecordPaymentFunc(ctx, p, s.outbox.ForwardRecordHook(destination))
 }

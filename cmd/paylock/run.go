@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
@@ -250,9 +249,7 @@ func forwardOnRecord(sources []handler.Source, routes forwardRoutes, st *store.S
 		if dest == "" {
 			continue
 		}
-		sources[i].OnRecord = func(ctx context.Context, tx pgx.Tx, p store.Payment) error {
-			return st.Outbox().EnqueueForwardTx(ctx, tx, store.Forward{Source: p.Source, TransactionID: p.TransactionID, Destination: dest})
-		}
+		sources[i].OnRecord = st.Outbox().ForwardRecordHook(dest)
 	}
 }
 
@@ -328,7 +325,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	reg := newRegistry(st, rdb)
 	metrics := handler.NewMetrics(reg, cfg.LockTTL)
 	payoutAttempts := payout.NewMetrics(reg)
-	forwards := newForwardMetrics(reg)
+	forwards := forward.NewMetrics(reg)
 	checks := []handler.Check{
 		{Name: "postgres", Critical: true, Ping: st.Ping},
 		{Name: "redis", Critical: cfg.RedisUnavailable == handler.Reject,
@@ -338,7 +335,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 	if err != nil {
 		return err
 	}
-	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.Observe, forward: forwards.observe,
+	stopJobs, err := startJobs(ctx, cfg, st, logger, jobObservers{payout: payoutAttempts.Observe, forward: forwards.Observe,
 		reconcile: reconcileWorker(cfg, sources, h, reg, logger)})
 	if err != nil {
 		return err
