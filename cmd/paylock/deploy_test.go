@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testenv"
 	"github.com/paylock/paylock/payout"
@@ -73,7 +74,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 	handler.NewMetrics(describer{names}, 5*time.Second)
 	payout.NewMetrics(describer{names})
-	newForwardMetrics(describer{names})
+	forward.NewMetrics(describer{names})
 	reconcile.NewMetrics(describer{names}, nil)
 	return names
 }

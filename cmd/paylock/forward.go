@@ -12,8 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/store"
@@ -100,37 +98,6 @@ func newForwardWorker(cfg config, st *store.Store, logger *slog.Logger, observe 
 		Logger:       logger,
 		Observe:      observe,
 	}, st.Payments())
-}
-
-// forwardOutcomes are exported from the start (at 0) so that increase()
-// and rates exist before the first forward.
-var forwardOutcomes = []forward.Outcome{forward.OutcomeDelivered, forward.OutcomeFailedAttempt, forward.OutcomeDiscarded}
-
-// forwardMetrics counts forward attempts; its observe method is the forward
-// worker's Config.Observe.
-type forwardMetrics struct {
-	total         *prometheus.CounterVec
-	byDestination *prometheus.CounterVec
-}
-
-func newForwardMetrics(reg prometheus.Registerer) *forwardMetrics {
-	m := &forwardMetrics{total: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "paylock_forward_total",
-		Help: "Forward attempts (recorded payments and disbursement status changes sent to PAYLOCK_FORWARD_URL or a source's forward_url), by outcome: delivered (2xx), failed_attempt (anything else; River retries), discarded (the last attempt failed, or the payment is gone: 'paylock forward retry' puts it back).",
-	}, []string{"outcome"}), byDestination: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "paylock_forward_destination_total",
-		Help: "Forward attempts as paylock_forward_total counts them, by destination (default: PAYLOCK_FORWARD_URL; a source's own forward_url is named after the source; (url): a job from before destinations were named) and outcome.",
-	}, []string{"destination", "outcome"})}
-	reg.MustRegister(m.total, m.byDestination)
-	for _, o := range forwardOutcomes {
-		m.total.WithLabelValues(string(o))
-	}
-	return m
-}
-
-func (m *forwardMetrics) observe(ev forward.Event) {
-	m.total.WithLabelValues(string(ev.Outcome)).Inc()
-	m.byDestination.WithLabelValues(ev.Destination, string(ev.Outcome)).Inc()
 }
 
 const forwardUsage = `Usage:

@@ -165,7 +165,7 @@ func runWorker(ctx context.Context, cfg config, logger *slog.Logger, mln net.Lis
 	}
 	defer st.Close()
 	reg := newWorkerRegistry(st)
-	obs := jobObservers{payout: payout.NewMetrics(reg).Observe, forward: newForwardMetrics(reg).observe}
+	obs := jobObservers{payout: payout.NewMetrics(reg).Observe, forward: forward.NewMetrics(reg).Observe}
 	if cfg.Reconcile.Interval > 0 {
 		// River's leader may be this process: it schedules the periodic
 		// reconciliation only if it has it too.

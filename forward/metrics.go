@@ -1,0 +1,38 @@
+package forward
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// outcomes are exported from the start (at 0) so that increase() and rates
+// exist before the first forward.
+var outcomes = []Outcome{OutcomeDelivered, OutcomeFailedAttempt, OutcomeDiscarded}
+
+// Metrics counts forward attempts, paylock_forward_total{outcome} and
+// paylock_forward_destination_total{destination,outcome}; its Observe
+// method is a Config.Observe.
+type Metrics struct {
+	total         *prometheus.CounterVec
+	byDestination *prometheus.CounterVec
+}
+
+// NewMetrics registers the forward counters with reg, every outcome of
+// paylock_forward_total at 0.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{total: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_forward_total",
+		Help: "Forward attempts (recorded payments and disbursement status changes sent to PAYLOCK_FORWARD_URL or a source's forward_url), by outcome: delivered (2xx), failed_attempt (anything else; River retries), discarded (the last attempt failed, or the payment is gone: 'paylock forward retry' puts it back).",
+	}, []string{"outcome"}), byDestination: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_forward_destination_total",
+		Help: "Forward attempts as paylock_forward_total counts them, by destination (default: PAYLOCK_FORWARD_URL; a source's own forward_url is named after the source; (url): a job from before destinations were named) and outcome.",
+	}, []string{"destination", "outcome"})}
+	reg.MustRegister(m.total, m.byDestination)
+	for _, o := range outcomes {
+		m.total.WithLabelValues(string(o))
+	}
+	return m
+}
+
+// Observe counts ev's attempt.
+func (m *Metrics) Observe(ev Event) {
+	m.total.WithLabelValues(string(ev.Outcome)).Inc()
+	m.byDestination.WithLabelValues(ev.Destination, string(ev.Outcome)).Inc()
+}
