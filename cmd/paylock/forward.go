@@ -24,38 +24,22 @@ import (
 // alike, without reading the sources file.
 func forwarding(cfg config) bool { return len(cfg.Forward.Secrets) > 0 }
 
-// forwardRoutes is where forwards go: the destinations by name
-// (forward.Destinations), and each payment source's destination.
-type forwardRoutes struct {
-	destinations forward.Destinations
-	bySource     map[string]string
-}
-
-// routeForwards names the destinations of cfg and specs: PAYLOCK_FORWARD_URL
-// is forward.DefaultDestination, where the payment sources without a
-// forward_url of their own forward; a source with one is the destination
-// named after it. A source named "default" with a forward_url other than
-// PAYLOCK_FORWARD_URL would make the name mean two places: refused.
-func routeForwards(cfg config, specs []sourceSpec) (forwardRoutes, error) {
-	r := forwardRoutes{destinations: forward.Destinations{}, bySource: map[string]string{}}
-	if cfg.Forward.URL != "" {
-		r.destinations[forward.DefaultDestination] = cfg.Forward.URL
-	}
+// routeForwards names the destinations of cfg and specs (forward.NewRoutes)
+// for the payment sources; loans and payouts forward nothing of their own.
+func routeForwards(cfg config, specs []sourceSpec) (forward.Routes, error) {
+	var sources []forward.SourceURL
 	for _, s := range specs {
-		switch {
-		case s.Adapter == handler.ProviderLoans || s.Adapter == handler.ProviderPayouts:
-		case s.ForwardURL == "" && cfg.Forward.URL != "":
-			r.bySource[s.Name] = forward.DefaultDestination
-		case s.ForwardURL != "":
-			if u, taken := r.destinations[s.Name]; taken && u != s.ForwardURL {
-				return forwardRoutes{}, &sourceError{File: cfg.SourcesFile, Source: s.Name, Field: "forward_url",
-					Err: fmt.Errorf("the forward destination %q is PAYLOCK_FORWARD_URL's: rename the source, or give it the same URL", s.Name)}
-			}
-			r.destinations[s.Name] = s.ForwardURL
-			r.bySource[s.Name] = s.Name
+		if s.Adapter != handler.ProviderLoans && s.Adapter != handler.ProviderPayouts {
+			sources = append(sources, forward.SourceURL{Source: s.Name, URL: s.ForwardURL})
 		}
 	}
-	return r, nil
+	r, err := forward.NewRoutes(cfg.Forward.URL, sources)
+	var de *forward.DestinationError
+	if errors.As(err, &de) {
+		return forward.Routes{}, &sourceError{File: cfg.SourcesFile, Source: de.Source, Field: "forward_url",
+			Err: fmt.Errorf("the forward destination %q is PAYLOCK_FORWARD_URL's: rename the source, or give it the same URL", de.Source)}
+	}
+	return r, err
 }
 
 // loadForwardRoutes are the routes serve forwards by (routeForwards over
@@ -63,7 +47,7 @@ func routeForwards(cfg config, specs []sourceSpec) (forwardRoutes, error) {
 // process that serves no source (paylock worker): the sources are read for
 // their forward_url only, so a source whose secrets the process lacks
 // still names its destination.
-func loadForwardRoutes(cfg config) (forwardRoutes, error) {
+func loadForwardRoutes(cfg config) (forward.Routes, error) {
 	getenv := cfg.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -72,7 +56,7 @@ func loadForwardRoutes(cfg config) (forwardRoutes, error) {
 	only.AllowUnsigned = true // no source is served from these specs
 	specs, _, err := loadSources(only, getenv)
 	if err != nil {
-		return forwardRoutes{}, err
+		return forward.Routes{}, err
 	}
 	return routeForwards(cfg, specs)
 }
@@ -89,10 +73,10 @@ func newForwardWorker(cfg config, st *store.Store, logger *slog.Logger, observe 
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("forwarding", slog.Any("destinations", routes.destinations.Redacted()))
+	logger.Info("forwarding", slog.Any("destinations", routes.Destinations.Redacted()))
 	return forward.New(forward.Config{
 		Secret:       cfg.Forward.Secrets[0],
-		Destinations: routes.destinations,
+		Destinations: routes.Destinations,
 		Timeout:      cfg.Forward.Timeout,
 		Concurrency:  cfg.Forward.Concurrency,
 		Logger:       logger,

@@ -354,8 +354,8 @@ func TestForwardDestinationsAreNamedAfterTheirSource(t *testing.T) {
 	}
 	wantDests := forward.Destinations{"default": "https://all.internal/paylock", "stripe": "https://orders.internal/paylock"}
 	wantBySource := map[string]string{"payments": "default", "stripe": "stripe", "adyen": "default", "acme": "default"}
-	if !maps.Equal(r.destinations, wantDests) || !maps.Equal(r.bySource, wantBySource) {
-		t.Fatalf("routes %v %v; want %v %v (loans forwards nothing)", r.destinations, r.bySource, wantDests, wantBySource)
+	if !maps.Equal(r.Destinations, wantDests) || !maps.Equal(r.BySource, wantBySource) {
+		t.Fatalf("routes %v %v; want %v %v (loans forwards nothing)", r.Destinations, r.BySource, wantDests, wantBySource)
 	}
 
 	clash := "sources:\n  default: {adapter: paylock, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS, forward_url: https://other.internal/x}\n"

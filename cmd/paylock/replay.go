@@ -136,7 +136,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, "%s: unknown source %q\n", name, ra.source)
 		return 2
 	}
-	dest := routes.bySource[ra.source]
+	dest := routes.BySource[ra.source]
 	if dest == "" && !ra.dryRun {
 		fmt.Fprintf(stderr, "%s: source %q forwards nothing (no forward_url, no PAYLOCK_FORWARD_URL)\n", name, ra.source)
 		return 2

@@ -200,18 +200,18 @@ func migrate(ctx context.Context, cfg config) error {
 // loudly.
 // It also returns where each payment source's forwards go (routeForwards),
 // for forwardOnRecord once the store is open.
-func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, forwardRoutes, error) {
+func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, forward.Routes, error) {
 	getenv := cfg.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	specs, unsigned, err := loadSources(cfg, getenv)
 	if err != nil {
-		return nil, forwardRoutes{}, err
+		return nil, forward.Routes{}, err
 	}
 	routes, err := routeForwards(cfg, specs)
 	if err != nil {
-		return nil, forwardRoutes{}, err
+		return nil, forward.Routes{}, err
 	}
 	out := make([]handler.Source, 0, len(specs))
 	for _, spec := range specs {
@@ -220,11 +220,11 @@ func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, forwardR
 		if !spec.unsigned() {
 			secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
 			if err != nil {
-				return nil, forwardRoutes{}, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
+				return nil, forward.Routes{}, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
 			}
 			v, err := signature.NewVerifier(spec.Scheme, secrets, cfg.SigTolerance)
 			if err != nil {
-				return nil, forwardRoutes{}, fmt.Errorf("source %q: %w", spec.Name, err)
+				return nil, forward.Routes{}, fmt.Errorf("source %q: %w", spec.Name, err)
 			}
 			src.Verifier = v
 			logger.Info("verifying webhook signatures", slog.String("source", spec.Name),
@@ -243,9 +243,9 @@ func handlerSources(cfg config, logger *slog.Logger) ([]handler.Source, forwardR
 // recorded payment's forward job, naming the source's destination, in the
 // recording transaction (store.Outbox.EnqueueForwardTx): the job exists if
 // and only if the payment does, and a duplicate inserts none.
-func forwardOnRecord(sources []handler.Source, routes forwardRoutes, st *store.Store) {
+func forwardOnRecord(sources []handler.Source, routes forward.Routes, st *store.Store) {
 	for i := range sources {
-		dest := routes.bySource[sources[i].Name]
+		dest := routes.BySource[sources[i].Name]
 		if dest == "" {
 			continue
 		}
@@ -370,7 +370,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln, mln net.Lis
 		}
 		defer stopMounts()
 		asrv := newServer(admin.New(admin.Config{Token: cfg.AdminToken, Tokens: cfg.AdminTokens,
-			Disbursements: st.Disbursements(), Review: newReviewQueue(cfg, st), Console: consoleStore{st.Payments(), st.Outbox()}, Forwards: routes.bySource, Destinations: routes.destinations, Mounts: mounts, Logger: logger}), logger)
+			Disbursements: st.Disbursements(), Review: newReviewQueue(cfg, st), Console: consoleStore{st.Payments(), st.Outbox()}, Forwards: routes.BySource, Destinations: routes.Destinations, Mounts: mounts, Logger: logger}), logger)
 		go asrv.Serve(aln)
 		defer asrv.Close()
 		if cfg.AdminToken == "" && len(cfg.AdminTokens) == 0 {
