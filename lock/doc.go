@@ -134,5 +134,6 @@
 //   - KeepAlive: the lease context's cause matches ErrLeaseLost (and
 //     ErrNotHeld when a refresh found the key not ours).
 //   - CheckMode: a *ModeError (matches ErrWrongMode) when the server is of
-//     another mode; otherwise the INFO call's error.
+//     another mode; otherwise the INFO call's error. Ping: the PING's
+//     error, wrapped.
 package lock

@@ -350,6 +350,15 @@ func (l *Locker) obtain(ctx context.Context, key, fkey, token string, ttl time.D
 	return obtainResult{state: v[0], n: v[1]}, nil
 }
 
+// Ping reports whether Redis answers (PING): a readiness check. Its error
+// is the transport's, wrapped.
+func (l *Locker) Ping(ctx context.Context) error {
+	if err := l.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("lock: ping: %w", err)
+	}
+	return nil
+}
+
 // KeyTTL returns the remaining TTL of key, whoever holds it, and 0, nil when
 // the key is absent. A key without a TTL (never set by this package) is an
 // error, as is a transport error.

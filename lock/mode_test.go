@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/lock"
@@ -58,4 +59,18 @@ type infoError struct{ err error }
 
 func (e infoError) Info(ctx context.Context, _ ...string) *redis.StringCmd {
 	return redis.NewStringResult("", e.err)
+}
+
+func TestPingSaysWhetherRedisAnswers(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	l := lock.New(rdb)
+	if err := l.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping a running server: %v", err)
+	}
+	mr.Close()
+	if err := l.Ping(context.Background()); err == nil {
+		t.Fatal("Ping a stopped server: nil")
+	}
 }
