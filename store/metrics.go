@@ -31,7 +31,40 @@ var (
 	reviewOldestDesc = prometheus.NewDesc("paylock_review_queue_oldest_seconds",
 		"How long the oldest open review item has waited; 0 when the queue is empty.",
 		nil, nil)
+	dbConns = prometheus.NewDesc("paylock_db_pool_connections",
+		"Postgres pool connections by state (acquired, idle, constructing) and the pool's maximum (max).", []string{"state"}, nil)
+	dbAcquires = prometheus.NewDesc("paylock_db_pool_acquires_total",
+		"Connections acquired from the Postgres pool.", nil, nil)
+	dbAcquireWait = prometheus.NewDesc("paylock_db_pool_acquire_wait_seconds_total",
+		"Time spent waiting for a Postgres pool connection.", nil, nil)
+	dbEmptyAcquires = prometheus.NewDesc("paylock_db_pool_empty_acquires_total",
+		"Acquires that had to wait because the Postgres pool was empty.", nil, nil)
 )
+
+// PoolCollector exports the statistics of the store's connection pool,
+// read at scrape time.
+type PoolCollector struct {
+	Store *Store
+}
+
+// Describe implements prometheus.Collector.
+func (c PoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{dbConns, dbAcquires, dbAcquireWait, dbEmptyAcquires} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c PoolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.Store.Pool().Stat()
+	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.AcquiredConns()), "acquired")
+	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.IdleConns()), "idle")
+	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.ConstructingConns()), "constructing")
+	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.MaxConns()), "max")
+	ch <- prometheus.MustNewConstMetric(dbAcquires, prometheus.CounterValue, float64(s.AcquireCount()))
+	ch <- prometheus.MustNewConstMetric(dbAcquireWait, prometheus.CounterValue, s.AcquireDuration().Seconds())
+	ch <- prometheus.MustNewConstMetric(dbEmptyAcquires, prometheus.CounterValue, float64(s.EmptyAcquireCount()))
+}
 
 // DisbursementCollector exports the disbursement gauges, read with one
 // query (DisbursementStats) bounded by Timeout at each scrape. When the
