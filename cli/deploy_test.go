@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rdb, err := newRedis(config{RedisURL: testenv.RedisURL(t), RedisTimeout: time.Second})
+	rdb, err := (&RedisConfig{URL: testenv.RedisURL(t), Timeout: time.Second}).open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestAlertsAndDashboardReferenceOnlyExportedMetrics(t *testing.T) {
 			Targets []struct{ Expr string }
 		}
 	}
-	raw, err := os.ReadFile("../../deploy/grafana/paylock.json")
+	raw, err := os.ReadFile("../deploy/grafana/paylock.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestAlertsAndDashboardReferenceOnlyExportedMetrics(t *testing.T) {
 			exprs = append(exprs, tg.Expr)
 		}
 	}
-	alerts, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
+	alerts, err := os.ReadFile("../deploy/prometheus/alerts.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -111,7 +111,7 @@ func TestPaylockWorkerRefusesAMetricsAddressInUse(t *testing.T) {
 	defer taken.Close()
 	env["PAYLOCK_METRICS_ADDR"] = taken.Addr().String()
 	var stderr bytes.Buffer
-	code := Run(context.Background(), []string{"worker"}, envMap(env), nil, io.Discard, &stderr)
+	code := Main(context.Background(), []string{"worker"}, envMap(env), nil, io.Discard, &stderr)
 	msg := strings.TrimSpace(stderr.String())
 	if code != 1 || !strings.Contains(msg, "PAYLOCK_METRICS_ADDR") {
 		t.Fatalf("exit %d, %q; want 1 naming PAYLOCK_METRICS_ADDR", code, msg)
@@ -140,7 +140,7 @@ func TestServeExportsDisbursementGaugesAndItsWorkersAttempts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, newLogger(cfg, &logs), ln, mln) }()
+	go func() { done <- serve(ctx, cfg, cfg.Log.logger(&logs), ln, mln) }()
 	base := "http://" + ln.Addr().String()
 	url := "http://" + mln.Addr().String() + "/metrics"
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -17,16 +17,9 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// forwarding reports whether this deployment forwards anything: any forward
-// URL (PAYLOCK_FORWARD_URL or a source's forward_url) needs
-// PAYLOCK_FORWARD_SECRETS (checkForward, checkSpec), so the secrets being
-// set is what turns the forward queue on, in serve and in "paylock worker"
-// alike, without reading the sources file.
-func forwarding(cfg config) bool { return len(cfg.Forward.Secrets) > 0 }
-
 // routeForwards names the destinations of cfg and specs (forward.NewRoutes)
 // for the payment sources; loans and payouts forward nothing of their own.
-func routeForwards(cfg config, specs []sourceSpec) (forward.Routes, error) {
+func routeForwards(cfg Config, specs []sourceSpec) (forward.Routes, error) {
 	var sources []forward.SourceURL
 	for _, s := range specs {
 		if s.Adapter != handler.ProviderLoans && s.Adapter != handler.ProviderPayouts {
@@ -36,7 +29,7 @@ func routeForwards(cfg config, specs []sourceSpec) (forward.Routes, error) {
 	r, err := forward.NewRoutes(cfg.Forward.URL, sources)
 	var de *forward.DestinationError
 	if errors.As(err, &de) {
-		return forward.Routes{}, &sourceError{File: cfg.SourcesFile, Source: de.Source, Field: "forward_url",
+		return forward.Routes{}, &sourceError{File: cfg.Sources.File, Source: de.Source, Field: "forward_url",
 			Err: fmt.Errorf("the forward destination %q is PAYLOCK_FORWARD_URL's: rename the source, or give it the same URL", de.Source)}
 	}
 	return r, err
@@ -47,13 +40,13 @@ func routeForwards(cfg config, specs []sourceSpec) (forward.Routes, error) {
 // process that serves no source (paylock worker): the sources are read for
 // their forward_url only, so a source whose secrets the process lacks
 // still names its destination.
-func loadForwardRoutes(cfg config) (forward.Routes, error) {
+func loadForwardRoutes(cfg Config) (forward.Routes, error) {
 	getenv := cfg.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	only := cfg
-	only.AllowUnsigned = true // no source is served from these specs
+	only.Sources.AllowUnsigned = true // no source is served from these specs
 	specs, _, err := loadSources(only, getenv)
 	if err != nil {
 		return forward.Routes{}, err
@@ -65,8 +58,8 @@ func loadForwardRoutes(cfg config) (forward.Routes, error) {
 // for each destination (close it with Worker.Close once River has
 // stopped); observe, when not nil, sees every attempt
 // (paylock_forward_total{outcome}).
-func newForwardWorker(cfg config, st *store.Store, logger *slog.Logger, observe func(forward.Event)) (*forward.Worker, error) {
-	if !forwarding(cfg) {
+func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe func(forward.Event)) (*forward.Worker, error) {
+	if !cfg.Forward.enabled() {
 		return nil, errors.New("invalid PAYLOCK_FORWARD_SECRETS: forwarding needs a signing secret")
 	}
 	routes, err := loadForwardRoutes(cfg)
@@ -153,62 +146,55 @@ func parseForwardArgs(sub string, args []string) (forwardArgs, error) {
 	return fa, nil
 }
 
-// runForward implements "paylock forward list|retry|replay".
-func runForward(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "replay" {
-		return runReplay(ctx, args[1:], getenv, stdout, stderr)
-	}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprint(stdout, forwardUsage)
-		return 0
-	}
-	if len(args) == 0 || (args[0] != "list" && args[0] != "retry") {
-		fmt.Fprint(stderr, forwardUsage)
-		return 2
-	}
-	sub := args[0]
-	name := "paylock forward " + sub
-	fa, err := parseForwardArgs(sub, args[1:])
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	}
-	cfg, code, ok := subcommandConfig(name, forwardUsage, "", fa.rest, getenv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	st, err := store.Open(ctx, storeConfig(cfg))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	defer st.Close()
-	switch {
-	case sub == "list":
-		jobs, err := st.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: fa.discarded, Limit: fa.limit})
+// forwardListCommand is "paylock forward list".
+var forwardListCommand = Command[*forwardOpts]{
+	Name: "paylock forward list", Usage: forwardUsage, Open: openStore,
+	New: func() *forwardOpts { return &forwardOpts{sub: "list"} },
+	Run: func(ctx context.Context, b *Base, o *forwardOpts) error {
+		jobs, err := b.Store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: o.discarded, Limit: o.limit})
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return err
 		}
-		printForwards(stdout, jobs, fa.discarded)
-	case fa.discarded:
-		n, err := st.Outbox().RetryGivenUpForwards(ctx)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v (%d put back before the error)\n", name, err, n)
-			return 1
-		}
-		fmt.Fprintf(stdout, "put %d discarded or cancelled forward jobs back in the queue\n", n)
-	default:
-		j, err := st.Outbox().RetryForward(ctx, fa.id)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "forward job %d (%s %s to %s) is %s: attempt %d of %d so far\n",
-			j.ID, j.Args.Type, forwardSubject(j.Args), j.Args.Target(), j.State, j.Attempt, j.MaxAttempts)
-	}
-	return 0
+		printForwards(b.Stdout, jobs, o.discarded)
+		return nil
+	},
 }
+
+// forwardRetryCommand is "paylock forward retry".
+var forwardRetryCommand = Command[*forwardOpts]{
+	Name: "paylock forward retry", Usage: forwardUsage, Open: openStore,
+	New: func() *forwardOpts { return &forwardOpts{sub: "retry"} },
+	Run: func(ctx context.Context, b *Base, o *forwardOpts) error {
+		if o.discarded {
+			n, err := b.Store.Outbox().RetryGivenUpForwards(ctx)
+			if err != nil {
+				return fmt.Errorf("%v (%d put back before the error)", err, n)
+			}
+			b.Printf("put %d discarded or cancelled forward jobs back in the queue\n", n)
+			return nil
+		}
+		j, err := b.Store.Outbox().RetryForward(ctx, o.id)
+		if err != nil {
+			return err
+		}
+		b.Printf("forward job %d (%s %s to %s) is %s: attempt %d of %d so far\n",
+			j.ID, j.Args.Type, forwardSubject(j.Args), j.Args.Target(), j.State, j.Attempt, j.MaxAttempts)
+		return nil
+	},
+}
+
+// forwardOpts are the options of "forward list" and "forward retry".
+type forwardOpts struct {
+	sub string // list or retry
+	forwardArgs
+}
+
+func (o *forwardOpts) Parse(args []string) (rest []string, err error) {
+	o.forwardArgs, err = parseForwardArgs(o.sub, args)
+	return o.rest, err
+}
+
+func (o *forwardOpts) Validate(*Config) error { return nil }
 
 // forwardSubject names what a forward job sends on.
 func forwardSubject(a store.ForwardArgs) string {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -103,7 +103,7 @@ func forwardEnv(t *testing.T, url string) map[string]string {
 // runCLI runs paylock with args and env and returns its exit code and output.
 func runCLI(env map[string]string, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
-	code := Run(context.Background(), args, envMap(env), nil, &stdout, &stderr)
+	code := Main(context.Background(), args, envMap(env), nil, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -117,7 +117,7 @@ func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := store.Open(ctx, storeConfig(cfg))
+	st, err := store.Open(ctx, cfg.storeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func (l *lockedBuffer) String() string {
 // served is one paylock serve running in-process for a test, on loopback
 // listeners of its own.
 type served struct {
-	cfg                  config
+	cfg                  Config
 	base, metrics, admin string // "http://host:port"; metrics and admin "" when not listening
 }
 
@@ -61,8 +61,8 @@ func startServe(t *testing.T, env map[string]string, o serveOptions) *served {
 	}
 	s := &served{cfg: cfg}
 	if o.admin {
-		cfg.adminListener = listen()
-		s.admin = "http://" + cfg.adminListener.Addr().String()
+		cfg.Admin.listener = listen()
+		s.admin = "http://" + cfg.Admin.listener.Addr().String()
 	}
 	var mln net.Listener
 	if o.metrics {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // pass its configuration code, the ports and probes are the ones it
 // serves, and the grace period covers its shutdown deadline.
 
-const k8sDir = "../../deploy/k8s"
+const k8sDir = "../deploy/k8s"
 
 type k8sObject struct {
 	APIVersion string `json:"apiVersion"`
@@ -269,7 +269,7 @@ var workingSecrets = map[string]string{
 func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 	objs, images := k8sManifests(t)
 	known := map[string]bool{}
-	for _, s := range settings() {
+	for _, s := range (&Config{}).settings() {
 		known[s.env] = true
 	}
 
@@ -280,12 +280,12 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 		}
 	}
 	for k := range secret.StringData {
-		if !secretSettings[k] && k != "DATABASE_URL" && k != "REDIS_URL" {
+		if !isSecret(k) && k != "DATABASE_URL" && k != "REDIS_URL" {
 			t.Errorf("Secret holds %s, which paylock does not treat as secret: put it in the ConfigMap", k)
 		}
 	}
 	for k := range k8sGet(t, objs, "ConfigMap/paylock-config").Data {
-		if secretSettings[k] {
+		if isSecret(k) {
 			t.Errorf("ConfigMap holds %s, a secret: put it in the Secret", k)
 		}
 	}
@@ -339,7 +339,7 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 			t.Errorf("%s: the binary refuses the manifests' configuration: %v", tc.c.Name, err)
 		}
 		var out bytes.Buffer
-		if code := Run(context.Background(), append(slices.Clone(tc.args), "-h"), envMap(env), nil, &out, io.Discard); code != 0 {
+		if code := Main(context.Background(), append(slices.Clone(tc.args), "-h"), envMap(env), nil, &out, io.Discard); code != 0 {
 			t.Errorf("%s: paylock %s -h exits %d", tc.c.Name, tc.args[0], code)
 		}
 		if tc.c.Resources.Requests["cpu"] == "" || tc.c.Resources.Requests["memory"] == "" {
@@ -357,7 +357,7 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Migrate {
+	if cfg.Database.Migrate {
 		t.Errorf("the replicas migrate (PAYLOCK_MIGRATE=true) as well as the Job")
 	}
 
@@ -366,16 +366,16 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the manifests' sources: %v", err)
 	}
-	if len(specs) == 0 || specs[0].Name != "payments" || len(unsigned) != 0 || cfg.AllowUnsigned {
-		t.Errorf("sources %v, unsigned %v (PAYLOCK_ALLOW_UNSIGNED=%v): want payments first and every source signed", specs, unsigned, cfg.AllowUnsigned)
+	if len(specs) == 0 || specs[0].Name != "payments" || len(unsigned) != 0 || cfg.Sources.AllowUnsigned {
+		t.Errorf("sources %v, unsigned %v (PAYLOCK_ALLOW_UNSIGNED=%v): want payments first and every source signed", specs, unsigned, cfg.Sources.AllowUnsigned)
 	}
 	// Hardening: no profiling in production, and an admin listener that is
 	// neither published nor open without a token.
-	if cfg.Pprof {
+	if cfg.Admin.Pprof {
 		t.Errorf("PAYLOCK_PPROF=true in the manifests")
 	}
-	if cfg.AdminAddr != "" && cfg.AdminToken == "" && !isLoopback(cfg.AdminAddr) {
-		t.Errorf("admin listener %s without PAYLOCK_ADMIN_TOKEN", cfg.AdminAddr)
+	if cfg.Admin.Addr != "" && cfg.Admin.Token == "" && !isLoopback(cfg.Admin.Addr) {
+		t.Errorf("admin listener %s without PAYLOCK_ADMIN_TOKEN", cfg.Admin.Addr)
 	}
 
 	// Ports and probes are the ones paylock serves.
@@ -383,16 +383,16 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if ports["http"] != k8sPort(t, cfg.Addr) {
-		t.Errorf("container port http = %d, paylock listens on %s", ports["http"], cfg.Addr)
+	if ports["http"] != k8sPort(t, cfg.Server.Addr) {
+		t.Errorf("container port http = %d, paylock listens on %s", ports["http"], cfg.Server.Addr)
 	}
-	if ports["metrics"] != k8sPort(t, cfg.MetricsAddr) {
-		t.Errorf("container port metrics = %d, paylock serves metrics on %s", ports["metrics"], cfg.MetricsAddr)
+	if ports["metrics"] != k8sPort(t, cfg.Server.MetricsAddr) {
+		t.Errorf("container port metrics = %d, paylock serves metrics on %s", ports["metrics"], cfg.Server.MetricsAddr)
 	}
-	if cfg.AdminAddr != "" && isLoopback(cfg.AdminAddr) {
+	if cfg.Admin.Addr != "" && isLoopback(cfg.Admin.Addr) {
 		for name, p := range ports {
-			if p == k8sPort(t, cfg.AdminAddr) {
-				t.Errorf("container port %s publishes the loopback admin listener %s", name, cfg.AdminAddr)
+			if p == k8sPort(t, cfg.Admin.Addr) {
+				t.Errorf("container port %s publishes the loopback admin listener %s", name, cfg.Admin.Addr)
 			}
 		}
 	}
@@ -417,11 +417,11 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 		preStop = c.Lifecycle.PreStop.Sleep.Seconds
 	}
 	grace := pod.Spec.TerminationGracePeriodSeconds
-	need := time.Duration(preStop)*time.Second + cfg.ShutdownTimeout
+	need := time.Duration(preStop)*time.Second + cfg.Server.ShutdownTimeout
 	if grace == nil {
 		t.Errorf("no terminationGracePeriodSeconds: the default 30s must be stated and checked against PAYLOCK_SHUTDOWN_TIMEOUT")
 	} else if time.Duration(*grace)*time.Second <= need {
-		t.Errorf("terminationGracePeriodSeconds %d does not exceed preStop %ds + PAYLOCK_SHUTDOWN_TIMEOUT %s", *grace, preStop, cfg.ShutdownTimeout)
+		t.Errorf("terminationGracePeriodSeconds %d does not exceed preStop %ds + PAYLOCK_SHUTDOWN_TIMEOUT %s", *grace, preStop, cfg.Server.ShutdownTimeout)
 	}
 
 	// The Service and the PDB select the replicas, not the Job's pod.
@@ -464,7 +464,7 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 
 	// The image's entrypoint is the paylock binary (the args above are
 	// its subcommands).
-	df, err := os.ReadFile("../../Dockerfile")
+	df, err := os.ReadFile("../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}

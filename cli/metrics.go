@@ -1,6 +1,8 @@
-package main
+package cli
 
 import (
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 
@@ -12,31 +14,34 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// newRegistry returns a registry with the Go runtime and process collectors
-// and the connection-pool statistics of st and rdb, and the disbursement
-// gauges read from st at scrape time (store.DisbursementCollector,
-// store.ReviewCollector).
+// newRegistry returns a registry with the Go runtime and process
+// collectors, the connection-pool statistics of st and rdb, and the
+// disbursement and review queue gauges read from st at scrape time.
 func newRegistry(st *store.Store, rdb redisPoolStats) *prometheus.Registry {
-	reg := prometheus.NewRegistry()
+	reg := newWorkerRegistry(st)
 	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		poolCollector{st: st, rdb: rdb},
+		redisPoolCollector{rdb: rdb},
 		store.DisbursementCollector{Disbursements: st.Disbursements()},
 		store.ReviewCollector{Review: st.Review()},
 	)
 	return reg
 }
 
+// newWorkerRegistry is what "paylock worker" exports: the Go runtime, the
+// process and its Postgres pool (it has no Redis). The disbursement gauges
+// stay with serve, which every deployment runs: one query per scrape is
+// enough.
+func newWorkerRegistry(st *store.Store) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		store.PoolCollector{Store: st},
+	)
+	return reg
+}
+
 var (
-	dbConns = prometheus.NewDesc("paylock_db_pool_connections",
-		"Postgres pool connections by state (acquired, idle, constructing) and the pool's maximum (max).", []string{"state"}, nil)
-	dbAcquires = prometheus.NewDesc("paylock_db_pool_acquires_total",
-		"Connections acquired from the Postgres pool.", nil, nil)
-	dbAcquireWait = prometheus.NewDesc("paylock_db_pool_acquire_wait_seconds_total",
-		"Time spent waiting for a Postgres pool connection.", nil, nil)
-	dbEmptyAcquires = prometheus.NewDesc("paylock_db_pool_empty_acquires_total",
-		"Acquires that had to wait because the Postgres pool was empty.", nil, nil)
 	redisConns = prometheus.NewDesc("paylock_redis_pool_connections",
 		"Redis pool connections by state (total, idle, stale).", []string{"state"}, nil)
 	redisPool = prometheus.NewDesc("paylock_redis_pool_requests_total",
@@ -47,30 +52,16 @@ var (
 // and *redis.ClusterClient (whose statistics sum its nodes' pools).
 type redisPoolStats interface{ PoolStats() *redis.PoolStats }
 
-// poolCollector reads pool statistics at scrape time.
-type poolCollector struct {
-	st  *store.Store
-	rdb redisPoolStats
+// redisPoolCollector reads the Redis client's pool statistics at scrape
+// time.
+type redisPoolCollector struct{ rdb redisPoolStats }
+
+func (c redisPoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- redisConns
+	ch <- redisPool
 }
 
-func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dbConns, dbAcquires, dbAcquireWait, dbEmptyAcquires, redisConns, redisPool} {
-		ch <- d
-	}
-}
-
-func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.st.Pool().Stat()
-	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.AcquiredConns()), "acquired")
-	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.IdleConns()), "idle")
-	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.ConstructingConns()), "constructing")
-	ch <- prometheus.MustNewConstMetric(dbConns, prometheus.GaugeValue, float64(s.MaxConns()), "max")
-	ch <- prometheus.MustNewConstMetric(dbAcquires, prometheus.CounterValue, float64(s.AcquireCount()))
-	ch <- prometheus.MustNewConstMetric(dbAcquireWait, prometheus.CounterValue, s.AcquireDuration().Seconds())
-	ch <- prometheus.MustNewConstMetric(dbEmptyAcquires, prometheus.CounterValue, float64(s.EmptyAcquireCount()))
-	if c.rdb == nil { // paylock worker: no Redis
-		return
-	}
+func (c redisPoolCollector) Collect(ch chan<- prometheus.Metric) {
 	r := c.rdb.PoolStats()
 	ch <- prometheus.MustNewConstMetric(redisConns, prometheus.GaugeValue, float64(r.TotalConns), "total")
 	ch <- prometheus.MustNewConstMetric(redisConns, prometheus.GaugeValue, float64(r.IdleConns), "idle")
@@ -94,4 +85,21 @@ func metricsMux(reg *prometheus.Registry, withPprof bool) *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// serveMetrics serves reg (and pprof, with withPprof) on mln, or on a
+// listener of its own at addr when mln is nil; with neither, it does
+// nothing. stop closes it.
+func serveMetrics(reg *prometheus.Registry, addr string, mln net.Listener, withPprof bool, logger *slog.Logger) (stop func(), err error) {
+	if mln == nil && addr == "" {
+		return func() {}, nil
+	}
+	if mln, err = listen(mln, addr, "metrics (PAYLOCK_METRICS_ADDR, off: none)"); err != nil {
+		return nil, err
+	}
+	msrv := newServer(metricsMux(reg, withPprof), logger)
+	msrv.WriteTimeout = 0 // a CPU profile streams for as long as it was asked to run
+	go msrv.Serve(mln)
+	logger.Info("metrics listening", slog.String("url", "http://"+mln.Addr().String()+"/metrics"), slog.Bool("pprof", withPprof))
+	return func() { msrv.Close() }, nil
 }

@@ -1,11 +1,10 @@
-package main
+package cli
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/paylock/paylock/store"
@@ -30,90 +29,53 @@ purges by itself every hour. The other flags are those of "paylock serve -h"
 // PAYLOCK_EVENT_RETENTION is set.
 const purgeInterval = time.Hour
 
-// parseRetention reads PAYLOCK_EVENT_RETENTION or --older-than: "" is 0
-// (no purging); anything else is a Go duration or whole days of at least
-// store.MinEventRetention.
-func parseRetention(v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
-	}
-	d, err := parseAge(v)
-	if err != nil {
-		return 0, errors.New("want a duration such as 90d or 2160h")
-	}
-	if d < store.MinEventRetention {
-		return 0, fmt.Errorf("must be at least 7d (%s): senders retry deliveries for days, up to 30", store.MinEventRetention)
-	}
-	return d, nil
-}
-
-// cutFlag takes the flag name (-name or --name, with its value after a
-// space or "=") out of args, and returns its last value and whether it was
-// there.
-func cutFlag(args []string, name string) (value string, found bool, rest []string, err error) {
-	for i := 0; i < len(args); i++ {
-		n, v, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !strings.HasPrefix(args[i], "-") || n != name {
-			rest = append(rest, args[i])
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return "", false, nil, fmt.Errorf("--%s needs a value", name)
-			}
-			i++
-			v = args[i]
-		}
-		value, found = v, true
-	}
-	return value, found, rest, nil
-}
-
-func isHelp(args []string) bool {
-	return len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")
-}
-
-// runPurge implements "paylock purge". Exit status: 0 when the purge ran
+// purgeCommand is "paylock purge". Exit status: 0 when the purge ran
 // (whatever it deleted), 1 when the database failed, 2 on usage or
 // configuration errors.
-func runPurge(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	const name = "paylock purge"
+var purgeCommand = Command[*purgeOpts]{
+	Name: "paylock purge", Usage: purgeUsage, Hint: " (want --older-than 90d)", Open: openStore,
+	New: func() *purgeOpts { return &purgeOpts{} },
+	Run: func(ctx context.Context, b *Base, o *purgeOpts) error {
+		p, err := b.Store.Disbursements().PurgeWebhookEvents(ctx, o.retention, store.DefaultPurgeBatch)
+		if err != nil {
+			return fmt.Errorf("deleted %d webhook events, then: %w", p.Deleted, err)
+		}
+		b.Printf("deleted %d webhook events received before %s (older than %s)\n",
+			p.Deleted, p.Before.UTC().Format(time.RFC3339), store.FormatRetention(o.retention))
+		return nil
+	},
+}
+
+// purgeOpts are purge's own: --older-than, else PAYLOCK_EVENT_RETENTION.
+type purgeOpts struct {
+	olderThan string // --older-than; "" when absent
+	found     bool
+	retention time.Duration
+}
+
+func (o *purgeOpts) Parse(args []string) ([]string, error) {
 	if isHelp(args) {
-		fmt.Fprint(stdout, purgeUsage)
-		return 0
+		return nil, flag.ErrHelp
 	}
-	value, found, rest, err := cutFlag(args, "older-than")
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v (e.g. 90d)\n", name, err)
-		return 2
+	var rest []string
+	var err error
+	if o.olderThan, o.found, rest, err = cutFlag(args, "older-than"); err != nil {
+		return nil, fmt.Errorf("%v (e.g. 90d)", err)
 	}
-	cfg, code, ok := subcommandConfig(name, purgeUsage, " (want --older-than 90d)", rest, getenv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	retention := cfg.EventRetention
-	if found {
-		if retention, err = parseRetention(value); err != nil {
-			fmt.Fprintf(stderr, "%s: invalid --older-than %q: %v\n", name, value, err)
-			return 2
+	return rest, nil
+}
+
+// Validate takes the window from --older-than, else
+// PAYLOCK_EVENT_RETENTION: one of them is required.
+func (o *purgeOpts) Validate(cfg *Config) (err error) {
+	o.retention = cfg.Database.EventRetention
+	if o.found {
+		if o.retention, err = parseRetention(o.olderThan); err != nil {
+			return fmt.Errorf("invalid --older-than %q: %v", o.olderThan, err)
 		}
 	}
-	if retention == 0 {
-		fmt.Fprintf(stderr, "%s: --older-than is required (e.g. 90d, at least 7d), or set PAYLOCK_EVENT_RETENTION\n", name)
-		return 2
+	if o.retention == 0 {
+		return errors.New("--older-than is required (e.g. 90d, at least 7d), or set PAYLOCK_EVENT_RETENTION")
 	}
-	st, err := store.Open(ctx, storeConfig(cfg))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	defer st.Close()
-	p, err := st.Disbursements().PurgeWebhookEvents(ctx, retention, store.DefaultPurgeBatch)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: deleted %d webhook events, then: %v\n", name, p.Deleted, err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "deleted %d webhook events received before %s (older than %s)\n",
-		p.Deleted, p.Before.UTC().Format(time.RFC3339), store.FormatRetention(retention))
-	return 0
+	return nil
 }

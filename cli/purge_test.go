@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func TestPurgeCommandDeletesOnlyEventsPastTheWindow(t *testing.T) {
 	t.Parallel()
 	env, st := seedRetention(t)
 	var out, stderr bytes.Buffer
-	if code := Run(context.Background(), []string{"purge", "--older-than", "90d"}, envMap(env), nil, &out, &stderr); code != 0 {
+	if code := Main(context.Background(), []string{"purge", "--older-than", "90d"}, envMap(env), nil, &out, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if !strings.HasPrefix(out.String(), "deleted 1 webhook events received before ") || !strings.Contains(out.String(), "(older than 90d)") {
@@ -68,7 +68,7 @@ func TestPurgeCommandDeletesOnlyEventsPastTheWindow(t *testing.T) {
 	// A week's window takes the 10-day-old event too; payments and
 	// disbursements stay whatever their age.
 	out.Reset()
-	if code := Run(context.Background(), []string{"purge", "--older-than=7d"}, envMap(env), nil, &out, &stderr); code != 0 {
+	if code := Main(context.Background(), []string{"purge", "--older-than=7d"}, envMap(env), nil, &out, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if !strings.HasPrefix(out.String(), "deleted 1 ") {
@@ -85,7 +85,7 @@ func TestPurgeCommandTakesPaylockEventRetentionAsItsDefault(t *testing.T) {
 	env, st := seedRetention(t)
 	env["PAYLOCK_EVENT_RETENTION"] = "2160h"
 	var out, stderr bytes.Buffer
-	if code := Run(context.Background(), []string{"purge"}, envMap(env), nil, &out, &stderr); code != 0 {
+	if code := Main(context.Background(), []string{"purge"}, envMap(env), nil, &out, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if !strings.Contains(out.String(), "(older than 90d)") || countRows(t, st, "webhook_events") != 2 {
@@ -120,7 +120,7 @@ func TestPurgeRefusesAWindowUnderSevenDaysWithOneLine(t *testing.T) {
 			e[k] = v
 		}
 		var stderr bytes.Buffer
-		code := Run(context.Background(), append([]string{"purge"}, c.args...), envMap(e), nil, io.Discard, &stderr)
+		code := Main(context.Background(), append([]string{"purge"}, c.args...), envMap(e), nil, io.Discard, &stderr)
 		msg := strings.TrimSpace(stderr.String())
 		if code != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) {
 			t.Errorf("purge %v %v: exit %d, %q; want 2 and one line with %q", c.args, c.env, code, msg, c.want)
@@ -134,7 +134,7 @@ func TestPurgeRefusesAWindowUnderSevenDaysWithOneLine(t *testing.T) {
 func TestServeRefusesAnEventRetentionUnderSevenDays(t *testing.T) {
 	for _, v := range []string{"6d", "1h", "forever"} {
 		var stderr bytes.Buffer
-		code := Run(context.Background(), []string{"serve"}, envMap(map[string]string{"PAYLOCK_EVENT_RETENTION": v}), nil, io.Discard, &stderr)
+		code := Main(context.Background(), []string{"serve"}, envMap(map[string]string{"PAYLOCK_EVENT_RETENTION": v}), nil, io.Discard, &stderr)
 		msg := strings.TrimSpace(stderr.String())
 		if code != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "PAYLOCK_EVENT_RETENTION") {
 			t.Errorf("PAYLOCK_EVENT_RETENTION=%s: exit %d, %q; want 2 and one line naming it", v, code, msg)
@@ -142,8 +142,8 @@ func TestServeRefusesAnEventRetentionUnderSevenDays(t *testing.T) {
 	}
 	for v, want := range map[string]time.Duration{"": 0, "7d": 7 * 24 * time.Hour, "90d": 90 * 24 * time.Hour, "720h": 30 * 24 * time.Hour} {
 		cfg, _, err := loadConfig("paylock serve", nil, envMap(map[string]string{"PAYLOCK_EVENT_RETENTION": v}))
-		if err != nil || cfg.EventRetention != want {
-			t.Errorf("PAYLOCK_EVENT_RETENTION=%q: %v, %v; want %v", v, cfg.EventRetention, err, want)
+		if err != nil || cfg.Database.EventRetention != want {
+			t.Errorf("PAYLOCK_EVENT_RETENTION=%q: %v, %v; want %v", v, cfg.Database.EventRetention, err, want)
 		}
 	}
 }

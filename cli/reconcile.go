@@ -1,7 +1,9 @@
-package main
+package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/reconcile"
-	"github.com/paylock/paylock/store"
 )
 
 const reconcileUsage = `Usage: paylock reconcile [disbursements] [--grace 1h] [flags]
@@ -41,71 +42,54 @@ The other flags are those of "paylock serve -h" (DATABASE_URL,
 PAYLOCK_PAYOUT_URL, PAYLOCK_PAYOUT_TIMEOUT...).
 `
 
-// runReconcile implements "paylock reconcile": "reconcile payments" (the
-// payments a provider's API lists), else "reconcile [disbursements]" (the
-// disbursements at the payout provider).
-func runReconcile(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "payments":
-			return runReconcilePayments(ctx, args[1:], getenv, stdout, stderr)
-		case "disbursements":
-			args = args[1:]
+// reconcileCommand is "paylock reconcile [disbursements]".
+var reconcileCommand = Command[*reconcileOpts]{
+	Name: "paylock reconcile", Usage: reconcileUsage, Open: openStore,
+	New: func() *reconcileOpts { return &reconcileOpts{grace: time.Hour} },
+	Run: func(ctx context.Context, b *Base, o *reconcileOpts) error {
+		check := reconcile.Disbursements{Rows: b.Store.Disbursements(),
+			Provider: payout.NewClient(b.Config.Payout.URL, &http.Client{}), Timeout: b.Config.Payout.Timeout, Grace: o.grace}
+		rep, err := check.Run(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return errors.New("interrupted")
+		case err != nil:
+			return err
+		case len(rep.Diffs) == 0:
+			b.Printf("%d pending and %d sent disbursements agree with the provider%s\n", rep.Pending, rep.Sent, retried(rep.Failed))
+			return nil
 		}
-	}
-	return runReconcileDisbursements(ctx, args, getenv, stdout, stderr)
+		printDifferences(b.Stdout, rep.Diffs, rep.At)
+		return fmt.Errorf("%d differences among %d pending and %d sent disbursements%s", len(rep.Diffs), rep.Pending, rep.Sent, retried(rep.Failed))
+	},
 }
 
-// runReconcileDisbursements implements "paylock reconcile [disbursements]".
-func runReconcileDisbursements(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	const name = "paylock reconcile"
+// reconcileOpts are reconcile's own: --grace.
+type reconcileOpts struct{ grace time.Duration }
+
+func (o *reconcileOpts) Parse(args []string) ([]string, error) {
 	if isHelp(args) {
-		fmt.Fprint(stdout, reconcileUsage)
-		return 0
+		return nil, flag.ErrHelp
 	}
 	value, found, rest, err := cutFlag(args, "grace")
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v (e.g. 1h)\n", name, err)
-		return 2
+		return nil, fmt.Errorf("%v (e.g. 1h)", err)
 	}
-	grace := time.Hour
 	if found {
-		if grace, err = parseAge(value); err != nil {
-			fmt.Fprintf(stderr, "%s: invalid --grace %q: %v\n", name, value, err)
-			return 2
+		if o.grace, err = parseAge(value); err != nil {
+			return nil, fmt.Errorf("invalid --grace %q: %v", value, err)
 		}
 	}
-	cfg, code, ok := subcommandConfig(name, reconcileUsage, "", rest, getenv, stdout, stderr)
-	if !ok {
-		return code
-	}
+	return rest, nil
+}
+
+// Validate needs the payout provider: the disbursements are looked up
+// there.
+func (o *reconcileOpts) Validate(cfg *Config) error {
 	if cfg.Payout.URL == "" {
-		fmt.Fprintf(stderr, "%s: PAYLOCK_PAYOUT_URL is required: the provider's base URL, where disbursements are looked up\n", name)
-		return 2
+		return errors.New("PAYLOCK_PAYOUT_URL is required: the provider's base URL, where disbursements are looked up")
 	}
-	st, err := store.Open(ctx, storeConfig(cfg))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	defer st.Close()
-	check := reconcile.Disbursements{Rows: st.Disbursements(), Provider: payout.NewClient(cfg.Payout.URL, &http.Client{}),
-		Timeout: cfg.Payout.Timeout, Grace: grace}
-	rep, err := check.Run(ctx)
-	switch {
-	case ctx.Err() != nil:
-		fmt.Fprintf(stderr, "%s: interrupted\n", name)
-		return 1
-	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	case len(rep.Diffs) == 0:
-		fmt.Fprintf(stdout, "%d pending and %d sent disbursements agree with the provider%s\n", rep.Pending, rep.Sent, retried(rep.Failed))
-		return 0
-	}
-	printDifferences(stdout, rep.Diffs, rep.At)
-	fmt.Fprintf(stderr, "%s: %d differences among %d pending and %d sent disbursements%s\n", name, len(rep.Diffs), rep.Pending, rep.Sent, retried(rep.Failed))
-	return 1
+	return nil
 }
 
 // retried notes the retried failures checked, if any.

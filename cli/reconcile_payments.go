@@ -1,8 +1,9 @@
-package main
+package cli
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,13 +12,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/reconcile"
-	"github.com/paylock/paylock/store"
 )
 
 const reconcilePaymentsUsage = `Usage: paylock reconcile payments --source stripe [--since 72h] [--dry-run] [flags]
@@ -40,79 +38,6 @@ was missing or mismatched (or the check could not run), 2 on usage or
 configuration errors. PAYLOCK_RECONCILE_INTERVAL runs it inside serve.
 The other flags are those of "paylock serve -h".
 `
-
-// defaultStripeURL is the default of PAYLOCK_STRIPE_API_URL: Stripe's API.
-const defaultStripeURL = "https://api.stripe.com"
-
-// reconcileSettings configure reconciliation against a provider's API.
-type reconcileSettings struct {
-	Interval  time.Duration // PAYLOCK_RECONCILE_INTERVAL: serve's periodic job; 0 is off
-	Window    time.Duration // PAYLOCK_RECONCILE_WINDOW: how far back the periodic job looks
-	StripeURL string        // PAYLOCK_STRIPE_API_URL
-
-	stripeKey string // STRIPE_API_KEY; never printed
-}
-
-// reconcileInterval parses PAYLOCK_RECONCILE_INTERVAL: 0 (off) or at least
-// a minute.
-func reconcileInterval(c *config, v string) error {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return err
-	}
-	if d != 0 && d < time.Minute {
-		return errors.New("must be 0 (off) or at least 1m")
-	}
-	c.Reconcile.Interval = d
-	return nil
-}
-
-// newPipeline is the handler of serve and of "reconcile payments": the same
-// sources, adapters, locks and record hooks, so that a payment reconciled
-// from the provider's API takes the steps of its webhook.
-func newPipeline(cfg config, logger *slog.Logger, sources []handler.Source, st *store.Store, rdb redis.UniversalClient, metrics *handler.Metrics, checks []handler.Check) (*handler.Handler, error) {
-	return handler.New(handler.Config{
-		LockTTL:          cfg.LockTTL,
-		LockWait:         lockWait(cfg.LockWait),
-		FinishedTTL:      lockWait(cfg.LockFinishedTTL),
-		RequestTimeout:   cfg.RequestTimeout,
-		LockPrefix:       cfg.LockPrefix,
-		MaxBody:          cfg.MaxBody,
-		DefaultCurrency:  cfg.DefaultCurrency,
-		Currencies:       cfg.Currencies,
-		RedisUnavailable: cfg.RedisUnavailable,
-		NoLock:           cfg.NoLock,
-		Sources:          sources,
-		MaxInFlight:      cfg.MaxInflight,
-		Metrics:          metrics,
-		Checks:           checks,
-		Version:          buildVersion(),
-		Logger:           logger,
-		Disbursements:    st.Disbursements(),
-	}, lock.New(rdb, lock.WithObserver(metrics.LockObserver())), st.Payments())
-}
-
-// openPipeline builds serve's handler over st outside serve (reconcile
-// payments, paylock worker): the same sources with their forward hooks,
-// a Redis client of its own (closed by closeRedis), and metrics nobody
-// scrapes.
-func openPipeline(cfg config, st *store.Store, logger *slog.Logger) (h *handler.Handler, sources []handler.Source, closeRedis func(), err error) {
-	sources, routes, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	forwardOnRecord(sources, routes, st)
-	rdb, err := newRedis(cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	h, err = newPipeline(cfg, logger, sources, st, rdb, handler.NewMetrics(prometheus.NewRegistry(), cfg.LockTTL), nil)
-	if err != nil {
-		rdb.Close()
-		return nil, nil, nil, err
-	}
-	return h, sources, func() { rdb.Close() }, nil
-}
 
 // listers are the names of the registered providers that can list their
 // events (provider.Lister): the adapters whose sources can be reconciled.
@@ -140,7 +65,7 @@ func reconcilable(sources []handler.Source, name string) (handler.Source, error)
 
 // reconciler is the reconciliation of src, a reconcilable source, through
 // h: its provider's API at PAYLOCK_STRIPE_API_URL with STRIPE_API_KEY.
-func reconciler(cfg config, src handler.Source, h *handler.Handler, dryRun bool) (reconcile.Payments, error) {
+func reconciler(cfg Config, src handler.Source, h *handler.Handler, dryRun bool) (reconcile.Payments, error) {
 	p, _ := provider.Lookup(src.Provider)
 	l, err := p.(provider.Lister).NewLister(provider.ListerConfig{
 		Source: src.Name, Settings: src.Settings, URL: cfg.Reconcile.StripeURL, Key: cfg.Reconcile.stripeKey,
@@ -151,101 +76,85 @@ func reconciler(cfg config, src handler.Source, h *handler.Handler, dryRun bool)
 	return reconcile.Payments{Source: src.Name, Events: l, Handler: h, DryRun: dryRun}, nil
 }
 
-// cutBool removes --name (or --name=true/false) from args.
-func cutBool(args []string, name string) (on bool, rest []string) {
-	for _, a := range args {
-		switch strings.TrimLeft(a, "-") {
-		case name, name + "=true":
-			if strings.HasPrefix(a, "-") {
-				on = true
-				continue
-			}
-		case name + "=false":
-			if strings.HasPrefix(a, "-") {
-				on = false
-				continue
-			}
-		}
-		rest = append(rest, a)
-	}
-	return on, rest
+// reconcilePaymentsCommand is "paylock reconcile payments".
+var reconcilePaymentsCommand = Command[*reconcilePaymentsOpts]{
+	Name: "paylock reconcile payments", Usage: reconcilePaymentsUsage, Open: openMigrated,
+	New: func() *reconcilePaymentsOpts { return &reconcilePaymentsOpts{source: "stripe", since: 72 * time.Hour} },
+	Run: runReconcilePayments,
 }
 
-// runReconcilePayments implements "paylock reconcile payments".
-func runReconcilePayments(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	const name = "paylock reconcile payments"
+// reconcilePaymentsOpts are "reconcile payments"' own: --source, --since
+// and --dry-run; Validate finds the source.
+type reconcilePaymentsOpts struct {
+	source string
+	since  time.Duration
+	dryRun bool
+	src    handler.Source // the source named, once validated
+}
+
+func (o *reconcilePaymentsOpts) Parse(args []string) ([]string, error) {
 	if isHelp(args) {
-		fmt.Fprint(stdout, reconcilePaymentsUsage)
-		return 0
+		return nil, flag.ErrHelp
 	}
-	dryRun, args := cutBool(args, "dry-run")
-	sourceName, found, args, err := cutFlag(args, "source")
+	o.dryRun, args = cutBool(args, "dry-run")
+	value, found, args, err := cutFlag(args, "source")
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v (e.g. stripe)\n", name, err)
-		return 2
+		return nil, fmt.Errorf("%v (e.g. stripe)", err)
 	}
-	if !found {
-		sourceName = "stripe"
-	}
-	value, found, args, err := cutFlag(args, "since")
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v (e.g. 72h)\n", name, err)
-		return 2
-	}
-	since := 72 * time.Hour
 	if found {
-		if since, err = parseAge(value); err != nil {
-			fmt.Fprintf(stderr, "%s: invalid --since %q: %v\n", name, value, err)
-			return 2
+		o.source = value
+	}
+	value, found, args, err = cutFlag(args, "since")
+	if err != nil {
+		return nil, fmt.Errorf("%v (e.g. 72h)", err)
+	}
+	if found {
+		if o.since, err = parseAge(value); err != nil {
+			return nil, fmt.Errorf("invalid --since %q: %v", value, err)
 		}
 	}
-	cfg, code, ok := subcommandConfig(name, reconcilePaymentsUsage, "", args, getenv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	logger := newLogger(cfg, stderr)
-	sources, _, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	return args, nil
+}
+
+// Validate finds the source, whose provider must list its events, and
+// needs the key to list them with.
+func (o *reconcilePaymentsOpts) Validate(cfg *Config) error {
+	sources, _, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return err
 	}
-	src, err := reconcilable(sources, sourceName)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+	if o.src, err = reconcilable(sources, o.source); err != nil {
+		return err
 	}
 	if cfg.Reconcile.stripeKey == "" {
-		fmt.Fprintf(stderr, "%s: STRIPE_API_KEY is required: the secret key events are listed with\n", name)
-		return 2
+		return errors.New("STRIPE_API_KEY is required: the secret key events are listed with")
 	}
-	st, err := openStore(ctx, cfg)
+	return nil
+}
+
+// runReconcilePayments lists the source's events of the window and gives
+// each to the pipeline its webhook takes; it prints what it found. Exit 1
+// when a payment was missing or mismatched (or the listing failed).
+func runReconcilePayments(ctx context.Context, b *Base, o *reconcilePaymentsOpts) error {
+	h, _, closeRedis, err := openPipeline(b.Config, b.Store, b.Logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	defer st.Close()
-	h, _, closeRedis, err := openPipeline(cfg, st, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return usage(err)
 	}
 	defer closeRedis()
-	run, err := reconciler(cfg, src, h, dryRun)
+	run, err := reconciler(b.Config, o.src, h, o.dryRun)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return usage(err)
 	}
-	from := time.Now().Add(-since)
+	from := time.Now().Add(-o.since)
 	rep, err := run.Run(ctx, from)
-	printPaymentsReport(stdout, src.Name, from, rep, dryRun)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+	printPaymentsReport(b.Stdout, o.src.Name, from, rep, o.dryRun)
+	switch {
+	case err != nil:
+		return err
+	case !rep.Clean():
+		return errReported
 	}
-	if !rep.Clean() {
-		return 1
-	}
-	return 0
+	return nil
 }
 
 // printPaymentsReport writes one line per difference, then the counts.
@@ -274,7 +183,7 @@ func printPaymentsReport(w io.Writer, source string, from time.Time, rep reconci
 // (PAYLOCK_RECONCILE_INTERVAL) of every source whose provider lists its
 // events (stripe), through h; nil when the interval is off, or there is no
 // such source or no STRIPE_API_KEY (logged).
-func reconcileWorker(cfg config, sources []handler.Source, h *handler.Handler, reg prometheus.Registerer, logger *slog.Logger) *reconcile.Worker {
+func reconcileWorker(cfg Config, sources []handler.Source, h *handler.Handler, reg prometheus.Registerer, logger *slog.Logger) *reconcile.Worker {
 	if cfg.Reconcile.Interval == 0 {
 		return nil
 	}

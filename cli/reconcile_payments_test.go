@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ sources:
 func (e *stripeReconcileEnv) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), append([]string{"reconcile", "payments"}, args...), envMap(e.env), nil, &out, &errb)
+	code := Main(context.Background(), append([]string{"reconcile", "payments"}, args...), envMap(e.env), nil, &out, &errb)
 	t.Logf("paylock reconcile payments %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return code, out.String(), errb.String()
 }
@@ -183,7 +183,7 @@ func TestReconcilePaymentsUsageAndRefusals(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := Run(context.Background(), append([]string{"reconcile", "payments"}, c.args...), envMap(c.env), nil, &out, &errb)
+			code := Main(context.Background(), append([]string{"reconcile", "payments"}, c.args...), envMap(c.env), nil, &out, &errb)
 			if code != c.code || !strings.Contains(errb.String(), c.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errb.String(), c.code, c.want)
 			}
@@ -196,7 +196,7 @@ func TestReconcilePaymentsUsageAndRefusals(t *testing.T) {
 		t.Errorf("%d payments recorded by refused runs", n)
 	}
 	var out bytes.Buffer
-	if code := Run(context.Background(), []string{"reconcile", "payments", "-h"}, envMap(e.env), nil, &out, &out); code != 0 || !strings.Contains(out.String(), "--dry-run") {
+	if code := Main(context.Background(), []string{"reconcile", "payments", "-h"}, envMap(e.env), nil, &out, &out); code != 0 || !strings.Contains(out.String(), "--dry-run") {
 		t.Errorf("-h: exit %d\n%s", code, out.String())
 	}
 }
@@ -205,16 +205,16 @@ func TestServeAndWorkerReconcilePaymentsPeriodicallyOnTheRiverLeader(t *testing.
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		run  func(ctx context.Context, cfg config, mln net.Listener) error
+		run  func(ctx context.Context, cfg Config, mln net.Listener) error
 	}{
-		{"serve", func(ctx context.Context, cfg config, mln net.Listener) error {
+		{"serve", func(ctx context.Context, cfg Config, mln net.Listener) error {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return err
 			}
 			return serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln)
 		}},
-		{"worker", func(ctx context.Context, cfg config, mln net.Listener) error {
+		{"worker", func(ctx context.Context, cfg Config, mln net.Listener) error {
 			return runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln)
 		}},
 	} {
@@ -228,7 +228,7 @@ func TestServeAndWorkerReconcilePaymentsPeriodicallyOnTheRiverLeader(t *testing.
 // reconcilesPeriodically runs a process with PAYLOCK_RECONCILE_INTERVAL and
 // waits for its first run (River's RunOnStart) to record the missing
 // payment.
-func reconcilesPeriodically(t *testing.T, run func(ctx context.Context, cfg config, mln net.Listener) error) {
+func reconcilesPeriodically(t *testing.T, run func(ctx context.Context, cfg Config, mln net.Listener) error) {
 	e := setupStripeReconcile(t)
 	now := time.Now()
 	e.payment(t, "pi_seen", 1000, 1000, now.Add(-time.Hour))
@@ -279,13 +279,13 @@ func TestReconcileDisbursementsStaysTheDefaultSubcommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"reconcile", "-h"}, {"reconcile", "disbursements", "-h"}} {
 		var out bytes.Buffer
-		if code := Run(context.Background(), args, envMap(nil), nil, &out, &out); code != 0 ||
+		if code := Main(context.Background(), args, envMap(nil), nil, &out, &out); code != 0 ||
 			!strings.Contains(out.String(), "pending_has_payout") || !strings.Contains(out.String(), "reconcile payments") {
 			t.Errorf("%q: exit %d\n%s", args, code, out.String())
 		}
 	}
 	var errb bytes.Buffer
-	if code := Run(context.Background(), []string{"reconcile", "disbursements"}, envMap(nil), nil, io.Discard, &errb); code != 2 ||
+	if code := Main(context.Background(), []string{"reconcile", "disbursements"}, envMap(nil), nil, io.Discard, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "PAYLOCK_PAYOUT_URL is required") {
 		t.Errorf("reconcile disbursements without PAYLOCK_PAYOUT_URL: exit %d, %s", code, errb.String())
 	}

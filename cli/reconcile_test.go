@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -87,7 +87,7 @@ func (e *reconcileEnv) payout(t *testing.T, loan string, statuses ...string) str
 func (e *reconcileEnv) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), append([]string{"reconcile"}, args...), envMap(e.env), nil, &out, &errb)
+	code = Main(context.Background(), append([]string{"reconcile"}, args...), envMap(e.env), nil, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -194,7 +194,7 @@ func TestReconcileUsageAndConfigErrorsExit2WithOneLine(t *testing.T) {
 		{map[string]string{"PAYLOCK_PAYOUT_URL": "http://127.0.0.1:1"}, []string{"everything"}, "everything"},
 	} {
 		var stderr bytes.Buffer
-		code := Run(context.Background(), append([]string{"reconcile"}, c.args...), envMap(c.env), nil, io.Discard, &stderr)
+		code := Main(context.Background(), append([]string{"reconcile"}, c.args...), envMap(c.env), nil, io.Discard, &stderr)
 		msg := strings.TrimSpace(stderr.String())
 		if code != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) {
 			t.Errorf("%v %v: exit %d, %q; want 2 and one line naming %s", c.env, c.args, code, msg, c.want)

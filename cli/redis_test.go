@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/paylock/paylock/internal/testenv"
 )
 
-func mustConfig(t *testing.T, env map[string]string) config {
+func mustConfig(t *testing.T, env map[string]string) Config {
 	t.Helper()
 	cfg, _, err := loadConfig("serve", nil, envMap(env))
 	if err != nil {
@@ -26,6 +26,9 @@ func mustConfig(t *testing.T, env map[string]string) config {
 	}
 	return cfg
 }
+
+// openRedis builds the Redis client of cfg as serve does.
+func openRedis(cfg Config) (redis.UniversalClient, error) { return cfg.Lock.Redis.open() }
 
 func TestRedisModeBuildsTheClientItNames(t *testing.T) {
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
@@ -39,7 +42,7 @@ func TestRedisModeBuildsTheClientItNames(t *testing.T) {
 		}
 	}
 	t.Run("standalone", func(t *testing.T) {
-		rdb, err := newRedis(mustConfig(t, map[string]string{
+		rdb, err := openRedis(mustConfig(t, map[string]string{
 			"REDIS_URL": "rediss://:from-url@cache:6380/2", "PAYLOCK_REDIS_PASSWORD": "from-env",
 			"PAYLOCK_REDIS_TIMEOUT": "300ms", "PAYLOCK_REDIS_TLS_CA_FILE": caFile,
 		}))
@@ -61,7 +64,7 @@ func TestRedisModeBuildsTheClientItNames(t *testing.T) {
 		}
 	})
 	t.Run("cluster", func(t *testing.T) {
-		rdb, err := newRedis(mustConfig(t, map[string]string{
+		rdb, err := openRedis(mustConfig(t, map[string]string{
 			"PAYLOCK_REDIS_MODE": "cluster", "PAYLOCK_REDIS_ADDRS": "redis-0:6379, redis-1:6379,redis-2:6379",
 			"PAYLOCK_REDIS_USERNAME": "paylock", "PAYLOCK_REDIS_PASSWORD": "pw", "PAYLOCK_REDIS_TIMEOUT": "300ms",
 			"PAYLOCK_REDIS_TLS": "true", "PAYLOCK_REDIS_TLS_CA_FILE": caFile,
@@ -84,7 +87,7 @@ func TestRedisModeBuildsTheClientItNames(t *testing.T) {
 		}
 	})
 	t.Run("sentinel", func(t *testing.T) {
-		rdb, err := newRedis(mustConfig(t, map[string]string{
+		rdb, err := openRedis(mustConfig(t, map[string]string{
 			"PAYLOCK_REDIS_MODE": "sentinel", "PAYLOCK_REDIS_SENTINEL_MASTER": "mymaster",
 			"PAYLOCK_REDIS_SENTINEL_ADDRS": "s-0:26379,s-1:26379,s-2:26379", "PAYLOCK_REDIS_PASSWORD": "pw",
 			"PAYLOCK_REDIS_SENTINEL_PASSWORD": "spw", "PAYLOCK_REDIS_TIMEOUT": "300ms",
@@ -108,7 +111,7 @@ func TestRedisModeBuildsTheClientItNames(t *testing.T) {
 		}
 	})
 	t.Run("a missing CA file is a start-up error", func(t *testing.T) {
-		_, err := newRedis(mustConfig(t, map[string]string{
+		_, err := openRedis(mustConfig(t, map[string]string{
 			"PAYLOCK_REDIS_MODE": "cluster", "PAYLOCK_REDIS_ADDRS": "redis-0:6379",
 			"PAYLOCK_REDIS_TLS": "true", "PAYLOCK_REDIS_TLS_CA_FILE": filepath.Join(t.TempDir(), "absent.pem"),
 		}))
@@ -139,7 +142,7 @@ func TestRedisAndPoolerSettingsOfAnotherModeStopStart(t *testing.T) {
 		{map[string]string{"PAYLOCK_MIGRATE_DATABASE_URL": "postgres://app:s3cret@db/pay?sslmode=sometimes"}, "PAYLOCK_MIGRATE_DATABASE_URL"},
 	} {
 		var stderr bytes.Buffer
-		code := Run(context.Background(), []string{"serve"}, envMap(c.env), nil, io.Discard, &stderr)
+		code := Main(context.Background(), []string{"serve"}, envMap(c.env), nil, io.Discard, &stderr)
 		msg := strings.TrimSpace(stderr.String())
 		if code != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) || strings.Contains(msg, "s3cret") {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line naming %s, without the password", c.env, code, msg, c.want)
@@ -159,7 +162,7 @@ func TestRedisAndMigrationSecretsStayOutOfLogsAndErrors(t *testing.T) {
 		t.Fatalf("a password in the log: %s", buf.String())
 	}
 	for _, name := range []string{"PAYLOCK_REDIS_PASSWORD", "PAYLOCK_REDIS_SENTINEL_PASSWORD", "PAYLOCK_MIGRATE_DATABASE_URL"} {
-		if !secretSettings[name] {
+		if !isSecret(name) {
 			t.Errorf("%s is not a secret setting: a bad value would be echoed", name)
 		}
 	}
@@ -258,7 +261,7 @@ func TestServeBehindPgBouncer(t *testing.T) {
 
 	// paylock migrate over the direct URL, then serve with PAYLOCK_MIGRATE=false.
 	var stderr bytes.Buffer
-	if code := Run(context.Background(), []string{"migrate"}, envMap(env), nil, io.Discard, &stderr); code != 0 {
+	if code := Main(context.Background(), []string{"migrate"}, envMap(env), nil, io.Discard, &stderr); code != 0 {
 		t.Fatalf("paylock migrate: exit %d: %s", code, stderr.String())
 	}
 	env["PAYLOCK_MIGRATE"] = "false"

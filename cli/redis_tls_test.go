@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -147,16 +147,16 @@ func tlsArgs(port int, caFile, certFile, keyFile string) []string {
 
 // useLock obtains, refreshes and releases a lock on a few keys through
 // the client cfg builds.
-func useLock(t *testing.T, cfg config) {
+func useLock(t *testing.T, cfg Config) {
 	t.Helper()
-	rdb, err := newRedis(cfg)
+	rdb, err := cfg.Lock.Redis.open()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := checkRedisMode(ctx, rdb, cfg.RedisMode); err != nil {
+	if err := cfg.Lock.Redis.checkMode(ctx, rdb); err != nil {
 		t.Fatalf("mode check: %v", err)
 	}
 	l := lock.New(rdb)
@@ -196,7 +196,7 @@ func TestRedisTLSAndPasswordsInEveryMode(t *testing.T) {
 			"PAYLOCK_REDIS_TLS_CA_FILE": caFile,
 		}))
 		// Without the CA the server's certificate is not trusted.
-		rdb, _ := newRedis(mustConfig(t, map[string]string{"REDIS_URL": "rediss://:" + password + "@127.0.0.1:" + strconv.Itoa(port) + "/0"}))
+		rdb, _ := openRedis(mustConfig(t, map[string]string{"REDIS_URL": "rediss://:" + password + "@127.0.0.1:" + strconv.Itoa(port) + "/0"}))
 		defer rdb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -277,7 +277,7 @@ func TestRedisTLSAndPasswordsInEveryMode(t *testing.T) {
 
 func mustTLS(t *testing.T, caFile string) *tls.Config {
 	t.Helper()
-	tc, err := redisTLS(config{RedisTLS: true, RedisTLSCAFile: caFile}, "127.0.0.1:0")
+	tc, err := (&RedisConfig{TLS: true, TLSCAFile: caFile}).tlsConfig("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

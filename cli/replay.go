@@ -1,10 +1,10 @@
-package main
+package cli
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -104,60 +104,58 @@ func parseReplayArgs(args []string, now time.Time) (replayArgs, error) {
 	return ra, nil
 }
 
-// runReplay implements "paylock forward replay".
-func runReplay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	const name = "paylock forward replay"
+// replayCommand is "paylock forward replay".
+var replayCommand = Command[*replayOpts]{
+	Name: "paylock forward replay", Usage: replayUsage, Open: openStore,
+	New: func() *replayOpts { return &replayOpts{} },
+	Run: func(ctx context.Context, b *Base, o *replayOpts) error {
+		ra := o.replayArgs
+		res, err := b.Store.Outbox().ReplayForwards(ctx, store.ReplayFilter{Source: ra.source, Since: ra.since, Until: ra.until,
+			TransactionID: ra.transaction, Destination: o.dest, DryRun: ra.dryRun})
+		verb := "replayed"
+		if ra.dryRun {
+			verb = "would replay"
+		}
+		b.Printf("%s %d payments of source %q: %d forward jobs run again, %d new, %d still pending (left as they are)\n",
+			verb, res.Payments, ra.source, res.Retried, res.Inserted, res.Pending)
+		return err
+	},
+}
+
+// replayOpts are "forward replay"'s own; Validate finds the source's
+// destination.
+type replayOpts struct {
+	replayArgs
+	dest string // the source's destination, as serve names it
+}
+
+func (o *replayOpts) Parse(args []string) (rest []string, err error) {
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "-help" {
-			fmt.Fprint(stdout, replayUsage)
-			return 0
+			return nil, flag.ErrHelp
 		}
 	}
-	ra, err := parseReplayArgs(args, time.Now())
+	o.replayArgs, err = parseReplayArgs(args, time.Now())
+	return o.rest, err
+}
+
+// Validate finds the source and its destination as serve computes them
+// (handlerSources): a replay without a destination can only count.
+func (o *replayOpts) Validate(cfg *Config) error {
+	sources, routes, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	}
-	cfg, code, ok := subcommandConfig(name, replayUsage, "", ra.rest, getenv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	// The destination as serve computes it (handlerSources).
-	sources, routes, err := handlerSources(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return err
 	}
 	known := false
 	for _, s := range sources {
-		known = known || s.Name == ra.source
+		known = known || s.Name == o.source
 	}
 	if !known {
-		fmt.Fprintf(stderr, "%s: unknown source %q\n", name, ra.source)
-		return 2
+		return fmt.Errorf("unknown source %q", o.source)
 	}
-	dest := routes.BySource[ra.source]
-	if dest == "" && !ra.dryRun {
-		fmt.Fprintf(stderr, "%s: source %q forwards nothing (no forward_url, no PAYLOCK_FORWARD_URL)\n", name, ra.source)
-		return 2
+	o.dest = routes.BySource[o.source]
+	if o.dest == "" && !o.dryRun {
+		return fmt.Errorf("source %q forwards nothing (no forward_url, no PAYLOCK_FORWARD_URL)", o.source)
 	}
-	st, err := store.Open(ctx, storeConfig(cfg))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	defer st.Close()
-	res, err := st.Outbox().ReplayForwards(ctx, store.ReplayFilter{Source: ra.source, Since: ra.since, Until: ra.until,
-		TransactionID: ra.transaction, Destination: dest, DryRun: ra.dryRun})
-	verb := "replayed"
-	if ra.dryRun {
-		verb = "would replay"
-	}
-	fmt.Fprintf(stdout, "%s %d payments of source %q: %d forward jobs run again, %d new, %d still pending (left as they are)\n",
-		verb, res.Payments, ra.source, res.Retried, res.Inserted, res.Pending)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	return 0
+	return nil
 }

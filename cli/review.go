@@ -1,10 +1,9 @@
-package main
+package cli
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,9 +33,9 @@ Configuration: DATABASE_URL (and PAYLOCK_PAYOUT_URL, PAYLOCK_PAYOUT_TIMEOUT for 
 `
 
 // newReviewQueue returns the review queue over st, with the payout
-// provider at cfg.Payout.URL (none when it is unset: adopt and fail are
-// then refused).
-func newReviewQueue(cfg config, st *store.Store) *review.Queue {
+// provider at PAYLOCK_PAYOUT_URL (none when it is unset: adopt and fail
+// are then refused).
+func newReviewQueue(cfg Config, st *store.Store) *review.Queue {
 	var p review.Provider
 	if cfg.Payout.URL != "" {
 		p = payout.NewClient(cfg.Payout.URL, &http.Client{Timeout: cfg.Payout.Timeout})
@@ -44,120 +43,120 @@ func newReviewQueue(cfg config, st *store.Store) *review.Queue {
 	return review.New(st.Review(), p)
 }
 
-// runReview implements "paylock review".
-func runReview(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if isHelp(args) || (len(args) > 0 && args[0] == "help") {
-		fmt.Fprint(stdout, reviewUsage)
-		return 0
+// reviewCommand is "paylock review <sub>", run by run.
+func reviewCommand(sub string, run func(ctx context.Context, b *Base, q *review.Queue, o *reviewOpts) error) Command[*reviewOpts] {
+	return Command[*reviewOpts]{
+		Name: "paylock review " + sub, Usage: reviewUsage, Open: openStore,
+		New: func() *reviewOpts { return &reviewOpts{sub: sub} },
+		Run: func(ctx context.Context, b *Base, o *reviewOpts) error {
+			return run(ctx, b, newReviewQueue(b.Config, b.Store), o)
+		},
 	}
-	if len(args) == 0 || !slices.Contains([]string{"list", "show", "resolve"}, args[0]) {
-		fmt.Fprint(stderr, reviewUsage)
-		return 2
-	}
-	sub, rest := args[0], args[1:]
-	name := "paylock review " + sub
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "%s: %s\n", name, fmt.Sprintf(format, a...))
-		return 2
-	}
-	flags := map[string]string{}
-	for _, f := range []string{"kind", "action", "note", "as"} {
-		v, found, r, err := cutFlag(rest, f)
+}
+
+var (
+	// reviewListCommand is "paylock review list".
+	reviewListCommand = reviewCommand("list", func(ctx context.Context, b *Base, q *review.Queue, o *reviewOpts) error {
+		items, err := q.ReviewItems(ctx, store.ReviewFilter{Kind: store.ReviewKind(o.kind), All: o.all})
 		if err != nil {
-			return bad("%v", err)
+			return err
 		}
-		if found {
-			flags[f] = v
-		}
-		rest = r
-	}
-	all := false
-	var id string
-	var cfgArgs []string
-	for _, a := range rest {
-		switch {
-		case a == "--all" || a == "-all":
-			all = true
-		case !strings.HasPrefix(a, "-") && id == "" && sub != "list":
-			id = a
-		default:
-			cfgArgs = append(cfgArgs, a)
-		}
-	}
-	switch sub {
-	case "list":
-		if k := flags["kind"]; k != "" && !slices.Contains(store.ReviewKinds, store.ReviewKind(k)) {
-			return bad("--kind must be mismatch, disbursement or forward, not %q", k)
-		}
-	case "show", "resolve":
-		if id == "" {
-			return bad("an item id is needed (e.g. mismatch-12)")
-		}
-		if _, _, err := store.ParseReviewID(id); err != nil {
-			return bad("%q is not a review item id (mismatch-N, disbursement-N or forward-N)", id)
-		}
-	}
-	if sub == "resolve" {
-		if flags["action"] == "" || strings.TrimSpace(flags["note"]) == "" {
-			return bad(`--action and --note "why" are required`)
-		}
-		if flags["as"] == "" {
-			flags["as"] = getenv("USER")
-		}
-		if strings.TrimSpace(flags["as"]) == "" {
-			return bad("--as NAME is required ($USER is not set)")
-		}
-	}
-	cfg, extra, err := loadConfig(name, cfgArgs, getenv)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, reviewUsage)
-		return 0
-	case err != nil:
-		return bad("%v", err)
-	case len(extra) > 0:
-		return bad("unexpected argument %q", extra[0])
-	}
-	st, err := store.Open(ctx, storeConfig(cfg))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	defer st.Close()
-	q := newReviewQueue(cfg, st)
-	switch sub {
-	case "list":
-		items, err := q.ReviewItems(ctx, store.ReviewFilter{Kind: store.ReviewKind(flags["kind"]), All: all})
+		printReviewItems(b.Stdout, items, time.Now())
+		return nil
+	})
+	// reviewShowCommand is "paylock review show".
+	reviewShowCommand = reviewCommand("show", func(ctx context.Context, b *Base, q *review.Queue, o *reviewOpts) error {
+		it, err := q.ReviewItem(ctx, o.id)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return err
 		}
-		printReviewItems(stdout, items, time.Now())
-	case "show":
-		it, err := q.ReviewItem(ctx, id)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
-		}
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(b.Stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(it)
-	default:
-		it, err := q.Resolve(ctx, id, store.Resolve{Action: flags["action"], Note: flags["note"], Who: flags["as"]})
+		return nil
+	})
+	// reviewResolveCommand is "paylock review resolve".
+	reviewResolveCommand = reviewCommand("resolve", func(ctx context.Context, b *Base, q *review.Queue, o *reviewOpts) error {
+		it, err := q.Resolve(ctx, o.id, store.Resolve{Action: o.action, Note: o.note, Who: o.as})
 		var rerr *store.ReviewError
 		switch {
 		case errors.Is(err, store.ErrReviewAction) && errors.As(err, &rerr):
-			return bad("%s", rerr.Reason)
+			return usage(errors.New(rerr.Reason))
 		case errors.As(err, &rerr):
-			fmt.Fprintf(stderr, "%s: refused: %s\n", name, rerr.Reason)
-			return 1
+			return fmt.Errorf("refused: %s", rerr.Reason)
 		case err != nil:
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return err
 		}
-		fmt.Fprintf(stdout, "%s: %s by %s (%s)\n", it.ID, it.Resolution.Action, it.Resolution.Who, it.Summary)
+		b.Printf("%s: %s by %s (%s)\n", it.ID, it.Resolution.Action, it.Resolution.Who, it.Summary)
+		return nil
+	})
+)
+
+// reviewOpts are the options of "review list", "show" and "resolve".
+type reviewOpts struct {
+	sub                    string // list, show or resolve
+	kind, action, note, as string // --kind, --action, --note, --as
+	all                    bool   // --all
+	id                     string // the item of show and resolve
+}
+
+// Parse takes the review flags and the item id out of args, and checks
+// them for the subcommand.
+func (o *reviewOpts) Parse(args []string) (rest []string, err error) {
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"kind", &o.kind}, {"action", &o.action}, {"note", &o.note}, {"as", &o.as}} {
+		if *f.dst, _, args, err = cutFlag(args, f.name); err != nil {
+			return nil, err
+		}
 	}
-	return 0
+	for _, a := range args {
+		switch {
+		case a == "--all" || a == "-all":
+			o.all = true
+		case !strings.HasPrefix(a, "-") && o.id == "" && o.sub != "list":
+			o.id = a
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, o.check()
+}
+
+func (o *reviewOpts) check() error {
+	switch o.sub {
+	case "list":
+		if o.kind != "" && !slices.Contains(store.ReviewKinds, store.ReviewKind(o.kind)) {
+			return fmt.Errorf("--kind must be mismatch, disbursement or forward, not %q", o.kind)
+		}
+		return nil
+	case "show", "resolve":
+		if o.id == "" {
+			return errors.New("an item id is needed (e.g. mismatch-12)")
+		}
+		if _, _, err := store.ParseReviewID(o.id); err != nil {
+			return fmt.Errorf("%q is not a review item id (mismatch-N, disbursement-N or forward-N)", o.id)
+		}
+	}
+	if o.sub == "resolve" && (o.action == "" || strings.TrimSpace(o.note) == "") {
+		return errors.New(`--action and --note "why" are required`)
+	}
+	return nil
+}
+
+// Validate names who resolves: --as, else $USER.
+func (o *reviewOpts) Validate(cfg *Config) error {
+	if o.sub != "resolve" {
+		return nil
+	}
+	if o.as == "" && cfg.getenv != nil {
+		o.as = cfg.getenv("USER")
+	}
+	if strings.TrimSpace(o.as) == "" {
+		return errors.New("--as NAME is required ($USER is not set)")
+	}
+	return nil
 }
 
 func printReviewItems(w io.Writer, items []store.ReviewItem, now time.Time) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func (e *reconcileEnv) review(t *testing.T, args ...string) (code int, stdout, s
 	for k, v := range e.env {
 		env[k] = v
 	}
-	code = Run(context.Background(), append([]string{"review"}, args...), envMap(env), nil, &out, &errb)
+	code = Main(context.Background(), append([]string{"review"}, args...), envMap(env), nil, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -153,8 +153,8 @@ func TestReviewAdminTokensAreNamedAndNeverPrinted(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "token-0123")) {
 			t.Errorf("%q: the error prints a token: %v", c.value, err)
 		}
-		if c.ok && (len(cfg.AdminTokens) != 2 || cfg.AdminTokens[1].Name != "bob") {
-			t.Errorf("%q: %+v", c.value, cfg.AdminTokens)
+		if c.ok && (len(cfg.Admin.Tokens) != 2 || cfg.Admin.Tokens[1].Name != "bob") {
+			t.Errorf("%q: %+v", c.value, cfg.Admin.Tokens)
 		}
 	}
 	_, _, err := loadConfig("paylock serve", nil, envMap(map[string]string{

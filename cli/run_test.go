@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func envMap(m map[string]string) func(string) string {
 
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
-	if code := Run(context.Background(), []string{"version"}, envMap(nil), nil, &out, io.Discard); code != 0 {
+	if code := Main(context.Background(), []string{"version"}, envMap(nil), nil, &out, io.Discard); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.HasPrefix(out.String(), "paylock ") {
@@ -64,7 +64,7 @@ func TestBadConfigurationStopsStartWithOneLineNamingTheVariable(t *testing.T) {
 	}
 	for _, c := range cases {
 		var stderr bytes.Buffer
-		code := Run(context.Background(), append([]string{"serve"}, c.args...), envMap(c.env), nil, io.Discard, &stderr)
+		code := Main(context.Background(), append([]string{"serve"}, c.args...), envMap(c.env), nil, io.Discard, &stderr)
 		if code != 2 {
 			t.Errorf("%v %v: exit %d, want 2", c.env, c.args, code)
 		}
@@ -83,8 +83,8 @@ func TestFlagsOverrideTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LockTTL != 9*time.Second || cfg.LockWait != time.Second {
-		t.Fatalf("ttl %v wait %v", cfg.LockTTL, cfg.LockWait)
+	if cfg.Lock.TTL != 9*time.Second || cfg.Lock.Wait != time.Second {
+		t.Fatalf("ttl %v wait %v", cfg.Lock.TTL, cfg.Lock.Wait)
 	}
 }
 
@@ -137,10 +137,10 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.adminListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if cfg.Admin.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	adminBase := "http://" + cfg.adminListener.Addr().String()
+	adminBase := "http://" + cfg.Admin.listener.Addr().String()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		var out bytes.Buffer
-		if code := Run(ctx, []string{"healthcheck", "--path", path}, envMap(map[string]string{"PAYLOCK_ADDR": ln.Addr().String()}), nil, &out, io.Discard); code != 0 {
+		if code := Main(ctx, []string{"healthcheck", "--path", path}, envMap(map[string]string{"PAYLOCK_ADDR": ln.Addr().String()}), nil, &out, io.Discard); code != 0 {
 			t.Errorf("paylock healthcheck --path %s: exit %d (%s)", path, code, out.String())
 		}
 	}
@@ -278,7 +278,7 @@ func TestPprofOnlyWithPaylockPprof(t *testing.T) {
 func TestServeWithoutAnySourceRefusesToStartInOneLine(t *testing.T) {
 	var stderr bytes.Buffer
 	env := map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/none", "PAYLOCK_METRICS_ADDR": "off", "PAYLOCK_ADMIN_ADDR": "off"}
-	code := Run(context.Background(), []string{"serve"}, envMap(env), nil, io.Discard, &stderr)
+	code := Main(context.Background(), []string{"serve"}, envMap(env), nil, io.Discard, &stderr)
 	msg := strings.TrimSpace(stderr.String())
 	if code != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, "no webhook source") {
 		t.Fatalf("exit %d, %q; want 1 and one line saying no source is configured", code, msg)

@@ -1,6 +1,7 @@
-package main
+package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,88 +25,112 @@ With --scheme adyen (a hex HMAC key) every notification item is signed in
 the body itself: the signed body is printed, or sent by the curl command.
 `
 
+// signOpts are sign's flags.
+type signOpts struct {
+	scheme, secret, id, curlURL string
+	ts                          int64
+}
+
 // runSign implements "paylock sign".
-func runSign(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("paylock sign", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	scheme := fs.String("scheme", getenv("PAYLOCK_SIGNATURE_SCHEME"), "standard, stripe or adyen")
-	secretFlag := fs.String("secret", "", "signing secret (default: first of PAYLOCK_WEBHOOK_SECRETS)")
-	id := fs.String("id", "", "webhook-id for the standard scheme (default: a fresh msg_<uuid>)")
-	ts := fs.Int64("timestamp", 0, "unix seconds to sign with (default: now)")
-	curlURL := fs.String("curl", "", "print a curl command posting the body to this URL")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, signUsage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "paylock sign: %v\n%s", err, signUsage)
-		return 2
+func runSign(_ context.Context, e *env, args []string) int {
+	o, code, ok := parseSign(args, e.getenv, e.stdout, e.stderr)
+	if !ok {
+		return code
 	}
-	if *scheme == "" {
-		*scheme = string(signature.SchemeStandard)
-	}
-	sc, err := signature.ParseScheme(*scheme)
+	sc, err := signature.ParseScheme(o.scheme)
 	if err != nil {
-		fmt.Fprintf(stderr, "paylock sign: %v\n", err)
-		return 2
+		fmt.Fprintf(e.stderr, "paylock sign: %v\n", err)
+		return exitUsage
 	}
-	raw := *secretFlag
+	raw := o.secret
 	if raw == "" {
-		raw, _, _ = strings.Cut(getenv("PAYLOCK_WEBHOOK_SECRETS"), ",")
+		raw, _, _ = strings.Cut(e.getenv("PAYLOCK_WEBHOOK_SECRETS"), ",")
 	}
 	if raw == "" {
-		fmt.Fprintln(stderr, "paylock sign: no secret: pass --secret or set PAYLOCK_WEBHOOK_SECRETS")
-		return 2
+		fmt.Fprintln(e.stderr, "paylock sign: no secret: pass --secret or set PAYLOCK_WEBHOOK_SECRETS")
+		return exitUsage
 	}
 	secrets, err := signature.ParseSecrets(sc, raw)
 	if err != nil {
-		fmt.Fprintf(stderr, "paylock sign: invalid secret: %v\n", err)
-		return 2
+		fmt.Fprintf(e.stderr, "paylock sign: invalid secret: %v\n", err)
+		return exitUsage
 	}
-	body, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
+	body, err := io.ReadAll(io.LimitReader(e.stdin, 64<<20))
 	if err != nil {
-		fmt.Fprintf(stderr, "paylock sign: reading stdin: %v\n", err)
-		return 1
+		fmt.Fprintf(e.stderr, "paylock sign: reading stdin: %v\n", err)
+		return exitFail
 	}
+	return o.sign(sc, secrets[0], body, e.stdout, e.stderr)
+}
+
+// parseSign reads sign's flags; the scheme defaults to
+// PAYLOCK_SIGNATURE_SCHEME, else standard. When ok is false sign exits
+// with code: 0 after printing its usage for -h, 2 after the error.
+func parseSign(args []string, getenv func(string) string, stdout, stderr io.Writer) (o signOpts, code int, ok bool) {
+	fs := flag.NewFlagSet("paylock sign", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.scheme, "scheme", getenv("PAYLOCK_SIGNATURE_SCHEME"), "standard, stripe or adyen")
+	fs.StringVar(&o.secret, "secret", "", "signing secret (default: first of PAYLOCK_WEBHOOK_SECRETS)")
+	fs.StringVar(&o.id, "id", "", "webhook-id for the standard scheme (default: a fresh msg_<uuid>)")
+	fs.Int64Var(&o.ts, "timestamp", 0, "unix seconds to sign with (default: now)")
+	fs.StringVar(&o.curlURL, "curl", "", "print a curl command posting the body to this URL")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, signUsage)
+			return o, exitOK, false
+		}
+		fmt.Fprintf(stderr, "paylock sign: %v\n%s", err, signUsage)
+		return o, exitUsage, false
+	}
+	if o.scheme == "" {
+		o.scheme = string(signature.SchemeStandard)
+	}
+	return o, exitOK, true
+}
+
+// sign signs body with secret and prints the signature headers, the
+// Adyen-signed body, or a curl command sending it.
+func (o signOpts) sign(sc signature.Scheme, secret signature.Secret, body []byte, stdout, stderr io.Writer) int {
 	when := time.Now()
-	if *ts != 0 {
-		when = time.Unix(*ts, 0)
+	if o.ts != 0 {
+		when = time.Unix(o.ts, 0)
 	}
-	if *id == "" && sc == signature.SchemeStandard {
-		*id = "msg_" + uuid.NewString()
+	if o.id == "" && sc == signature.SchemeStandard {
+		o.id = "msg_" + uuid.NewString()
 	}
 	h := http.Header{}
 	if sc == signature.SchemeAdyen {
-		if body, err = signature.SignAdyenNotification(secrets[0], body); err != nil {
+		var err error
+		if body, err = signature.SignAdyenNotification(secret, body); err != nil {
 			fmt.Fprintf(stderr, "paylock sign: %v\n", err)
-			return 1
+			return exitFail
 		}
-		if *curlURL == "" {
+		if o.curlURL == "" {
 			fmt.Fprintf(stdout, "%s\n", body)
-			return 0
+			return exitOK
 		}
 	} else {
-		h = signature.Sign(sc, secrets[0], *id, when, body)
+		h = signature.Sign(sc, secret, o.id, when, body)
 	}
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	if *curlURL == "" {
+	if o.curlURL == "" {
 		for _, k := range names {
 			fmt.Fprintf(stdout, "%s: %s\n", strings.ToLower(k), h.Get(k))
 		}
-		return 0
+		return exitOK
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "curl -sS -X POST %s \\\n  -H %s", shellQuote(*curlURL), shellQuote("Content-Type: application/json"))
+	fmt.Fprintf(&b, "curl -sS -X POST %s \\\n  -H %s", shellQuote(o.curlURL), shellQuote("Content-Type: application/json"))
 	for _, k := range names {
 		fmt.Fprintf(&b, " \\\n  -H %s", shellQuote(strings.ToLower(k)+": "+h.Get(k)))
 	}
 	fmt.Fprintf(&b, " \\\n  --data-binary %s\n", shellQuote(string(body)))
 	fmt.Fprint(stdout, b.String())
-	return 0
+	return exitOK
 }
 
 // shellQuote quotes s for a POSIX shell.

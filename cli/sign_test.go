@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func TestSignPrintsHeadersThatVerify(t *testing.T) {
 	} {
 		t.Run(string(c.scheme), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := Run(context.Background(), []string{"sign", "--scheme", string(c.scheme), "--secret", c.secret},
+			code := Main(context.Background(), []string{"sign", "--scheme", string(c.scheme), "--secret", c.secret},
 				envMap(nil), strings.NewReader(body), &out, &errb)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errb.String())
@@ -62,7 +62,7 @@ func TestSignPrintsHeadersThatVerify(t *testing.T) {
 func TestSignCurlCommandCarriesTheExactBody(t *testing.T) {
 	body := `{"transaction_id":"it's","amount":1,"currency":"JPY"}`
 	var out bytes.Buffer
-	code := Run(context.Background(), []string{"sign", "--curl", "http://127.0.0.1:8080/webhooks/payments"},
+	code := Main(context.Background(), []string{"sign", "--curl", "http://127.0.0.1:8080/webhooks/payments"},
 		envMap(map[string]string{"PAYLOCK_WEBHOOK_SECRETS": devSecret + ",whsec_b3RoZXI="}), strings.NewReader(body), &out, io.Discard)
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -93,7 +93,7 @@ func TestServeRefusesToStartUnsignedOrWithABadSecret(t *testing.T) {
 			for k, v := range c.env {
 				env[k] = v
 			}
-			code := Run(context.Background(), []string{"serve"}, envMap(env), nil, io.Discard, &stderr)
+			code := Main(context.Background(), []string{"serve"}, envMap(env), nil, io.Discard, &stderr)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr.String())
 			}
@@ -114,7 +114,7 @@ func TestSignAdyenSignsEveryItemInTheBody(t *testing.T) {
 		`{"NotificationRequestItem":{"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","merchantAccountCode":"Acme","merchantReference":"order-1","pspReference":"PSP1","success":"true"}},` +
 		`{"NotificationRequestItem":{"amount":{"currency":"EUR","value":500},"eventCode":"REFUND","merchantAccountCode":"Acme","merchantReference":"order-2","originalReference":"PSP1","pspReference":"PSP2","success":"true"}}]}`
 	var out, errb bytes.Buffer
-	if code := Run(context.Background(), []string{"sign", "--scheme", "adyen", "--secret", key},
+	if code := Main(context.Background(), []string{"sign", "--scheme", "adyen", "--secret", key},
 		envMap(nil), strings.NewReader(body), &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -135,7 +135,7 @@ func TestSignAdyenSignsEveryItemInTheBody(t *testing.T) {
 	}
 
 	out.Reset()
-	if code := Run(context.Background(), []string{"sign", "--scheme", "adyen", "--secret", key, "--curl", "http://127.0.0.1:8080/webhooks/adyen"},
+	if code := Main(context.Background(), []string{"sign", "--scheme", "adyen", "--secret", key, "--curl", "http://127.0.0.1:8080/webhooks/adyen"},
 		envMap(nil), strings.NewReader(body), &out, &errb); code != 0 {
 		t.Fatalf("--curl exit %d: %s", code, errb.String())
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
+	_ "github.com/paylock/paylock/provider/all" // the providers sources name as their adapter
 	"github.com/paylock/paylock/signature"
 )
 
@@ -109,15 +110,6 @@ func (s sourceSecrets) LogValue() slog.Value         { return slog.StringValue(s
 func (s sourceSecrets) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 func (s sourceSecrets) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
-// groupJSON writes a group slog.Value as a JSON object.
-func groupJSON(v slog.Value) ([]byte, error) {
-	m := map[string]any{}
-	for _, a := range v.Resolve().Group() {
-		m[a.Key] = a.Value.Resolve().Any()
-	}
-	return json.Marshal(m)
-}
-
 // errUnsignedSource is wrapped by the error of a served source without
 // secrets (or with signature none) when PAYLOCK_ALLOW_UNSIGNED is not true.
 var errUnsignedSource = errors.New("refusing unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED=true allows them, for local development only)")
@@ -163,20 +155,20 @@ const maxSourcesFile = 1 << 20
 // signature none, is an error wrapping errUnsignedSource unless
 // PAYLOCK_ALLOW_UNSIGNED is true. No source at all is not an error here
 // (serve refuses it: errNoSource). Every error is a *sourceError.
-func loadSources(cfg config, getenv func(string) string) ([]sourceSpec, []string, error) {
+func loadSources(cfg Config, getenv func(string) string) ([]sourceSpec, []string, error) {
 	var data []byte
-	if cfg.SourcesFile != "" {
-		f, err := os.Open(cfg.SourcesFile)
+	if cfg.Sources.File != "" {
+		f, err := os.Open(cfg.Sources.File)
 		if err != nil {
-			return nil, nil, &sourceError{File: cfg.SourcesFile, Err: unwrapPath(err)}
+			return nil, nil, &sourceError{File: cfg.Sources.File, Err: unwrapPath(err)}
 		}
 		data, err = io.ReadAll(io.LimitReader(f, maxSourcesFile+1))
 		f.Close()
 		if err != nil {
-			return nil, nil, &sourceError{File: cfg.SourcesFile, Err: unwrapPath(err)}
+			return nil, nil, &sourceError{File: cfg.Sources.File, Err: unwrapPath(err)}
 		}
 		if len(data) > maxSourcesFile {
-			return nil, nil, &sourceError{File: cfg.SourcesFile, Err: fmt.Errorf("larger than %d bytes", maxSourcesFile)}
+			return nil, nil, &sourceError{File: cfg.Sources.File, Err: fmt.Errorf("larger than %d bytes", maxSourcesFile)}
 		}
 	}
 	return buildSources(cfg, getenv, data)
@@ -193,11 +185,11 @@ func unwrapPath(err error) error {
 
 // builtinSecrets maps each built-in source's secrets variable to its value
 // in cfg.
-func builtinSecrets(cfg config) map[string]string {
+func builtinSecrets(cfg Config) map[string]string {
 	return map[string]string{
-		"PAYLOCK_WEBHOOK_SECRETS": cfg.secretsRaw,
-		"PAYLOCK_LOAN_SECRETS":    cfg.loanSecretsRaw,
-		"PAYLOCK_PAYOUT_SECRETS":  cfg.payoutSecretsRaw,
+		"PAYLOCK_WEBHOOK_SECRETS": cfg.Sources.secretsRaw,
+		"PAYLOCK_LOAN_SECRETS":    cfg.Sources.loanSecretsRaw,
+		"PAYLOCK_PAYOUT_SECRETS":  cfg.Sources.payoutSecretsRaw,
 	}
 }
 
@@ -210,11 +202,11 @@ var builtinVariables = map[string]string{
 }
 
 // builtinSources are the sources that exist without a file.
-func builtinSources(cfg config) []sourceSpec {
+func builtinSources(cfg Config) []sourceSpec {
 	return []sourceSpec{
-		{Name: "payments", Adapter: handler.PaymentsProvider, Scheme: cfg.SignatureScheme, SecretsEnv: "PAYLOCK_WEBHOOK_SECRETS", Builtin: true},
-		{Name: "loans", Adapter: handler.ProviderLoans, Scheme: cfg.LoanSignatureScheme, SecretsEnv: "PAYLOCK_LOAN_SECRETS", Builtin: true},
-		{Name: "payouts", Adapter: handler.ProviderPayouts, Scheme: cfg.PayoutSignatureScheme, SecretsEnv: "PAYLOCK_PAYOUT_SECRETS", Builtin: true},
+		{Name: "payments", Adapter: handler.PaymentsProvider, Scheme: cfg.Sources.SignatureScheme, SecretsEnv: "PAYLOCK_WEBHOOK_SECRETS", Builtin: true},
+		{Name: "loans", Adapter: handler.ProviderLoans, Scheme: cfg.Sources.LoanSignatureScheme, SecretsEnv: "PAYLOCK_LOAN_SECRETS", Builtin: true},
+		{Name: "payouts", Adapter: handler.ProviderPayouts, Scheme: cfg.Sources.PayoutSignatureScheme, SecretsEnv: "PAYLOCK_PAYOUT_SECRETS", Builtin: true},
 	}
 }
 
@@ -227,12 +219,12 @@ type candidate struct {
 }
 
 // buildSources is loadSources on the file's contents (nil: no file).
-func buildSources(cfg config, getenv func(string) string, data []byte) ([]sourceSpec, []string, error) {
+func buildSources(cfg Config, getenv func(string) string, data []byte) ([]sourceSpec, []string, error) {
 	cands, err := candidates(cfg, data)
 	if err != nil {
 		return nil, nil, err
 	}
-	rules := payload.NewRules(cfg.DefaultCurrency, cfg.Currencies)
+	rules := payload.NewRules(cfg.Sources.DefaultCurrency, cfg.Sources.Currencies)
 	ownSecrets := builtinSecrets(cfg)
 	secretVars := map[string]string{} // secrets_env -> the source that uses it
 	var owned []ownedSecret
@@ -241,7 +233,7 @@ func buildSources(cfg config, getenv func(string) string, data []byte) ([]source
 	for _, c := range cands {
 		fileOf := ""
 		if c.inFile {
-			fileOf = cfg.SourcesFile
+			fileOf = cfg.Sources.File
 		}
 		fail := func(se *sourceError) error {
 			return &sourceError{File: fileOf, Source: c.spec.Name, Field: se.Field, Err: se.Err}
@@ -253,7 +245,7 @@ func buildSources(cfg config, getenv func(string) string, data []byte) ([]source
 		if !own {
 			raw = getenv(c.spec.SecretsEnv)
 		}
-		s, served, se := withSecrets(c, raw, cfg.AllowUnsigned, secretVars, &owned)
+		s, served, se := withSecrets(c, raw, cfg.Sources.AllowUnsigned, secretVars, &owned)
 		switch {
 		case se != nil:
 			return nil, nil, fail(se)
@@ -269,8 +261,8 @@ func buildSources(cfg config, getenv func(string) string, data []byte) ([]source
 
 // candidates are the built-ins, overridden by the file where it names
 // them, then the file's own sources, with their keys decoded.
-func candidates(cfg config, data []byte) ([]candidate, error) {
-	file := cfg.SourcesFile
+func candidates(cfg Config, data []byte) ([]candidate, error) {
+	file := cfg.Sources.File
 	var fromFile []rawSource
 	if data != nil {
 		var err error
@@ -365,11 +357,6 @@ func withSecrets(c candidate, raw string, allowUnsigned bool, vars map[string]st
 		*owned = append(*owned, ownedSecret{secret: k, source: s.Name})
 	}
 	return s, true, nil
-}
-
-// isSetting reports whether name is one of paylock's own variables.
-func isSetting(name string) bool {
-	return slices.ContainsFunc(settings(), func(s setting) bool { return s.env == name })
 }
 
 // rawSource is one entry of the file's sources map: its name and its keys,
@@ -549,7 +536,7 @@ func adapterOf(name string, newSource bool) (adapter, error) {
 // checkSpec validates one source's settings, secrets aside; newSource is
 // a source of the file that is not a built-in. The provider's own keys
 // are checked by its New, with rules. Its error names the field.
-func checkSpec(s sourceSpec, newSource bool, cfg config, rules *payload.Rules) *sourceError {
+func checkSpec(s sourceSpec, newSource bool, cfg Config, rules *payload.Rules) *sourceError {
 	fail := func(field string, err error) *sourceError { return &sourceError{Field: field, Err: err} }
 	a, err := adapterOf(s.Adapter, newSource)
 	if err != nil {
@@ -576,7 +563,7 @@ func checkSpec(s sourceSpec, newSource bool, cfg config, rules *payload.Rules) *
 		if err := checkForwardURL(s.ForwardURL); err != nil {
 			return fail("forward_url", fmt.Errorf("%q: %v", forward.Redact(s.ForwardURL), err))
 		}
-		if len(cfg.Forward.Secrets) == 0 {
+		if !cfg.Forward.enabled() {
 			return fail("forward_url", errors.New("PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments"))
 		}
 	}

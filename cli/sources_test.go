@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -420,15 +420,15 @@ func TestHardeningSettingsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxInflight != 256 || cfg.AdminAddr != "127.0.0.1:9091" || cfg.AdminToken != "" || cfg.Pprof {
-		t.Errorf("max inflight %d, admin %q token set %v, pprof %v", cfg.MaxInflight, cfg.AdminAddr, cfg.AdminToken != "", cfg.Pprof)
+	if cfg.Server.MaxInflight != 256 || cfg.Admin.Addr != "127.0.0.1:9091" || cfg.Admin.Token != "" || cfg.Admin.Pprof {
+		t.Errorf("max inflight %d, admin %q token set %v, pprof %v", cfg.Server.MaxInflight, cfg.Admin.Addr, cfg.Admin.Token != "", cfg.Admin.Pprof)
 	}
 	f := cfg.Forward
 	if f.URL != "" || len(f.Secrets) != 0 || f.Concurrency != 10 || f.Timeout.String() != "10s" || f.MaxAttempts != 25 {
 		t.Errorf("forward settings %+v", f)
 	}
-	if cfg.SourcesFile != "" || cfg.LoanSignatureScheme != "standard" || cfg.PayoutSignatureScheme != "standard" {
-		t.Errorf("sources file %q, loan scheme %q, payout scheme %q", cfg.SourcesFile, cfg.LoanSignatureScheme, cfg.PayoutSignatureScheme)
+	if cfg.Sources.File != "" || cfg.Sources.LoanSignatureScheme != "standard" || cfg.Sources.PayoutSignatureScheme != "standard" {
+		t.Errorf("sources file %q, loan scheme %q, payout scheme %q", cfg.Sources.File, cfg.Sources.LoanSignatureScheme, cfg.Sources.PayoutSignatureScheme)
 	}
 
 	cfg, _, err = loadConfig("paylock serve", []string{"--admin-addr", "off", "--pprof=true", "--max-inflight", "8",
@@ -437,7 +437,7 @@ func TestHardeningSettingsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.AdminAddr != "" || !cfg.Pprof || cfg.MaxInflight != 8 || cfg.Forward.URL != "https://orders.internal/paylock" ||
+	if cfg.Admin.Addr != "" || !cfg.Admin.Pprof || cfg.Server.MaxInflight != 8 || cfg.Forward.URL != "https://orders.internal/paylock" ||
 		len(cfg.Forward.Secrets) != 1 || cfg.Forward.Concurrency != 3 || cfg.Forward.Timeout.String() != "2s" || cfg.Forward.MaxAttempts != 5 {
 		t.Errorf("flags not applied: %v", cfg)
 	}
@@ -539,7 +539,7 @@ func TestConfigAndSourcesNeverPrintSecrets(t *testing.T) {
 	}
 	fmt.Fprintln(&out, cfg, specs)
 	for _, v := range []any{cfg, specs, struct {
-		C config
+		C Config
 		S []sourceSpec
 	}{cfg, specs}, specs[0].Secrets} {
 		b, err := json.Marshal(v)
@@ -586,7 +586,7 @@ func FuzzSourcesFile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	cfg.SourcesFile = "/etc/paylock/sources.yaml"
+	cfg.Sources.File = "/etc/paylock/sources.yaml"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		specs, unsignedNames, err := buildSources(cfg, envMap(env), append([]byte{}, data...))
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // The duplicate storm behind make scale: three in-process "paylock serve"
 // replicas (the real wiring: config, the Redis client of the mode under

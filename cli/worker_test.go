@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func TestWorkerCommandPaysOutAndStopsOnSIGTERM(t *testing.T) {
 	defer cancel()
 	exit := make(chan int, 1)
 	var stderr bytes.Buffer
-	go func() { exit <- Run(ctx, []string{"worker"}, envMap(env), nil, io.Discard, &stderr) }()
+	go func() { exit <- Main(ctx, []string{"worker"}, envMap(env), nil, io.Discard, &stderr) }()
 
 	if _, err := st.Disbursements().AcceptDisbursement(context.Background(), store.Disbursement{
 		LoanID: "L-cmd", Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_cmd",
@@ -103,10 +103,10 @@ func TestServeWithWorkerTakesALoanFromWebhookToPayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.adminListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if cfg.Admin.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	admin := "http://" + cfg.adminListener.Addr().String()
+	admin := "http://" + cfg.Admin.listener.Addr().String()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestServeWithWorkerTakesALoanFromWebhookToPayout(t *testing.T) {
 
 func TestWorkerWithoutAPayoutURLRefusesToStart(t *testing.T) {
 	var stderr bytes.Buffer
-	code := Run(context.Background(), []string{"worker"}, envMap(nil), nil, io.Discard, &stderr)
+	code := Main(context.Background(), []string{"worker"}, envMap(nil), nil, io.Discard, &stderr)
 	msg := strings.TrimSpace(stderr.String())
 	if code == 0 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "PAYLOCK_PAYOUT_URL") {
 		t.Fatalf("exit %d, message %q: want a one-line refusal naming PAYLOCK_PAYOUT_URL", code, msg)
@@ -186,7 +186,7 @@ func TestBadPayoutSettingsStopStartWithOneLineNamingTheVariable(t *testing.T) {
 		{map[string]string{"PAYLOCK_WORKER": "sometimes"}, "PAYLOCK_WORKER"},
 	} {
 		var stderr bytes.Buffer
-		code := Run(context.Background(), []string{"worker"}, envMap(c.env), nil, io.Discard, &stderr)
+		code := Main(context.Background(), []string{"worker"}, envMap(c.env), nil, io.Discard, &stderr)
 		msg := strings.TrimSpace(stderr.String())
 		if code != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, c.want) {
 			t.Errorf("%v: exit %d, message %q; want 2 and one line naming %s", c.env, code, msg, c.want)
@@ -214,7 +214,7 @@ func TestDisbursementsStuckListsOldAndFlaggedRows(t *testing.T) {
 	stuck := func(args ...string) string {
 		t.Helper()
 		var out, stderr bytes.Buffer
-		if code := Run(ctx, append([]string{"disbursements", "stuck"}, args...), envMap(env), nil, &out, &stderr); code != 0 {
+		if code := Main(ctx, append([]string{"disbursements", "stuck"}, args...), envMap(env), nil, &out, &stderr); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 		return out.String()
@@ -252,7 +252,7 @@ func TestOlderThanAcceptsDurationsAndDays(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	if code := Run(context.Background(), []string{"disbursements", "pending"}, envMap(nil), nil, io.Discard, &stderr); code != 2 {
+	if code := Main(context.Background(), []string{"disbursements", "pending"}, envMap(nil), nil, io.Discard, &stderr); code != 2 {
 		t.Errorf("unknown disbursements subcommand: exit %d", code)
 	}
 }

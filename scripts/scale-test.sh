@@ -158,9 +158,9 @@ echo "== deployments ready in $((ready - start))s" >&2
 export PAYLOCK_SCALE_REPORT=$work/report
 : >"$PAYLOCK_SCALE_REPORT"
 tests='Cluster|Sentinel|PgBouncer|Pooled|Partition|TLSAndPasswords|TestServeOn|TestServeBehind'
-echo "== go test -race ${short[*]} -run '$tests' ./cmd/paylock ./lock ./store" >&2
+echo "== go test -race ${short[*]} -run '$tests' ./cli ./lock ./store" >&2
 set +e
-go test -race -count=1 -p 1 -timeout 15m "${short[@]}" -run "$tests" "$@" ./cmd/paylock ./lock ./store
+go test -race -count=1 -p 1 -timeout 15m "${short[@]}" -run "$tests" "$@" ./cli ./lock ./store
 rc=$?
 set -e
 echo "== verdicts"

@@ -1,5 +1,6 @@
 // Command paylock receives payment webhooks and records each payment exactly
-// once. See the README for the subcommands and their configuration.
+// once. Its commands live in package cli; see the README for them and
+// their configuration.
 package main
 
 import (
@@ -8,15 +9,19 @@ import (
 	"os/signal"
 	"syscall"
 
-	_ "github.com/paylock/paylock/provider/all" // the providers sources name as their adapter
+	"github.com/paylock/paylock/cli"
 )
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	// After the first signal starts a graceful shutdown, a second one kills
 	// the process the default way.
 	context.AfterFunc(ctx, stop)
-	code := Run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	cli.Version = version
+	code := cli.Main(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

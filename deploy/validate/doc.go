@@ -6,5 +6,5 @@
 //	cd deploy/validate && GOFLAGS=-mod=mod go test ./...
 //
 // (scripts/test.sh does). That every metric referenced is one paylock
-// exports is checked in cmd/paylock's tests.
+// exports is checked in package cli's tests.
 package validate

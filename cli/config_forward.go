@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/signature"
+)
+
+// ForwardConfig is forwarding recorded payments (and disbursement status
+// changes) to the team's own service: the default destination, the
+// secrets that sign every forward, and the forward worker's bounds.
+type ForwardConfig struct {
+	URL         string             // PAYLOCK_FORWARD_URL: the default destination; "": none (a source may have its own forward_url)
+	Secrets     []signature.Secret // PAYLOCK_FORWARD_SECRETS: Standard Webhooks (whsec_) secrets signing forwards; never printed
+	Concurrency int                // PAYLOCK_FORWARD_CONCURRENCY: forwards in flight per process
+	Timeout     time.Duration      // PAYLOCK_FORWARD_TIMEOUT: one forward attempt
+	MaxAttempts int                // PAYLOCK_FORWARD_MAX_ATTEMPTS: attempts before River discards the job
+
+	secretsRaw string // parsed by validate
+}
+
+func (c *ForwardConfig) title() string { return "forwarding" }
+
+func (c *ForwardConfig) settings() []setting {
+	return []setting{
+		{env: "PAYLOCK_FORWARD_URL", flag: "forward-url", usage: "http(s) URL every recorded payment is forwarded to, signed with PAYLOCK_FORWARD_SECRETS (empty: none)",
+			parse: func(v string) error { c.URL = v; return checkForwardURL(v) }},
+		{env: "PAYLOCK_FORWARD_SECRETS", flag: "forward-secrets", secret: true, usage: "comma-separated Standard Webhooks secrets (whsec_...) signing forwarded payments",
+			parse: text(&c.secretsRaw)},
+		{env: "PAYLOCK_FORWARD_CONCURRENCY", flag: "forward-concurrency", def: "10", usage: "forwards in flight at once per process",
+			parse: positive(&c.Concurrency)},
+		{env: "PAYLOCK_FORWARD_TIMEOUT", flag: "forward-timeout", def: "10s", usage: "timeout of one forward attempt",
+			parse: durationAtLeast(&c.Timeout, 100*time.Millisecond)},
+		{env: "PAYLOCK_FORWARD_MAX_ATTEMPTS", flag: "forward-max-attempts", def: "25", usage: "attempts of one forward before it is discarded",
+			parse: positive(&c.MaxAttempts)},
+	}
+}
+
+// validate parses PAYLOCK_FORWARD_SECRETS and refuses a forward URL
+// without them: the receiving service must be able to tell paylock's
+// forwards from anyone's.
+func (c *ForwardConfig) validate() error {
+	if c.secretsRaw != "" {
+		secrets, err := signature.ParseSecrets(signature.SchemeStandard, c.secretsRaw)
+		if err != nil {
+			return fmt.Errorf("invalid PAYLOCK_FORWARD_SECRETS: %v", err)
+		}
+		c.Secrets, c.secretsRaw = secrets, ""
+	}
+	if c.URL != "" && len(c.Secrets) == 0 {
+		return fmt.Errorf("invalid PAYLOCK_FORWARD_URL=%q: PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments", forward.Redact(c.URL))
+	}
+	return nil
+}
+
+func (c *ForwardConfig) logAttrs() []slog.Attr {
+	return []slog.Attr{
+		slog.String("forward_url", forward.Redact(c.URL)),
+		slog.Any("forward_secrets", c.Secrets),
+		slog.Int("forward_concurrency", c.Concurrency),
+		slog.Duration("forward_timeout", c.Timeout),
+		slog.Int("forward_max_attempts", c.MaxAttempts),
+	}
+}
+
+// enabled reports whether this deployment forwards anything: any forward
+// URL (PAYLOCK_FORWARD_URL or a source's forward_url) needs
+// PAYLOCK_FORWARD_SECRETS (validate, checkSpec), so the secrets being set
+// is what turns the forward queue on, in serve and in "paylock worker"
+// alike, without reading the sources file.
+func (c *ForwardConfig) enabled() bool { return len(c.Secrets) > 0 }
+
+// checkForwardURL accepts "" (no forward) or a URL a registered sink
+// takes (forward.CheckURL: today an absolute http(s) URL with a host and no
+// fragment).
+func checkForwardURL(v string) error {
+	if v == "" {
+		return nil
+	}
+	return forward.CheckURL(v)
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+// Version is paylock's version as "paylock version" prints it: cmd/paylock
+// sets it from -ldflags "-X main.version=..."; empty, it is the module's
+// version from the build information, else "dev".
+var Version = ""
+
+func buildVersion() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+const mainUsage = `paylock: exactly-once payment webhooks behind an efficiency lock.
+
+Usage:
+  paylock serve [flags]     run the webhook server (migrates first unless PAYLOCK_MIGRATE=false)
+  paylock migrate [flags]   apply the database migrations and exit
+  paylock worker [flags]    run the payout worker (PAYLOCK_WORKER=true runs it inside serve instead)
+                            and the forward worker (every serve runs it too when forwarding)
+  paylock forward list [--discarded] [--limit N]
+                            list forward jobs (recorded payments and disbursement changes sent on)
+  paylock forward retry <id>|--discarded
+                            put a discarded (or cancelled) forward back in the queue
+  paylock review list|show|resolve
+                            the review queue: mismatches, flagged disbursements, discarded forwards
+  paylock disbursements stuck [--older-than 1h]
+                            list disbursements pending or sent too long, or flagged for review
+  paylock purge --older-than 90d
+                            delete webhook_events past the retention window (at least 7d)
+  paylock reconcile [--grace 1h]
+                            compare pending and sent disbursements with the payout provider
+                            (exit 1 when they differ)
+  paylock reconcile payments --source stripe [--since 72h] [--dry-run]
+                            record the payments the provider's API lists and paylock missed
+                            (exit 1 when one was missing or differs)
+  paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
+  paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
+  paylock version           print the version
+
+Every flag has an environment variable; run "paylock serve -h" for the list.
+`
+
+// commands are paylock's commands by the name typed after "paylock".
+func commands() map[string]runner {
+	return map[string]runner{
+		"serve":   serveCommand,
+		"migrate": migrateCommand,
+		"worker":  workerCommand,
+		"sign":    runnerFunc(runSign),
+		"healthcheck": runnerFunc(func(ctx context.Context, e *env, args []string) int {
+			return runHealthcheck(ctx, args, e.getenv, e.stdout, e.stderr)
+		}),
+		"disbursements": group{usage: disbursementsUsage, subs: map[string]runner{"stuck": stuckCommand}},
+		"purge":         purgeCommand,
+		"reconcile": group{usage: reconcileUsage, dflt: reconcileCommand,
+			subs: map[string]runner{"payments": reconcilePaymentsCommand, "disbursements": reconcileCommand}},
+		"forward": group{usage: forwardUsage,
+			subs: map[string]runner{"list": forwardListCommand, "retry": forwardRetryCommand, "replay": replayCommand}},
+		"review": group{usage: reviewUsage,
+			subs: map[string]runner{"list": reviewListCommand, "show": reviewShowCommand, "resolve": reviewResolveCommand}},
+	}
+}
+
+// Main is paylock's main, testable: args without the program name, the
+// environment as a lookup function, and the standard streams. It runs the
+// command args name until it is done (or ctx is cancelled: SIGTERM) and
+// returns the process exit code: 0 done, 1 failed (or found what it
+// reports), 2 bad usage or configuration.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "paylock", buildVersion())
+		return exitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, mainUsage)
+		return exitOK
+	}
+	r, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "paylock: unknown command %q\n\n%s", args[0], mainUsage)
+		return exitUsage
+	}
+	return r.run(ctx, &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+}
+
+// flagsUsage is the usage of serve, migrate and worker: every setting.
+func flagsUsage(cmd string) string {
+	var b strings.Builder
+	printFlags(&b, cmd)
+	return b.String()
+}

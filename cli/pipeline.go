@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/store"
+)
+
+// handlerSources loads the sources serve serves (loadSources) and builds
+// each one's own verifier from its own secrets: a secret verifies only its
+// own source. Every source that will accept unsigned deliveries is logged
+// loudly. The built-in payments source is the handler's own
+// (handler.PaymentsSource: its lock keys are those of paylock's first
+// releases). It also returns where each payment source's forwards go
+// (routeForwards), for forwardOnRecord once the store is open.
+func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.Routes, error) {
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	specs, unsigned, err := loadSources(cfg, getenv)
+	if err != nil {
+		return nil, forward.Routes{}, err
+	}
+	routes, err := routeForwards(cfg, specs)
+	if err != nil {
+		return nil, forward.Routes{}, err
+	}
+	out := make([]handler.Source, 0, len(specs))
+	for _, spec := range specs {
+		src := handler.Source{Name: spec.Name, Provider: spec.Adapter}
+		if spec.Builtin && spec.Name == "payments" {
+			src = handler.PaymentsSource(nil)
+		}
+		src.Settings = spec.Settings
+		if !spec.unsigned() {
+			v, n, err := sourceVerifier(spec, cfg.Sources.SigTolerance)
+			if err != nil {
+				return nil, forward.Routes{}, err
+			}
+			src.Verifier = v
+			logger.Info("verifying webhook signatures", slog.String("source", spec.Name),
+				slog.String("scheme", string(spec.Scheme)), slog.Int("secrets", n))
+		}
+		out = append(out, src)
+	}
+	for _, name := range unsigned {
+		logger.Warn("!!! PAYLOCK_ALLOW_UNSIGNED=true: webhook signatures are NOT verified for this source; anyone who can reach POST /webhooks/"+name+" can record what it accepts. For local development only. !!!",
+			slog.String("source", name))
+	}
+	return out, routes, nil
+}
+
+// sourceVerifier is spec's signature check, with how many secrets it
+// holds.
+func sourceVerifier(spec sourceSpec, tolerance time.Duration) (*signature.Verifier, int, error) {
+	secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
+	if err != nil {
+		return nil, 0, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
+	}
+	v, err := signature.NewVerifier(spec.Scheme, secrets, tolerance)
+	if err != nil {
+		return nil, 0, fmt.Errorf("source %q: %w", spec.Name, err)
+	}
+	return v, len(secrets), nil
+}
+
+// forwardOnRecord makes each source that forwards insert every newly
+// recorded payment's forward job, naming the source's destination, in the
+// recording transaction (store.Outbox.ForwardRecordHook).
+func forwardOnRecord(sources []handler.Source, routes forward.Routes, st *store.Store) {
+	for i := range sources {
+		if dest := routes.BySource[sources[i].Name]; dest != "" {
+			sources[i].OnRecord = st.Outbox().ForwardRecordHook(dest)
+		}
+	}
+}
+
+// newPipeline is the handler of serve and of "reconcile payments": the same
+// sources, adapters, locks and record hooks, so that a payment reconciled
+// from the provider's API takes the steps of its webhook. lk reports to
+// metrics (newLocker).
+func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *store.Store, lk *lock.Locker, metrics *handler.Metrics, checks []handler.Check) (*handler.Handler, error) {
+	return handler.New(handler.Config{
+		LockTTL:          cfg.Lock.TTL,
+		LockWait:         handlerWait(cfg.Lock.Wait),
+		FinishedTTL:      handlerWait(cfg.Lock.FinishedTTL),
+		RequestTimeout:   cfg.Server.RequestTimeout,
+		LockPrefix:       cfg.Lock.Prefix,
+		MaxBody:          cfg.Server.MaxBody,
+		DefaultCurrency:  cfg.Sources.DefaultCurrency,
+		Currencies:       cfg.Sources.Currencies,
+		RedisUnavailable: cfg.Lock.Unavailable,
+		NoLock:           cfg.Lock.Off,
+		Sources:          sources,
+		MaxInFlight:      cfg.Server.MaxInflight,
+		Metrics:          metrics,
+		Checks:           checks,
+		Version:          buildVersion(),
+		Logger:           logger,
+		Disbursements:    st.Disbursements(),
+	}, lk, st.Payments())
+}
+
+// openPipeline builds serve's handler over st outside serve (reconcile
+// payments, paylock worker): the same sources with their forward hooks,
+// a Redis client of its own (closed by closeRedis), and metrics nobody
+// scrapes.
+func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.Handler, sources []handler.Source, closeRedis func(), err error) {
+	sources, routes, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	forwardOnRecord(sources, routes, st)
+	rdb, err := cfg.Lock.Redis.open()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	metrics := handler.NewMetrics(prometheus.NewRegistry(), cfg.Lock.TTL)
+	h, err = newPipeline(cfg, logger, sources, st, newLocker(rdb, metrics), metrics, nil)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	return h, sources, func() { rdb.Close() }, nil
+}
+
+// newLocker is the lock over rdb, its events counted by metrics.
+func newLocker(rdb redis.UniversalClient, metrics *handler.Metrics) *lock.Locker {
+	return lock.New(rdb, lock.WithObserver(metrics.LockObserver()))
+}
