@@ -155,19 +155,19 @@ func (c Command[O]) prepare(e *env, args []string, opts O) (b *Base, code int, o
 	return b, exitOK, true
 }
 
-// exit prints what err says, in one line, and returns the exit code.
+// exit prints what err says, in one line, and returns the exit code:
+// exitUsage for a usageError, exitFail for any other error.
 func (b *Base) exit(err error) int {
-	var ue *usageError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errReported):
 		return exitFail
-	case errors.As(err, &ue):
-		fmt.Fprintf(b.Stderr, "%s: %v\n", b.Name, err)
-		return exitUsage
 	}
 	fmt.Fprintf(b.Stderr, "%s: %v\n", b.Name, err)
+	if ue := (*usageError)(nil); errors.As(err, &ue) {
+		return exitUsage
+	}
 	return exitFail
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// newPayoutWorker builds the payout worker from cfg; observe, when not nil, sees
-// every processed row (paylock_payout_attempts_total{outcome}).
+// newPayoutWorker builds the payout worker from cfg; observe, when not
+// nil, sees every processed row (paylock_payout_attempts_total{outcome}).
 func newPayoutWorker(cfg Config, st *store.Store, logger *slog.Logger, observe func(payout.Event)) (*payout.Worker, error) {
 	if cfg.Payout.URL == "" {
 		return nil, errNoPayoutURL

@@ -24,7 +24,7 @@
 // The webhook pipeline (package handler) looks a source's provider up by
 // name (Lookup), builds its adapter with New and maps each Event to a
 // stored payment; it never imports a provider's package. The sources-file
-// loader (cmd/paylock) pairs a source's adapter with its signature scheme
+// loader (package cli) pairs a source's adapter with its signature scheme
 // through Schemes, refuses keys that are neither common nor in Keys, and
 // has New check the rest; secrets are parsed by package signature.
 // Reconciliation (package reconcile) lists a Lister's events.
