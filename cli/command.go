@@ -52,13 +52,14 @@ type Opts interface {
 	Validate(cfg *Config) error
 }
 
-// opening is what the preamble opens before a command runs.
-type opening int
+// Opening is what the preamble opens before a command runs.
+type Opening int
 
+// What a Command may have opened for it.
 const (
-	openNothing  opening = iota
-	openStore            // the store (store.Open)
-	openMigrated         // the store with its status hook, migrated unless PAYLOCK_MIGRATE=false (openStore)
+	OpenNothing       Opening = iota
+	OpenStore                 // the store (store.Open)
+	OpenMigratedStore         // the store with its status hook, migrated unless PAYLOCK_MIGRATE=false (openStoreMigrated)
 )
 
 // Command is a subcommand whose preamble is the shared one: parse its own
@@ -69,7 +70,7 @@ type Command[O Opts] struct {
 	Name  string // "paylock forward list": its flag set's name, and the prefix of its messages
 	Usage string // printed on stdout for -h
 	Hint  string // added to the refusal of an unexpected argument
-	Open  opening
+	Open  Opening
 	// ArgsIgnored: arguments left after the settings flags are ignored,
 	// not refused (serve, migrate and worker always have).
 	ArgsIgnored bool
@@ -113,9 +114,9 @@ func (c Command[O]) run(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	if c.Open != openNothing {
+	if c.Open != OpenNothing {
 		var err error
-		if c.Open == openMigrated {
+		if c.Open == OpenMigratedStore {
 			b.Store, err = openStoreMigrated(ctx, &b.Config)
 		} else {
 			b.Store, err = store.Open(ctx, b.Config.storeConfig())
@@ -128,7 +129,7 @@ func (c Command[O]) run(ctx context.Context, e *env, args []string) int {
 	return b.exit(c.Run(ctx, b, opts))
 }
 
-// prepare is the preamble up to opening: the options, the configuration
+// prepare is the preamble up to the opening: the options, the configuration
 // and their checks. When ok is false the command exits with code: 0 after
 // printing its usage for -h, 2 after a one-line refusal.
 func (c Command[O]) prepare(e *env, args []string, opts O) (b *Base, code int, ok bool) {

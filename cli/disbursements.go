@@ -22,7 +22,7 @@ flagged for review, oldest first. The other flags are those of
 
 // stuckCommand is "paylock disbursements stuck".
 var stuckCommand = Command[*stuckOpts]{
-	Name: "paylock disbursements stuck", Usage: disbursementsUsage, Open: openStore,
+	Name: "paylock disbursements stuck", Usage: disbursementsUsage, Open: OpenStore,
 	New: func() *stuckOpts { return &stuckOpts{} },
 	Run: func(ctx context.Context, b *Base, o *stuckOpts) error {
 		rows, err := b.Store.Disbursements().StuckDisbursements(ctx, o.olderThan)

@@ -148,7 +148,7 @@ func parseForwardArgs(sub string, args []string) (forwardArgs, error) {
 
 // forwardListCommand is "paylock forward list".
 var forwardListCommand = Command[*forwardOpts]{
-	Name: "paylock forward list", Usage: forwardUsage, Open: openStore,
+	Name: "paylock forward list", Usage: forwardUsage, Open: OpenStore,
 	New: func() *forwardOpts { return &forwardOpts{sub: "list"} },
 	Run: func(ctx context.Context, b *Base, o *forwardOpts) error {
 		jobs, err := b.Store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: o.discarded, Limit: o.limit})
@@ -162,7 +162,7 @@ var forwardListCommand = Command[*forwardOpts]{
 
 // forwardRetryCommand is "paylock forward retry".
 var forwardRetryCommand = Command[*forwardOpts]{
-	Name: "paylock forward retry", Usage: forwardUsage, Open: openStore,
+	Name: "paylock forward retry", Usage: forwardUsage, Open: OpenStore,
 	New: func() *forwardOpts { return &forwardOpts{sub: "retry"} },
 	Run: func(ctx context.Context, b *Base, o *forwardOpts) error {
 		if o.discarded {

@@ -33,7 +33,7 @@ const purgeInterval = time.Hour
 // (whatever it deleted), 1 when the database failed, 2 on usage or
 // configuration errors.
 var purgeCommand = Command[*purgeOpts]{
-	Name: "paylock purge", Usage: purgeUsage, Hint: " (want --older-than 90d)", Open: openStore,
+	Name: "paylock purge", Usage: purgeUsage, Hint: " (want --older-than 90d)", Open: OpenStore,
 	New: func() *purgeOpts { return &purgeOpts{} },
 	Run: func(ctx context.Context, b *Base, o *purgeOpts) error {
 		p, err := b.Store.Disbursements().PurgeWebhookEvents(ctx, o.retention, store.DefaultPurgeBatch)

@@ -106,7 +106,7 @@ func parseReplayArgs(args []string, now time.Time) (replayArgs, error) {
 
 // replayCommand is "paylock forward replay".
 var replayCommand = Command[*replayOpts]{
-	Name: "paylock forward replay", Usage: replayUsage, Open: openStore,
+	Name: "paylock forward replay", Usage: replayUsage, Open: OpenStore,
 	New: func() *replayOpts { return &replayOpts{} },
 	Run: func(ctx context.Context, b *Base, o *replayOpts) error {
 		ra := o.replayArgs

@@ -46,7 +46,7 @@ func newReviewQueue(cfg Config, st *store.Store) *review.Queue {
 // reviewCommand is "paylock review <sub>", run by run.
 func reviewCommand(sub string, run func(ctx context.Context, b *Base, q *review.Queue, o *reviewOpts) error) Command[*reviewOpts] {
 	return Command[*reviewOpts]{
-		Name: "paylock review " + sub, Usage: reviewUsage, Open: openStore,
+		Name: "paylock review " + sub, Usage: reviewUsage, Open: OpenStore,
 		New: func() *reviewOpts { return &reviewOpts{sub: sub} },
 		Run: func(ctx context.Context, b *Base, o *reviewOpts) error {
 			return run(ctx, b, newReviewQueue(b.Config, b.Store), o)
