@@ -66,16 +66,21 @@ type Options struct {
 	Redis    func(*redis.Options)                    // tweaks each replica's Redis client
 	Lock     []lock.Option                           // options of each replica's Locker
 	Wrap     func(handler.Recorder) handler.Recorder // wraps each replica's recorder (fault injection)
+	// Configure, when set, adjusts each replica's handler config with what
+	// comes from that replica's own store (Disbursements, say), as serve
+	// does in each process.
+	Configure func(cfg *handler.Config, st *store.Store)
 }
 
 // Replica is one paylock instance under test: its own HTTP server, Redis
 // client and Postgres pool, like a separate process.
 type Replica struct {
-	URL    string // the server's base URL
-	DSN    string // the database the replicas share
-	Store  *store.Store
-	Redis  *redis.Client
-	Config handler.Config // with the defaults StartReplicas filled in
+	URL     string // the server's base URL
+	DSN     string // the database the replicas share
+	Store   *store.Store
+	Redis   *redis.Client
+	Config  handler.Config   // with the defaults StartReplicas filled in, after Configure
+	Handler *handler.Handler // what the server serves, for tests that call it directly
 }
 
 // LockKey is the Redis key the replica locks for a payments-source
@@ -120,13 +125,17 @@ func start(t testing.TB, o Options) *Replica {
 	if o.Wrap != nil {
 		rec = o.Wrap(rec)
 	}
-	h, err := handler.New(o.Config, lock.New(rdb, o.Lock...), rec)
+	cfg := o.Config
+	if o.Configure != nil {
+		o.Configure(&cfg, st)
+	}
+	h, err := handler.New(cfg, lock.New(rdb, o.Lock...), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &Replica{URL: srv.URL, DSN: o.DSN, Store: st, Redis: rdb, Config: o.Config}
+	return &Replica{URL: srv.URL, DSN: o.DSN, Store: st, Redis: rdb, Config: cfg, Handler: h}
 }
 
 // redisClient returns a client of rawURL with ContextTimeoutEnabled, as
