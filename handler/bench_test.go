@@ -2,12 +2,10 @@ package handler_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -16,10 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/internal/testenv"
-	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
-	"github.com/paylock/paylock/store"
 )
 
 // benchBody is the shape of paybench's deliveries: the three fields paylock
@@ -53,7 +50,7 @@ func BenchmarkPaymentDelivery(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			env := newBenchServer(b, handler.Config{NoLock: bc.noLock})
-			prefix := testenv.Key(b, bc.name) + "-"
+			prefix := testkit.Key(b, bc.name) + "-"
 			var reqs []benchDelivery
 			if bc.duplicate {
 				// A small set of recorded transactions, cycled: every
@@ -109,16 +106,6 @@ type benchServer struct {
 
 func newBenchServer(b *testing.B, cfg handler.Config) *benchServer {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
 	secrets, err := signature.ParseSecrets(signature.SchemeStandard, testSecret)
 	if err != nil {
 		b.Fatal(err)
@@ -128,22 +115,16 @@ func newBenchServer(b *testing.B, cfg handler.Config) *benchServer {
 		b.Fatal(err)
 	}
 	cfg.Sources = []handler.Source{handler.PaymentsSource(v)}
-	cfg.LockPrefix = testenv.Key(b, "") + ":"
 	cfg.Metrics = handler.NewMetrics(prometheus.NewRegistry(), 5*time.Second)
 	// The log line is built and encoded as in production (JSON, info),
 	// then dropped.
 	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h, err := handler.New(cfg, lock.New(testenv.Redis(b)), st.Payments())
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	b.Cleanup(srv.Close)
+	r := paylocktest.StartReplica(b, paylocktest.Options{Config: cfg})
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 256
 	c := &http.Client{Transport: tr}
 	b.Cleanup(tr.CloseIdleConnections)
-	return &benchServer{b: b, url: srv.URL + "/webhooks/payments", client: c, secret: secrets[0]}
+	return &benchServer{b: b, url: r.URL + "/webhooks/payments", client: c, secret: secrets[0]}
 }
 
 // sign builds the delivery of transaction tx, signed now.

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/store"
 )
@@ -49,7 +49,7 @@ func ExampleConfig_onPayment() {
 		return
 	}
 
-	opt, _ := redis.ParseURL(envOr("REDIS_URL", testenv.DefaultRedisURL))
+	opt, _ := redis.ParseURL(envOr("REDIS_URL", testkit.DefaultRedisURL))
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 
@@ -95,7 +95,7 @@ func ExampleConfig_onPayment() {
 // exampleSchema creates a schema of the example's own on DATABASE_URL's
 // server and returns a DSN using it, and a function that drops it.
 func exampleSchema(ctx context.Context) (dsn string, drop func()) {
-	base := envOr("DATABASE_URL", testenv.DefaultDatabaseURL)
+	base := envOr("DATABASE_URL", testkit.DefaultDatabaseURL)
 	schema := "example_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/store"
 )
@@ -43,26 +45,26 @@ func TestLockExpiryMidRequestRecordsOnce(t *testing.T) {
 	mr := miniredis.RunT(t)
 	stall := &stallFirst{entered: make(chan struct{}), resume: make(chan struct{})}
 	const ttl = 2 * time.Second
-	r := startReplica(t, options{
-		redisURL: "redis://" + mr.Addr() + "/0",
+	r := startReplica(t, paylocktest.Options{
+		RedisURL: "redis://" + mr.Addr() + "/0",
 		// Plain releases: the test has a third party take the key after
 		// the second request (a finished marker would keep it from that).
-		cfg:  handler.Config{LockTTL: ttl, LockWait: -1, FinishedTTL: -1},
-		wrap: func(s handler.Recorder) handler.Recorder { stall.Recorder = s; return stall },
+		Config: handler.Config{LockTTL: ttl, LockWait: -1, FinishedTTL: -1},
+		Wrap:   func(s handler.Recorder) handler.Recorder { stall.Recorder = s; return stall },
 	})
 	tx := "tx-expiry"
-	key := lockKey(r, tx)
+	key := r.LockKey(tx)
 
 	first := make(chan answer, 1)
-	go func() { first <- pay(t, r.url, tx, 700, "JPY") }()
+	go func() { first <- pay(t, r.URL, tx, 700, "JPY") }()
 	<-stall.entered
 	mr.FastForward(ttl + time.Second) // the stalled request's lock expires
 
-	if a := pay(t, r.url, tx, 700, "JPY"); a.status != 200 || a.str("result") != "processed" {
+	if a := pay(t, r.URL, tx, 700, "JPY"); a.status != 200 || a.str("result") != "processed" {
 		t.Fatalf("second request: %d %s", a.status, a.raw)
 	}
 	// Someone else owns the key when the stalled request wakes up.
-	current, err := lock.New(r.rdb).Obtain(context.Background(), key, time.Minute)
+	current, err := lock.New(r.Redis).Obtain(context.Background(), key, time.Minute)
 	if err != nil {
 		close(stall.resume) // let the stalled request end before failing
 		<-first
@@ -80,7 +82,7 @@ func TestLockExpiryMidRequestRecordsOnce(t *testing.T) {
 	if got, _ := mr.Get(key); got != current.Token() {
 		t.Fatalf("lock key holds %q after the stale release, want the current owner's %q", got, current.Token())
 	}
-	if n := rows(t, r.store, tx); n != 1 {
+	if n := testkit.PaymentRows(t, r.Store.Pool(), tx); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
 	}
 }
@@ -90,24 +92,24 @@ func TestLockExpiryMidRequestRecordsOnce(t *testing.T) {
 // meeting it answer duplicate from a database read, with no write attempt.
 func TestLateDuplicatesSettleWithAReadNotAWrite(t *testing.T) {
 	t.Parallel()
-	r, reg := instrumented(t, options{})
-	if a := pay(t, r.url, "tx-late", 100, "JPY"); a.str("result") != "processed" {
+	r, reg := instrumented(t, paylocktest.Options{})
+	if a := pay(t, r.URL, "tx-late", 100, "JPY"); a.str("result") != "processed" {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}
 	for i := 0; i < 5; i++ {
-		if a := pay(t, r.url, "tx-late", 100, "JPY"); a.str("result") != "duplicate" {
+		if a := pay(t, r.URL, "tx-late", 100, "JPY"); a.str("result") != "duplicate" {
 			t.Fatalf("late duplicate: %d %s", a.status, a.raw)
 		}
 	}
-	a := pay(t, r.url, "tx-late", 999, "JPY")
+	a := pay(t, r.URL, "tx-late", 999, "JPY")
 	wantProblem(t, a, http.StatusUnprocessableEntity) // still a mismatch, from the database
-	if got := metricValue(t, reg, "paylock_db_write_attempts_total", map[string]string{"source": "payments"}); got != 1 {
+	if got := testkit.Gathered(t, reg).Sum("paylock_db_write_attempts_total", `source="payments"`); got != 1 {
 		t.Fatalf("write attempts = %v, want 1", got)
 	}
-	if got := metricValue(t, reg, "paylock_lock_obtain_total", map[string]string{"outcome": "finished"}); got != 6 {
+	if got := testkit.Gathered(t, reg).Sum("paylock_lock_obtain_total", `outcome="finished"`); got != 6 {
 		t.Fatalf("finished obtains = %v, want 6", got)
 	}
-	if n := rows(t, r.store, "tx-late"); n != 1 {
+	if n := testkit.PaymentRows(t, r.Store.Pool(), "tx-late"); n != 1 {
 		t.Fatalf("rows = %d", n)
 	}
 }
@@ -117,15 +119,15 @@ func TestLateDuplicatesSettleWithAReadNotAWrite(t *testing.T) {
 // itself: the delivery is recorded on the constraint.
 func TestFinishedMarkerWithoutARowLetsTheDatabaseDecide(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{})
-	key := lockKey(r, "tx-marker-only")
-	if err := r.rdb.Set(context.Background(), key, "finished:someone", time.Minute).Err(); err != nil {
+	r := startReplica(t, paylocktest.Options{})
+	key := r.LockKey("tx-marker-only")
+	if err := r.Redis.Set(context.Background(), key, "finished:someone", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if a := pay(t, r.url, "tx-marker-only", 100, "JPY"); a.str("result") != "processed" {
+	if a := pay(t, r.URL, "tx-marker-only", 100, "JPY"); a.str("result") != "processed" {
 		t.Fatalf("%d %s, want processed", a.status, a.raw)
 	}
-	if n := rows(t, r.store, "tx-marker-only"); n != 1 {
+	if n := testkit.PaymentRows(t, r.Store.Pool(), "tx-marker-only"); n != 1 {
 		t.Fatalf("rows = %d", n)
 	}
 }

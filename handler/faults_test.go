@@ -5,12 +5,15 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/faultproxy"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -49,67 +52,55 @@ func hostOf(t *testing.T, rawURL string) string {
 
 func TestPostgresUnreachableIs503AndReleasesTheLock(t *testing.T) {
 	t.Parallel()
-	dsn := migratedSchema(t)
+	dsn, check := paylocktest.MigratedSchema(t)
 	pg := proxy(t, hostOf(t, dsn))
-	r := startReplica(t, options{dsn: withHost(t, dsn, pg.Addr())})
-	check := openStore(t, store.Config{URL: dsn})
+	r := startReplica(t, paylocktest.Options{DSN: testkit.WithHost(t, dsn, pg.Addr())})
 
 	pg.Cut()
-	a := pay(t, r.url, "tx-pg-down", 100, "JPY")
+	a := pay(t, r.URL, "tx-pg-down", 100, "JPY")
 	wantProblem(t, a, http.StatusServiceUnavailable)
 	wantRetryAfter(t, a)
-	if n, err := r.rdb.Exists(context.Background(), lockKey(r, "tx-pg-down")).Result(); err != nil || n != 0 {
+	if n, err := r.Redis.Exists(context.Background(), r.LockKey("tx-pg-down")).Result(); err != nil || n != 0 {
 		t.Fatalf("lock left behind after a failed request (exists=%d, %v)", n, err)
 	}
-	if n := rows(t, check, "tx-pg-down"); n != 0 {
+	if n := testkit.PaymentRows(t, check.Pool(), "tx-pg-down"); n != 0 {
 		t.Fatalf("rows = %d while Postgres was unreachable", n)
 	}
 
 	pg.Restore()
-	if a := deliverUntilAcknowledged(t, r.url, "tx-pg-down", 100); a.str("result") != "processed" {
+	if a := deliverUntilAcknowledged(t, r.URL, "tx-pg-down", 100); a.str("result") != "processed" {
 		t.Fatalf("after Postgres came back: %d %s", a.status, a.raw)
 	}
-	if n := rows(t, check, "tx-pg-down"); n != 1 {
+	if n := testkit.PaymentRows(t, check.Pool(), "tx-pg-down"); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
 	}
 }
 
 func TestStatementTimeoutIs503AndRecordsNothing(t *testing.T) {
 	t.Parallel()
-	dsn := migratedSchema(t)
-	admin := openStore(t, store.Config{URL: dsn})
-	_, err := admin.Pool().Exec(context.Background(), `
-		CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$;
-		CREATE TRIGGER slow_insert BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION slow_insert();`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := startReplica(t, options{dsn: dsn, storeCfg: func(c *store.Config) { c.StatementTimeout = 200 * time.Millisecond }})
-	a := pay(t, r.url, "tx-slow", 100, "JPY")
+	dsn, admin := paylocktest.MigratedSchema(t)
+	testkit.SlowInsert{Sleep: 2 * time.Second}.Install(t, admin.Pool())
+	r := startReplica(t, paylocktest.Options{DSN: dsn, Store: func(c *store.Config) { c.StatementTimeout = 200 * time.Millisecond }})
+	a := pay(t, r.URL, "tx-slow", 100, "JPY")
 	wantProblem(t, a, http.StatusServiceUnavailable)
 	wantRetryAfter(t, a)
-	if n := rows(t, admin, "tx-slow"); n != 0 {
+	if n := testkit.PaymentRows(t, admin.Pool(), "tx-slow"); n != 0 {
 		t.Fatalf("rows = %d after a statement timeout", n)
 	}
 }
 
 func TestUniqueViolationOnAnotherIndexIsNotSuccess(t *testing.T) {
 	t.Parallel()
-	dsn := migratedSchema(t)
-	admin := openStore(t, store.Config{URL: dsn})
-	if _, err := admin.Pool().Exec(context.Background(),
-		`CREATE UNIQUE INDEX payments_order_ref ON payments ((payload->>'order_ref'))`); err != nil {
-		t.Fatal(err)
-	}
-	r := startReplica(t, options{dsn: dsn})
+	dsn, admin := paylocktest.MigratedSchema(t)
+	testkit.Exec(t, admin.Pool(), `CREATE UNIQUE INDEX payments_order_ref ON payments ((payload->>'order_ref'))`)
+	r := startReplica(t, paylocktest.Options{DSN: dsn})
 	body := func(tx string) []byte {
 		return []byte(`{"transaction_id":"` + tx + `","amount":100,"currency":"JPY","order_ref":"o-1"}`)
 	}
-	if a := post(t, r.url, "/webhooks/payments", "application/json", body("tx-u1")); a.status != 200 {
+	if a := post(t, r.URL, "/webhooks/payments", "application/json", body("tx-u1")); a.status != 200 {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}
-	a := post(t, r.url, "/webhooks/payments", "application/json", body("tx-u2"))
+	a := post(t, r.URL, "/webhooks/payments", "application/json", body("tx-u2"))
 	if a.status < 500 {
 		t.Fatalf("a unique violation on another index answered %d: %s", a.status, a.raw)
 	}
@@ -117,7 +108,7 @@ func TestUniqueViolationOnAnotherIndexIsNotSuccess(t *testing.T) {
 	if strings.Contains(a.raw, "payments_order_ref") || strings.Contains(a.raw, "23505") {
 		t.Fatalf("internal detail leaked to the client: %s", a.raw)
 	}
-	if n := rows(t, admin, "tx-u2"); n != 0 {
+	if n := testkit.PaymentRows(t, admin.Pool(), "tx-u2"); n != 0 {
 		t.Fatalf("rows = %d", n)
 	}
 }
@@ -134,11 +125,11 @@ func TestRedisUnreachable(t *testing.T) {
 	} {
 		t.Run(string(c.policy), func(t *testing.T) {
 			t.Parallel()
-			r := startReplica(t, options{
-				redisURL: "redis://" + closedAddr(t) + "/0",
-				cfg:      handler.Config{RedisUnavailable: c.policy},
+			r := startReplica(t, paylocktest.Options{
+				RedisURL: "redis://" + closedAddr(t) + "/0",
+				Config:   handler.Config{RedisUnavailable: c.policy},
 			})
-			a := pay(t, r.url, "tx-redis-down", 100, "JPY")
+			a := pay(t, r.URL, "tx-redis-down", 100, "JPY")
 			if a.status != c.wantStatus {
 				t.Fatalf("status %d, want %d: %s", a.status, c.wantStatus, a.raw)
 			}
@@ -147,14 +138,14 @@ func TestRedisUnreachable(t *testing.T) {
 					t.Fatalf("result %q", a.str("result"))
 				}
 				// A replay is still settled by the database constraint alone.
-				if b := pay(t, r.url, "tx-redis-down", 100, "JPY"); b.str("result") != "duplicate" {
+				if b := pay(t, r.URL, "tx-redis-down", 100, "JPY"); b.str("result") != "duplicate" {
 					t.Fatalf("replay: %d %s", b.status, b.raw)
 				}
 			} else {
 				wantProblem(t, a, c.wantStatus)
 				wantRetryAfter(t, a)
 			}
-			if n := rows(t, r.store, "tx-redis-down"); n != c.wantRows {
+			if n := testkit.PaymentRows(t, r.Store.Pool(), "tx-redis-down"); n != c.wantRows {
 				t.Fatalf("rows = %d, want %d", n, c.wantRows)
 			}
 		})
@@ -166,34 +157,43 @@ func TestRedisUnreachable(t *testing.T) {
 // the database constraint. Every transaction is still recorded once.
 func TestRedisLostMidStormStillRecordsOnce(t *testing.T) {
 	t.Parallel()
-	rp := proxy(t, hostOf(t, testenv.RedisURL(t)))
-	reps := startReplicas(t, 3, options{redisURL: "redis://" + rp.Addr() + "/0"})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(30 * time.Millisecond)
-		rp.Cut()
-		time.Sleep(200 * time.Millisecond)
-		rp.Restore()
-	}()
+	rp := proxy(t, hostOf(t, testkit.RedisURL(t)))
+	reps := startReplicas(t, 3, paylocktest.Options{RedisURL: "redis://" + rp.Addr() + "/0"})
 	const txs, deliveries = 20, 10
 	results := make(chan answer, txs*deliveries)
-	sem := make(chan struct{}, 32)
-	for i := range txs * deliveries {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			results <- deliverUntilAcknowledged(t, reps[i%3].url, "tx-cut-"+string(rune('a'+i%txs)), 100)
-		}()
-	}
+	var answered atomic.Int32
+	cut := make(chan struct{})
+	releaseRest := sync.OnceFunc(func() { close(cut) })
+	defer releaseRest()
+	go func() {
+		sem := make(chan struct{}, 32)
+		for i := range txs * deliveries {
+			if i == txs/2 {
+				<-cut // the other half of the transactions meets the cut from their first delivery
+			}
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				a := deliverUntilAcknowledged(t, reps[i%3].URL, "tx-cut-"+string(rune('a'+i%txs)), 100)
+				answered.Add(1)
+				results <- a
+			}()
+		}
+	}()
+	// The cut comes once the storm is under way: a first delivery is
+	// answered, the others of the first half are still in flight.
+	testkit.WaitFor(t, 30*time.Second, "the storm's first answer", func() bool { return answered.Load() > 0 })
+	rp.Cut()
+	releaseRest()
+	time.Sleep(200 * time.Millisecond) // the outage lasts: deliveries meet it and retry through it
+	rp.Restore()
 	processed := 0
 	for range txs * deliveries {
 		if a := <-results; a.str("result") == "processed" {
 			processed++
 		}
 	}
-	<-done
-	if n := rows(t, reps[0].store, ""); n != txs {
+	if n := testkit.PaymentRows(t, reps[0].Store.Pool(), ""); n != txs {
 		t.Fatalf("rows = %d, want %d", n, txs)
 	}
 	if processed != txs {
@@ -206,14 +206,14 @@ func TestRedisLostMidStormStillRecordsOnce(t *testing.T) {
 // Retry-After that the PSP still receives, and the lock is let go.
 func TestStalledDatabaseAnswers503BeforeThePSPGivesUp(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{
-		cfg:  handler.Config{RequestTimeout: 300 * time.Millisecond},
-		wrap: func(s handler.Recorder) handler.Recorder { return untilDone{s} },
+	r := startReplica(t, paylocktest.Options{
+		Config: handler.Config{RequestTimeout: 300 * time.Millisecond},
+		Wrap:   func(s handler.Recorder) handler.Recorder { return untilDone{s} },
 	})
-	a := pay(t, r.url, "tx-stalled-db", 100, "JPY")
+	a := pay(t, r.URL, "tx-stalled-db", 100, "JPY")
 	wantProblem(t, a, http.StatusServiceUnavailable)
 	wantRetryAfter(t, a)
-	if n, err := r.rdb.Exists(context.Background(), lockKey(r, "tx-stalled-db")).Result(); err != nil || n != 0 {
+	if n, err := r.Redis.Exists(context.Background(), r.LockKey("tx-stalled-db")).Result(); err != nil || n != 0 {
 		t.Fatalf("lock left behind (exists=%d, %v)", n, err)
 	}
 }

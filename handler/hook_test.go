@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -35,13 +37,10 @@ func (c *credit) hook(ctx context.Context, tx pgx.Tx, p store.Payment) error {
 
 func TestHookFailureLeavesNeitherPaymentNorCreditAndTheRetryRecordsBothOnce(t *testing.T) {
 	t.Parallel()
-	dsn := migratedSchema(t)
-	admin := openStore(t, store.Config{URL: dsn})
-	if _, err := admin.Pool().Exec(context.Background(), `CREATE TABLE balances (account text PRIMARY KEY, minor bigint NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
+	dsn, admin := paylocktest.MigratedSchema(t)
+	testkit.Exec(t, admin.Pool(), `CREATE TABLE balances (account text PRIMARY KEY, minor bigint NOT NULL)`)
 	c := &credit{failFirst: true}
-	r := startReplica(t, options{dsn: dsn, cfg: handler.Config{OnPayment: c.hook}})
+	r := startReplica(t, paylocktest.Options{DSN: dsn, Config: handler.Config{OnPayment: c.hook}})
 	balance := func() int64 {
 		var n int64
 		err := admin.Pool().QueryRow(context.Background(), `SELECT coalesce(sum(minor), 0) FROM balances`).Scan(&n)
@@ -51,16 +50,16 @@ func TestHookFailureLeavesNeitherPaymentNorCreditAndTheRetryRecordsBothOnce(t *t
 		return n
 	}
 
-	a := pay(t, r.url, "tx-hook", 1000, "JPY")
+	a := pay(t, r.URL, "tx-hook", 1000, "JPY")
 	wantProblem(t, a, http.StatusServiceUnavailable)
 	wantRetryAfter(t, a)
-	if n, b := rows(t, r.store, "tx-hook"), balance(); n != 0 || b != 0 {
+	if n, b := testkit.PaymentRows(t, r.Store.Pool(), "tx-hook"), balance(); n != 0 || b != 0 {
 		t.Fatalf("after a failed hook: %d payments, balance %d; want neither", n, b)
 	}
 
-	wantResult(t, pay(t, r.url, "tx-hook", 1000, "JPY"), "processed")
-	wantResult(t, pay(t, r.url, "tx-hook", 1000, "JPY"), "duplicate")
-	if n, b := rows(t, r.store, "tx-hook"), balance(); n != 1 || b != 1000 {
+	wantResult(t, pay(t, r.URL, "tx-hook", 1000, "JPY"), "processed")
+	wantResult(t, pay(t, r.URL, "tx-hook", 1000, "JPY"), "duplicate")
+	if n, b := testkit.PaymentRows(t, r.Store.Pool(), "tx-hook"), balance(); n != 1 || b != 1000 {
 		t.Fatalf("after the retries: %d payments, balance %d; want 1 and 1000", n, b)
 	}
 	if got := c.calls.Load(); got != 2 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/internal/testenv"
-	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -24,22 +23,16 @@ func stripeEvent(pi string, amount string) []byte {
 		`","object":"payment_intent","amount":` + amount + `,"amount_received":` + amount + `,"currency":"jpy","status":"succeeded"}}}`)
 }
 
-// ingestHandler is a handler with one unsigned stripe source whose record
-// hook counts its calls, on a fresh schema, beside an HTTP server of it.
+// ingestHandler is a replica with one unsigned stripe source whose record
+// hook counts its calls, on a fresh schema: its handler, store and URL.
 func ingestHandler(t *testing.T) (*handler.Handler, *store.Store, string, *atomic.Int64) {
 	t.Helper()
-	dsn := migratedSchema(t)
-	st := openStore(t, store.Config{URL: dsn})
 	hooked := new(atomic.Int64)
-	h := mustNew(t, handler.Config{
-		LockPrefix: testenv.Key(t, "") + ":",
-		Logger:     testLogger(t),
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{
 		Sources: []handler.Source{{Name: "stripe", Provider: "stripe",
 			OnRecord: func(context.Context, pgx.Tx, store.Payment) error { hooked.Add(1); return nil }}},
-	}, lock.New(newRedisClient(t, testenv.RedisURL(t), nil)), st.Payments())
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return h, st, srv.URL, hooked
+	}})
+	return r.Handler, r.Store, r.URL, hooked
 }
 
 func TestIngestRecordsAMissingPaymentOnceThroughTheSourcesPipeline(t *testing.T) {
@@ -52,7 +45,7 @@ func TestIngestRecordsAMissingPaymentOnceThroughTheSourcesPipeline(t *testing.T)
 	if err != nil || checked.Result != "missing" || len(checked.Records) != 1 || checked.Records[0].Ref != "pi_missing" {
 		t.Fatalf("Check before = %+v, %v; want missing pi_missing", checked, err)
 	}
-	if n := rows(t, st, "pi_missing"); n != 0 {
+	if n := testkit.PaymentRows(t, st.Pool(), "pi_missing"); n != 0 {
 		t.Fatalf("Check wrote %d rows", n)
 	}
 	for i, want := range []string{"processed", "duplicate"} {
@@ -61,7 +54,7 @@ func TestIngestRecordsAMissingPaymentOnceThroughTheSourcesPipeline(t *testing.T)
 			t.Fatalf("Ingest #%d = %+v, %v; want %s", i+1, res, err, want)
 		}
 	}
-	if n, calls := rows(t, st, "pi_missing"), hooked.Load(); n != 1 || calls != 1 {
+	if n, calls := testkit.PaymentRows(t, st.Pool(), "pi_missing"), hooked.Load(); n != 1 || calls != 1 {
 		t.Fatalf("%d rows, hook ran %d times; want 1 and 1", n, calls)
 	}
 	// The webhook that arrives late is a duplicate of the ingested record.
@@ -103,7 +96,7 @@ func TestIngestErrors(t *testing.T) {
 			t.Errorf("an event type the source does not record = %+v, %v; want ignored", res, err)
 		}
 	}
-	if n := rows(t, st, "pi_other"); n != 1 {
+	if n := testkit.PaymentRows(t, st.Pool(), "pi_other"); n != 1 {
 		t.Errorf("%d rows of pi_other, want 1", n)
 	}
 }

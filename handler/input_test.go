@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 )
 
 func TestBadInputGetsAClear4xxAndWritesNothing(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{cfg: handler.Config{MaxBody: 1024}})
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{MaxBody: 1024}})
 	const ok = `"transaction_id":"tx-ok","amount":100,"currency":"JPY"`
 	cases := []struct {
 		name, body, contentType string
@@ -74,17 +76,17 @@ func TestBadInputGetsAClear4xxAndWritesNothing(t *testing.T) {
 			case "-":
 				ct = ""
 			}
-			a := post(t, r.url, "/webhooks/payments", ct, []byte(c.body))
+			a := post(t, r.URL, "/webhooks/payments", ct, []byte(c.body))
 			wantProblem(t, a, c.status)
 			if c.field != "" && a.str("field") != c.field {
 				t.Errorf("field = %q, want %q (%s)", a.str("field"), c.field, a.raw)
 			}
 		})
 	}
-	if n := rows(t, r.store, ""); n != 0 {
+	if n := testkit.PaymentRows(t, r.Store.Pool(), ""); n != 0 {
 		t.Fatalf("bad input wrote %d rows", n)
 	}
-	keys, err := r.rdb.Keys(context.Background(), r.cfg.LockPrefix+"*").Result()
+	keys, err := r.Redis.Keys(context.Background(), r.Config.LockPrefix+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,22 +97,22 @@ func TestBadInputGetsAClear4xxAndWritesNothing(t *testing.T) {
 
 func TestWrongMethodIs405AndUnknownPathIs404AsProblems(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{})
+	r := startReplica(t, paylocktest.Options{})
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete} {
-		req, _ := http.NewRequest(m, r.url+"/webhooks/payments", nil)
+		req, _ := http.NewRequest(m, r.URL+"/webhooks/payments", nil)
 		a := do(t, req)
 		wantProblem(t, a, http.StatusMethodNotAllowed)
 		if allow := a.header.Get("Allow"); allow != http.MethodPost {
 			t.Errorf("%s: Allow %q, want POST", m, allow)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodPost, r.url+"/webhooks/nothing", nil)
+	req, _ := http.NewRequest(http.MethodPost, r.URL+"/webhooks/nothing", nil)
 	wantProblem(t, do(t, req), http.StatusNotFound)
 }
 
 func TestAcceptedInputVariants(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{cfg: handler.Config{DefaultCurrency: "EUR", Currencies: []string{"XTS"}}})
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{DefaultCurrency: "EUR", Currencies: []string{"XTS"}}})
 	cases := []struct {
 		name, body, contentType, tx, currency string
 	}{
@@ -130,14 +132,14 @@ func TestAcceptedInputVariants(t *testing.T) {
 			if ct == "" {
 				ct = "application/json"
 			}
-			a := post(t, r.url, "/webhooks/payments", ct, []byte(c.body))
+			a := post(t, r.URL, "/webhooks/payments", ct, []byte(c.body))
 			if a.status != 200 || a.str("result") != "processed" || a.str("transaction_id") != c.tx {
 				t.Fatalf("got %d %s", a.status, a.raw)
 			}
 			if ct := a.header.Get("Content-Type"); ct != "application/json" {
 				t.Fatalf("Content-Type %q", ct)
 			}
-			p, err := r.store.Payments().Payment(context.Background(), "payments", c.tx)
+			p, err := r.Store.Payments().Payment(context.Background(), "payments", c.tx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,24 +152,24 @@ func TestAcceptedInputVariants(t *testing.T) {
 
 func TestReplayAnswersDuplicateAndAMismatchIs422(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{})
-	if a := pay(t, r.url, "tx-r", 500, "JPY"); a.status != 200 || a.str("result") != "processed" {
+	r := startReplica(t, paylocktest.Options{})
+	if a := pay(t, r.URL, "tx-r", 500, "JPY"); a.status != 200 || a.str("result") != "processed" {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}
-	if a := pay(t, r.url, "tx-r", 500, "JPY"); a.status != 200 || a.str("result") != "duplicate" {
+	if a := pay(t, r.URL, "tx-r", 500, "JPY"); a.status != 200 || a.str("result") != "duplicate" {
 		t.Fatalf("replay: %d %s", a.status, a.raw)
 	}
 	for _, c := range []struct {
 		amount   int64
 		currency string
 	}{{501, "JPY"}, {500, "USD"}} {
-		a := pay(t, r.url, "tx-r", c.amount, c.currency)
+		a := pay(t, r.URL, "tx-r", c.amount, c.currency)
 		wantProblem(t, a, http.StatusUnprocessableEntity)
 		if !strings.HasSuffix(a.str("type"), "#mismatch") {
 			t.Fatalf("type = %q, want a mismatch problem", a.str("type"))
 		}
 	}
-	p, err := r.store.Payments().Payment(context.Background(), "payments", "tx-r")
+	p, err := r.Store.Payments().Payment(context.Background(), "payments", "tx-r")
 	if err != nil || p.Amount != 500 || p.Currency != "JPY" {
 		t.Fatalf("stored row changed: %+v, %v", p, err)
 	}
@@ -175,8 +177,8 @@ func TestReplayAnswersDuplicateAndAMismatchIs422(t *testing.T) {
 
 func TestIndexNamesTheService(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{cfg: handler.Config{Version: "v1.2.3"}})
-	req, _ := http.NewRequest(http.MethodGet, r.url+"/", nil)
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Version: "v1.2.3"}})
+	req, _ := http.NewRequest(http.MethodGet, r.URL+"/", nil)
 	a := do(t, req)
 	if a.status != 200 || a.str("name") != "paylock" || a.str("version") != "v1.2.3" {
 		t.Fatalf("GET / = %d %s", a.status, a.raw)
@@ -185,8 +187,8 @@ func TestIndexNamesTheService(t *testing.T) {
 
 func TestEmptyCurrencyIsNeverDefaulted(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{cfg: handler.Config{DefaultCurrency: "EUR"}})
-	a := post(t, r.url, "/webhooks/payments", "application/json", []byte(`{"transaction_id":"tx-empty-cur","amount":1,"currency":""}`))
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{DefaultCurrency: "EUR"}})
+	a := post(t, r.URL, "/webhooks/payments", "application/json", []byte(`{"transaction_id":"tx-empty-cur","amount":1,"currency":""}`))
 	wantProblem(t, a, http.StatusUnprocessableEntity)
 	if a.str("field") != "currency" {
 		t.Fatalf("field %q", a.str("field"))
@@ -195,7 +197,7 @@ func TestEmptyCurrencyIsNeverDefaulted(t *testing.T) {
 
 func TestBodyIDIsKeptForAuditButNeverRefused(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{})
+	r := startReplica(t, paylocktest.Options{})
 	for tx, extra := range map[string]string{
 		"tx-id-string": `"id":"evt_1"`,
 		"tx-id-number": `"id":42`,
@@ -203,14 +205,14 @@ func TestBodyIDIsKeptForAuditButNeverRefused(t *testing.T) {
 		"tx-id-case":   `"ID":"evt_2"`,
 		"tx-id-twice":  `"id":"evt_a","id":"evt_b"`,
 	} {
-		a := post(t, r.url, "/webhooks/payments", "application/json",
+		a := post(t, r.URL, "/webhooks/payments", "application/json",
 			[]byte(`{"transaction_id":"`+tx+`","amount":1,"currency":"JPY",`+extra+`}`))
 		if a.status != 200 {
 			t.Errorf("%s: %d %s", extra, a.status, a.raw)
 		}
 	}
 	for tx, want := range map[string]string{"tx-id-string": "evt_1", "tx-id-number": "", "tx-id-case": "", "tx-id-twice": "evt_b"} {
-		p, err := r.store.Payments().Payment(context.Background(), "payments", tx)
+		p, err := r.Store.Payments().Payment(context.Background(), "payments", tx)
 		if err != nil || p.EventID != want {
 			t.Errorf("%s: event_id %q (%v), want %q", tx, p.EventID, err, want)
 		}

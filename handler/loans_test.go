@@ -14,8 +14,8 @@ import (
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/fakeprovider"
-	"github.com/paylock/paylock/internal/testenv"
-	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -26,7 +26,7 @@ import (
 // optionally its own payout worker, like serve with PAYLOCK_WORKER=true),
 // and a fake payout provider over real HTTP.
 type lending struct {
-	reps  []*replica
+	reps  []*paylocktest.Replica
 	dsn   string
 	fake  *fakeprovider.Provider
 	fakeU string
@@ -48,40 +48,30 @@ func startLending(t *testing.T, o lendingOptions) *lending {
 	if o.replicas == 0 {
 		o.replicas = 1
 	}
-	l := &lending{dsn: migratedSchema(t)}
-	l.admin = openStore(t, store.Config{URL: l.dsn})
+	l := &lending{}
+	l.dsn, l.admin = paylocktest.MigratedSchema(t)
 	l.fake = fakeprovider.New(o.fake)
 	fsrv := httptest.NewServer(l.fake)
 	t.Cleanup(fsrv.Close)
 	t.Cleanup(l.fake.Close)
 	l.fakeU = fsrv.URL
 
-	cfg := o.cfg
-	if cfg.LockPrefix == "" {
-		cfg.LockPrefix = testenv.Key(t, "") + ":"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
-	}
-	redisURL := testenv.RedisURL(t)
-	for range o.replicas {
-		st := openStore(t, store.Config{URL: l.dsn})
-		rdb := newRedisClient(t, redisURL, nil)
-		rc := cfg
-		rc.Disbursements = st.Disbursements()
-		if rc.Sources == nil {
-			rc.Sources = lendingSources(nil)
-		}
-		srv := httptest.NewServer(mustNew(t, rc, lock.New(rdb), st.Payments()))
-		t.Cleanup(srv.Close)
-		l.reps = append(l.reps, &replica{url: srv.URL, store: st, rdb: rdb, cfg: rc})
-		if l.adminURL == "" {
-			asrv := httptest.NewServer(admin.New(admin.Config{Disbursements: st.Disbursements(), Logger: cfg.Logger}))
-			t.Cleanup(asrv.Close)
-			l.adminURL = asrv.URL
-		}
-		if o.workers {
-			l.startWorker(t, st)
+	l.reps = startReplicas(t, o.replicas, paylocktest.Options{
+		DSN:    l.dsn,
+		Config: o.cfg,
+		Configure: func(cfg *handler.Config, st *store.Store) {
+			cfg.Disbursements = st.Disbursements()
+			if cfg.Sources == nil {
+				cfg.Sources = lendingSources(nil)
+			}
+		},
+	})
+	asrv := httptest.NewServer(admin.New(admin.Config{Disbursements: l.reps[0].Store.Disbursements(), Logger: l.reps[0].Config.Logger}))
+	t.Cleanup(asrv.Close)
+	l.adminURL = asrv.URL
+	if o.workers {
+		for _, r := range l.reps {
+			l.startWorker(t, r.Store)
 		}
 	}
 	return l
@@ -95,15 +85,12 @@ func (l *lending) startWorker(t *testing.T, st *store.Store) {
 		PollInterval:   50 * time.Millisecond,
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffCap:     200 * time.Millisecond,
-		Logger:         testLogger(t),
+		Logger:         testkit.Logger(),
 	}, st.Disbursements())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx, st) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testkit.Run(t, "payout worker", func(ctx context.Context) error { return w.Run(ctx, st) })
 }
 
 // lendingSources are the payments, loans and payouts sources, all verified
@@ -128,11 +115,7 @@ func approve(t *testing.T, base, eventID, loanID string, tranche int, amount int
 
 func (l *lending) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := l.admin.Pool().QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testkit.Count(t, l.admin.Pool(), sql, args...)
 }
 
 func (l *lending) disbursements(t *testing.T, loanID string) int {
@@ -143,17 +126,15 @@ func (l *lending) disbursements(t *testing.T, loanID string) int {
 // waitStatus polls GET /disbursements/{loan}/{tranche} until the status.
 func (l *lending) waitStatus(t *testing.T, loanID string, tranche int, status string) answer {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		a := get(t, l.adminURL, fmt.Sprintf("/disbursements/%s/%d", loanID, tranche))
-		if a.status == http.StatusOK && a.str("status") == status {
-			return a
+	var a answer
+	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("%s-%d %s", loanID, tranche, status), func(context.Context) error {
+		a = get(t, l.adminURL, fmt.Sprintf("/disbursements/%s/%d", loanID, tranche))
+		if a.status != http.StatusOK || a.str("status") != status {
+			return fmt.Errorf("%d %s", a.status, a.raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s-%d never became %s: %d %s", loanID, tranche, status, a.status, a.raw)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return a
 }
 
 func get(t *testing.T, base, path string) answer {
@@ -175,8 +156,8 @@ func wantResult(t *testing.T, a answer, result string) {
 func TestTheSameLoanEventDeliveredTwiceIsOneDisbursement(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
-	wantResult(t, approve(t, l.reps[0].url, "evt_1", "L-1", 1, 500000), "accepted")
-	wantResult(t, approve(t, l.reps[0].url, "evt_1", "L-1", 1, 500000), "duplicate")
+	wantResult(t, approve(t, l.reps[0].URL, "evt_1", "L-1", 1, 500000), "accepted")
+	wantResult(t, approve(t, l.reps[0].URL, "evt_1", "L-1", 1, 500000), "duplicate")
 	if n := l.disbursements(t, "L-1"); n != 1 {
 		t.Fatalf("%d disbursements, want 1", n)
 	}
@@ -199,7 +180,7 @@ func TestTenConcurrentDeliveriesOverThreeReplicasMakeOneDisbursementAndOnePayout
 	for i := range deliveries {
 		wg.Go(func() {
 			<-start
-			answers[i] = approve(t, l.reps[i%3].url, "evt_storm", "L-storm", 1, 500000)
+			answers[i] = approve(t, l.reps[i%3].URL, "evt_storm", "L-storm", 1, 500000)
 		})
 	}
 	close(start)
@@ -213,7 +194,7 @@ func TestTenConcurrentDeliveriesOverThreeReplicasMakeOneDisbursementAndOnePayout
 			wantRetryAfter(t, a)
 			for a.status == http.StatusConflict {
 				time.Sleep(20 * time.Millisecond)
-				a = approve(t, l.reps[i%3].url, "evt_storm", "L-storm", 1, 500000)
+				a = approve(t, l.reps[i%3].URL, "evt_storm", "L-storm", 1, 500000)
 			}
 			wantResult(t, a, "duplicate")
 			byResult["409 then duplicate"]++
@@ -242,7 +223,7 @@ func TestTenConcurrentDeliveriesOverThreeReplicasMakeOneDisbursementAndOnePayout
 func TestANewEventIdForTheSameLoanMakesNoSecondDisbursement(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{workers: true})
-	base := l.reps[0].url
+	base := l.reps[0].URL
 	wantResult(t, approve(t, base, "evt_a", "L-2", 1, 500000), "accepted")
 	// The platform re-approves the same loan under a new event id.
 	wantResult(t, approve(t, base, "evt_b", "L-2", 1, 500000), "duplicate")
@@ -275,7 +256,7 @@ func TestANewEventIdForTheSameLoanMakesNoSecondDisbursement(t *testing.T) {
 func TestTrancheTwoOfTheSameLoanIsItsOwnDisbursement(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{workers: true})
-	base := l.reps[0].url
+	base := l.reps[0].URL
 	wantResult(t, approve(t, base, "evt_t1", "L-3", 1, 500000), "accepted")
 	wantResult(t, approve(t, base, "evt_t2", "L-3", 2, 250000), "accepted")
 	if n := l.disbursements(t, "L-3"); n != 2 {
@@ -294,7 +275,7 @@ func TestTrancheTwoOfTheSameLoanIsItsOwnDisbursement(t *testing.T) {
 func TestTrancheDefaultsToOne(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
-	a := post(t, l.reps[0].url, "/webhooks/loans", "application/json",
+	a := post(t, l.reps[0].URL, "/webhooks/loans", "application/json",
 		[]byte(`{"event_id":"evt_d","loan_id":"L-4","amount":100,"currency":"JPY","note":"kept out"}`))
 	wantResult(t, a, "accepted")
 	if got, _ := a.body["tranche"].(float64); got != 1 {
@@ -330,7 +311,7 @@ func TestLoanWebhookInputRules(t *testing.T) {
 		{"TrailingData", `{"event_id":"e","loan_id":"L","amount":1,"currency":"JPY"} {}`, 400, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := post(t, l.reps[0].url, "/webhooks/loans", "application/json", []byte(tc.body))
+			a := post(t, l.reps[0].URL, "/webhooks/loans", "application/json", []byte(tc.body))
 			wantProblem(t, a, tc.status)
 			if a.str("field") != tc.field {
 				t.Fatalf("field %q, want %q: %s", a.str("field"), tc.field, a.raw)
@@ -338,10 +319,10 @@ func TestLoanWebhookInputRules(t *testing.T) {
 		})
 	}
 	t.Run("NotJSON", func(t *testing.T) {
-		wantProblem(t, post(t, l.reps[0].url, "/webhooks/loans", "text/plain", loanJSON("e", "L", 1, 1, "JPY")), http.StatusUnsupportedMediaType)
+		wantProblem(t, post(t, l.reps[0].URL, "/webhooks/loans", "text/plain", loanJSON("e", "L", 1, 1, "JPY")), http.StatusUnsupportedMediaType)
 	})
 	t.Run("WrongMethod", func(t *testing.T) {
-		a := get(t, l.reps[0].url, "/webhooks/loans")
+		a := get(t, l.reps[0].URL, "/webhooks/loans")
 		wantProblem(t, a, http.StatusMethodNotAllowed)
 	})
 	if n := l.count(t, "SELECT count(*) FROM disbursements"); n != 0 {
@@ -358,7 +339,7 @@ func TestSignedLoanWebhookUsesTheWebhookIdAsEventId(t *testing.T) {
 	l := startLending(t, lendingOptions{cfg: handler.Config{Sources: lendingSources(v)}})
 	body := []byte(`{"loan_id":"L-5","tranche":1,"amount":100,"currency":"JPY"}`)
 	send := func(id string) answer {
-		req, _ := http.NewRequest(http.MethodPost, l.reps[0].url+"/webhooks/loans", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, l.reps[0].URL+"/webhooks/loans", bytes.NewReader(body))
 		for k, vs := range signature.Sign(signature.SchemeStandard, secrets[0], id, time.Now(), body) {
 			req.Header[k] = vs
 		}
@@ -370,14 +351,14 @@ func TestSignedLoanWebhookUsesTheWebhookIdAsEventId(t *testing.T) {
 	if n := l.count(t, "SELECT count(*) FROM webhook_events WHERE event_id = 'msg_1'"); n != 1 {
 		t.Fatalf("webhook-id not recorded as the event id")
 	}
-	unsigned := post(t, l.reps[0].url, "/webhooks/loans", "application/json", body)
+	unsigned := post(t, l.reps[0].URL, "/webhooks/loans", "application/json", body)
 	wantProblem(t, unsigned, http.StatusUnauthorized)
 }
 
 func TestReadingADisbursement(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
-	wantResult(t, approve(t, l.reps[0].url, "evt_r", "L/with/slashes", 7, 123), "accepted")
+	wantResult(t, approve(t, l.reps[0].URL, "evt_r", "L/with/slashes", 7, 123), "accepted")
 	a := get(t, l.adminURL, "/disbursements/L%2Fwith%2Fslashes/7")
 	if a.status != 200 || a.str("loan_id") != "L/with/slashes" || a.str("currency") != "JPY" || a.str("status") != "pending" {
 		t.Fatalf("GET an escaped loan id: %d %s", a.status, a.raw)
@@ -389,8 +370,8 @@ func TestReadingADisbursement(t *testing.T) {
 
 func TestWithoutDisbursementsTheEndpointsAreNotServed(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{})
-	wantProblem(t, approve(t, r.url, "evt", "L", 1, 1), http.StatusNotFound)
+	r := startReplica(t, paylocktest.Options{})
+	wantProblem(t, approve(t, r.URL, "evt", "L", 1, 1), http.StatusNotFound)
 }
 
 func TestLoanWebhooksWithoutTheLockStillMakeOneDisbursement(t *testing.T) {
@@ -400,7 +381,7 @@ func TestLoanWebhooksWithoutTheLockStillMakeOneDisbursement(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range answers {
 		wg.Go(func() {
-			answers[i] = approve(t, l.reps[i%2].url, fmt.Sprintf("evt_nolock_%d", i%3), "L-nolock", 1, 700)
+			answers[i] = approve(t, l.reps[i%2].URL, fmt.Sprintf("evt_nolock_%d", i%3), "L-nolock", 1, 700)
 		})
 	}
 	wg.Wait()
@@ -421,10 +402,10 @@ func TestLoanWebhooksWithoutTheLockStillMakeOneDisbursement(t *testing.T) {
 func TestLoanEmptyCurrencyIsNeverDefaulted(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{cfg: handler.Config{DefaultCurrency: "EUR"}})
-	a := post(t, l.reps[0].url, "/webhooks/loans", "application/json", []byte(`{"event_id":"e-1","loan_id":"L-cur","amount":1,"currency":""}`))
+	a := post(t, l.reps[0].URL, "/webhooks/loans", "application/json", []byte(`{"event_id":"e-1","loan_id":"L-cur","amount":1,"currency":""}`))
 	wantProblem(t, a, http.StatusUnprocessableEntity)
 	if a.str("field") != "currency" {
 		t.Fatalf("field %q: %s", a.str("field"), a.raw)
 	}
-	wantResult(t, post(t, l.reps[0].url, "/webhooks/loans", "application/json", []byte(`{"event_id":"e-2","loan_id":"L-cur","amount":1}`)), "accepted")
+	wantResult(t, post(t, l.reps[0].URL, "/webhooks/loans", "application/json", []byte(`{"event_id":"e-2","loan_id":"L-cur","amount":1}`)), "accepted")
 }

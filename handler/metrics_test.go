@@ -1,13 +1,11 @@
 package handler_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
+	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,54 +13,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
 
-// metricValue returns the value of the series name{labels} in reg (0 when
-// absent).
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue series
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return 0
-}
-
 // instrumented starts one replica whose metrics land in a fresh registry;
 // the lock reports its events to the same metrics.
-func instrumented(t *testing.T, o options) (*replica, *prometheus.Registry) {
+func instrumented(t *testing.T, o paylocktest.Options) (*paylocktest.Replica, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	ttl := o.cfg.LockTTL
+	ttl := o.Config.LockTTL
 	if ttl == 0 {
 		ttl = 5 * time.Second
 	}
-	o.cfg.Metrics = handler.NewMetrics(reg, ttl)
-	o.lockOpts = append(o.lockOpts, lock.WithObserver(o.cfg.Metrics.LockObserver()))
+	o.Config.Metrics = handler.NewMetrics(reg, ttl)
+	o.Lock = append(o.Lock, lock.WithObserver(o.Config.Metrics.LockObserver()))
 	return startReplica(t, o), reg
 }
 
@@ -74,19 +42,19 @@ func TestExpiredLockShowsAsExpiredReleaseAndBackstopDuplicate(t *testing.T) {
 	// test; miniredis's clock and the lock's are moved past it instead, as
 	// if the replica had been paused.
 	const ttl = 30 * time.Second
-	clk := &fakeClock{now: time.Now()}
-	r, reg := instrumented(t, options{
-		redisURL: "redis://" + mr.Addr() + "/0",
-		cfg:      handler.Config{LockTTL: ttl, LockWait: -1},
-		wrap:     func(s handler.Recorder) handler.Recorder { stall.Recorder = s; return stall },
-		lockOpts: []lock.Option{lock.WithClock(clk.Now)},
+	clk := testkit.NewClock(time.Now())
+	r, reg := instrumented(t, paylocktest.Options{
+		RedisURL: "redis://" + mr.Addr() + "/0",
+		Config:   handler.Config{LockTTL: ttl, LockWait: -1},
+		Wrap:     func(s handler.Recorder) handler.Recorder { stall.Recorder = s; return stall },
+		Lock:     []lock.Option{lock.WithClock(clk.Now)},
 	})
 	first := make(chan answer, 1)
-	go func() { first <- pay(t, r.url, "tx-m-exp", 100, "JPY") }()
+	go func() { first <- pay(t, r.URL, "tx-m-exp", 100, "JPY") }()
 	<-stall.entered
 	mr.FastForward(ttl + time.Second)
 	clk.Add(ttl + time.Second)
-	if a := pay(t, r.url, "tx-m-exp", 100, "JPY"); a.str("result") != "processed" {
+	if a := pay(t, r.URL, "tx-m-exp", 100, "JPY"); a.str("result") != "processed" {
 		t.Fatalf("second: %d %s", a.status, a.raw)
 	}
 	close(stall.resume)
@@ -95,19 +63,19 @@ func TestExpiredLockShowsAsExpiredReleaseAndBackstopDuplicate(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		labels map[string]string
+		labels []string
 		want   float64
 	}{
-		{"paylock_lock_release_total", map[string]string{"outcome": "expired"}, 1},
-		{"paylock_lock_release_total", map[string]string{"outcome": "released"}, 1},
+		{"paylock_lock_release_total", []string{`outcome="expired"`}, 1},
+		{"paylock_lock_release_total", []string{`outcome="released"`}, 1},
 		{"paylock_backstop_duplicates_total", nil, 1},
-		{"paylock_lock_hold_seconds", nil, 2},
+		{"paylock_lock_hold_seconds_count", nil, 2},
 		{"paylock_lock_ttl_seconds", nil, 30},
-		{"paylock_webhook_requests_total", map[string]string{"result": "duplicate", "code": "200", "source": "payments"}, 1},
-		{"paylock_webhook_requests_total", map[string]string{"result": "processed", "code": "200", "source": "payments"}, 1},
-		{"paylock_db_write_attempts_total", map[string]string{"source": "payments"}, 2},
+		{"paylock_webhook_requests_total", []string{`result="duplicate"`, `code="200"`, `source="payments"`}, 1},
+		{"paylock_webhook_requests_total", []string{`result="processed"`, `code="200"`, `source="payments"`}, 1},
+		{"paylock_db_write_attempts_total", []string{`source="payments"`}, 2},
 	} {
-		if got := metricValue(t, reg, c.name, c.labels); got != c.want {
+		if got := testkit.Gathered(t, reg).Sum(c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
@@ -125,31 +93,28 @@ func (untilDone) RecordPayment(ctx context.Context, p store.Payment) (store.Paym
 func TestLostLeaseCancelsTheWorkAndIsCounted(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
-	r, reg := instrumented(t, options{
-		redisURL: "redis://" + mr.Addr() + "/0",
-		cfg:      handler.Config{LockTTL: 300 * time.Millisecond},
-		wrap:     func(s handler.Recorder) handler.Recorder { return untilDone{s} },
+	r, reg := instrumented(t, paylocktest.Options{
+		RedisURL: "redis://" + mr.Addr() + "/0",
+		Config:   handler.Config{LockTTL: 300 * time.Millisecond},
+		Wrap:     func(s handler.Recorder) handler.Recorder { return untilDone{s} },
 	})
 	done := make(chan answer, 1)
-	go func() { done <- pay(t, r.url, "tx-m-lost", 100, "JPY") }()
-	key := lockKey(r, "tx-m-lost")
-	deadline := time.Now().Add(5 * time.Second)
-	for !mr.Exists(key) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	go func() { done <- pay(t, r.URL, "tx-m-lost", 100, "JPY") }()
+	key := r.LockKey("tx-m-lost")
+	testkit.WaitFor(t, 5*time.Second, "the delivery's lock taken", func() bool { return mr.Exists(key) })
 	mr.Del(key) // a failover that lost the lock
 	a := <-done
 	wantProblem(t, a, http.StatusServiceUnavailable)
 	if !strings.HasSuffix(a.str("type"), "#lock-lost") {
 		t.Fatalf("type %q, want lock-lost", a.str("type"))
 	}
-	if got := metricValue(t, reg, "paylock_lock_lease_lost_total", nil); got != 1 {
+	if got := testkit.Gathered(t, reg).Sum("paylock_lock_lease_lost_total"); got != 1 {
 		t.Errorf("lease lost = %v, want 1", got)
 	}
-	if got := metricValue(t, reg, "paylock_lock_refresh_total", map[string]string{"outcome": "not_held"}); got != 1 {
+	if got := testkit.Gathered(t, reg).Sum("paylock_lock_refresh_total", `outcome="not_held"`); got != 1 {
 		t.Errorf("refresh not_held = %v, want 1", got)
 	}
-	if got := metricValue(t, reg, "paylock_webhook_requests_total", map[string]string{"result": "unavailable", "code": "503"}); got != 1 {
+	if got := testkit.Gathered(t, reg).Sum("paylock_webhook_requests_total", `result="unavailable"`, `code="503"`); got != 1 {
 		t.Errorf("503 requests = %v, want 1", got)
 	}
 }
@@ -159,66 +124,66 @@ func TestFaultMetrics(t *testing.T) {
 	t.Run("signature failures by reason", func(t *testing.T) {
 		t.Parallel()
 		v, _ := verifier(t, signature.SchemeStandard, testSecret)
-		r, reg := instrumented(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
-		pay(t, r.url, "tx-m-sig", 100, "JPY")
-		if got := metricValue(t, reg, "paylock_signature_failures_total", map[string]string{"reason": "missing_header"}); got != 1 {
+		r, reg := instrumented(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
+		pay(t, r.URL, "tx-m-sig", 100, "JPY")
+		if got := testkit.Gathered(t, reg).Sum("paylock_signature_failures_total", `reason="missing_header"`); got != 1 {
 			t.Fatalf("signature failures = %v, want 1", got)
 		}
-		if got := metricValue(t, reg, "paylock_webhook_requests_total", map[string]string{"result": "unauthenticated", "code": "401"}); got != 1 {
+		if got := testkit.Gathered(t, reg).Sum("paylock_webhook_requests_total", `result="unauthenticated"`, `code="401"`); got != 1 {
 			t.Fatalf("401 requests = %v", got)
 		}
 	})
 	t.Run("verified deliveries by secret", func(t *testing.T) {
 		t.Parallel()
 		v, secrets := verifier(t, signature.SchemeStandard, "whsec_c2VjcmV0LXRoYXQtaXMtbm90LW91cnMtMzJieXRlcw==,"+testSecret)
-		r, reg := instrumented(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
+		r, reg := instrumented(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 		body := payJSON("tx-m-rot", 100, "JPY")
-		signedPost(t, r.url, signature.Sign(signature.SchemeStandard, secrets[1], "msg_rot", time.Now(), body), body)
-		if got := metricValue(t, reg, "paylock_signature_verified_total", map[string]string{"secret_index": "1"}); got != 1 {
+		signedPost(t, r.URL, signature.Sign(signature.SchemeStandard, secrets[1], "msg_rot", time.Now(), body), body)
+		if got := testkit.Gathered(t, reg).Sum("paylock_signature_verified_total", `secret_index="1"`); got != 1 {
 			t.Fatalf("verified by the second secret = %v, want 1", got)
 		}
 	})
 	t.Run("payload mismatch", func(t *testing.T) {
 		t.Parallel()
-		r, reg := instrumented(t, options{})
-		pay(t, r.url, "tx-m-mis", 100, "JPY")
-		pay(t, r.url, "tx-m-mis", 200, "JPY")
-		if got := metricValue(t, reg, "paylock_payload_mismatch_total", nil); got != 1 {
+		r, reg := instrumented(t, paylocktest.Options{})
+		pay(t, r.URL, "tx-m-mis", 100, "JPY")
+		pay(t, r.URL, "tx-m-mis", 200, "JPY")
+		if got := testkit.Gathered(t, reg).Sum("paylock_payload_mismatch_total"); got != 1 {
 			t.Fatalf("mismatches = %v, want 1", got)
 		}
 	})
 	for _, policy := range []handler.RedisPolicy{handler.Backstop, handler.Reject} {
 		t.Run("redis unavailable "+string(policy), func(t *testing.T) {
 			t.Parallel()
-			r, reg := instrumented(t, options{
-				redisURL: "redis://" + closedAddr(t) + "/0",
-				cfg:      handler.Config{RedisUnavailable: policy},
-				redisOpt: noRetries,
+			r, reg := instrumented(t, paylocktest.Options{
+				RedisURL: "redis://" + closedAddr(t) + "/0",
+				Config:   handler.Config{RedisUnavailable: policy},
+				Redis:    noRetries,
 			})
-			pay(t, r.url, "tx-m-redis", 100, "JPY")
-			if got := metricValue(t, reg, "paylock_redis_unavailable_total", map[string]string{"policy": string(policy)}); got != 1 {
+			pay(t, r.URL, "tx-m-redis", 100, "JPY")
+			if got := testkit.Gathered(t, reg).Sum("paylock_redis_unavailable_total", fmt.Sprintf("policy=%q", policy)); got != 1 {
 				t.Fatalf("redis unavailable{%s} = %v, want 1", policy, got)
 			}
-			if got := metricValue(t, reg, "paylock_lock_obtain_total", map[string]string{"outcome": "error"}); got != 1 {
+			if got := testkit.Gathered(t, reg).Sum("paylock_lock_obtain_total", `outcome="error"`); got != 1 {
 				t.Fatalf("obtain errors = %v, want 1", got)
 			}
 		})
 	}
 	t.Run("busy lock wait", func(t *testing.T) {
 		t.Parallel()
-		r, reg := instrumented(t, options{cfg: handler.Config{LockWait: 100 * time.Millisecond}})
-		held, err := lock.New(r.rdb).Obtain(context.Background(), lockKey(r, "tx-m-busy"), time.Minute)
+		r, reg := instrumented(t, paylocktest.Options{Config: handler.Config{LockWait: 100 * time.Millisecond}})
+		held, err := lock.New(r.Redis).Obtain(context.Background(), r.LockKey("tx-m-busy"), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer held.Release(context.Background())
-		a := pay(t, r.url, "tx-m-busy", 100, "JPY")
+		a := pay(t, r.URL, "tx-m-busy", 100, "JPY")
 		wantProblem(t, a, http.StatusConflict)
 		wantRetryAfter(t, a)
-		if got := metricValue(t, reg, "paylock_lock_wait_seconds", nil); got != 1 {
+		if got := testkit.Gathered(t, reg).Sum("paylock_lock_wait_seconds_count"); got != 1 {
 			t.Fatalf("lock waits observed = %v, want 1", got)
 		}
-		if got := metricValue(t, reg, "paylock_lock_obtain_total", map[string]string{"outcome": "busy"}); got < 2 {
+		if got := testkit.Gathered(t, reg).Sum("paylock_lock_obtain_total", `outcome="busy"`); got < 2 {
 			t.Fatalf("busy obtains = %v, want the first try and at least one poll", got)
 		}
 	})
@@ -226,20 +191,24 @@ func TestFaultMetrics(t *testing.T) {
 
 func TestReadinessFlipsWithPostgresAndRedis(t *testing.T) {
 	t.Parallel()
-	dsn := migratedSchema(t)
+	dsn, _ := paylocktest.MigratedSchema(t)
 	pg := proxy(t, hostOf(t, dsn))
-	rp := proxy(t, hostOf(t, redisTestURL(t)))
+	rp := proxy(t, hostOf(t, testkit.RedisURL(t)))
 	for _, policy := range []handler.RedisPolicy{handler.Backstop, handler.Reject} {
 		t.Run(string(policy), func(t *testing.T) {
-			st := openStore(t, store.Config{URL: withHost(t, dsn, pg.Addr())})
-			rdb := newRedisClient(t, "redis://"+rp.Addr()+"/0", noRetries)
-			h := mustNew(t, handler.Config{
-				Logger: testLogger(t),
-				Checks: []handler.Check{
-					{Name: "postgres", Critical: true, Ping: st.Ping},
-					{Name: "redis", Critical: policy == handler.Reject, Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-				},
-			}, lock.New(rdb), st.Payments())
+			// The checks ping the replica's own pool and client, set once
+			// it has started (before any request).
+			var r *paylocktest.Replica
+			r = startReplica(t, paylocktest.Options{
+				DSN:      testkit.WithHost(t, dsn, pg.Addr()),
+				RedisURL: "redis://" + rp.Addr() + "/0",
+				Redis:    noRetries,
+				Config: handler.Config{Checks: []handler.Check{
+					{Name: "postgres", Critical: true, Ping: func(ctx context.Context) error { return r.Store.Ping(ctx) }},
+					{Name: "redis", Critical: policy == handler.Reject, Ping: func(ctx context.Context) error { return r.Redis.Ping(ctx).Err() }},
+				}},
+			})
+			h := r.Handler
 			ready := func() (int, string) {
 				rec := httptestRecorder(h, "/readyz")
 				var body struct{ Status string }
@@ -273,36 +242,18 @@ func TestReadinessFlipsWithPostgresAndRedis(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRequestLogsCarryTheTransactionAndNeverASecret(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
-	var logs syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}, Logger: logger}})
+	var logs testkit.LogBuffer
+	logger := logs.Logger()
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}, Logger: logger}})
 	body := []byte(`{"transaction_id":"tx-log-1","amount":100,"currency":"JPY","card":"4242424242424242"}`)
-	a := signedPost(t, r.url, signature.Sign(signature.SchemeStandard, secrets[0], "msg_log", time.Now(), body), body)
+	a := signedPost(t, r.URL, signature.Sign(signature.SchemeStandard, secrets[0], "msg_log", time.Now(), body), body)
 	if a.status != 200 {
 		t.Fatalf("%d %s", a.status, a.raw)
 	}
-	signedPost(t, r.url, http.Header{}, body) // refused: logged with its reason
+	signedPost(t, r.URL, http.Header{}, body) // refused: logged with its reason
 	var line map[string]any
 	found := false
 	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -330,22 +281,4 @@ func TestRequestLogsCarryTheTransactionAndNeverASecret(t *testing.T) {
 	if !strings.Contains(out, `"signature_failure":"missing_header"`) {
 		t.Fatalf("refused delivery logged without its reason:\n%s", out)
 	}
-}
-
-// fakeClock is a settable clock for lock.WithClock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }

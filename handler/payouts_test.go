@@ -1,13 +1,13 @@
 package handler_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/store"
 )
 
@@ -25,7 +25,7 @@ func notify(t *testing.T, base, eventID, payoutID, status string) answer {
 // returns the provider's payout id.
 func (l *lending) sentPayout(t *testing.T, loanID string) string {
 	t.Helper()
-	wantResult(t, approve(t, l.reps[0].url, "evt_"+loanID, loanID, 1, 500000), "accepted")
+	wantResult(t, approve(t, l.reps[0].URL, "evt_"+loanID, loanID, 1, 500000), "accepted")
 	return l.waitStatus(t, loanID, 1, "sent").str("provider_ref")
 }
 
@@ -33,7 +33,7 @@ func TestPaidThenALateFailedStaysPaid(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{workers: true})
 	po := l.sentPayout(t, "L-paid")
-	base := l.reps[0].url
+	base := l.reps[0].URL
 
 	wantResult(t, notify(t, base, "pe_1", po, "paid"), "applied")
 	wantResult(t, notify(t, base, "pe_2", po, "failed"), "ignored")
@@ -48,7 +48,7 @@ func TestFirstTerminalStatusWins(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{workers: true})
 	po := l.sentPayout(t, "L-failed")
-	base := l.reps[0].url
+	base := l.reps[0].URL
 	a := post(t, base, "/webhooks/payouts", "application/json", statusJSON("pe_f", po, "failed", "account closed"))
 	wantResult(t, a, "applied")
 	wantResult(t, notify(t, base, "pe_p", po, "paid"), "ignored")
@@ -65,21 +65,15 @@ func TestStatusBeforeProviderRefIsSavedIs404ThenAppliedOnRetry(t *testing.T) {
 	// worker has its answer, let alone saved provider_ref.
 	release := l.fake.Hold()
 	defer release()
-	wantResult(t, approve(t, l.reps[0].url, "evt_early", "L-early", 1, 500000), "accepted")
+	wantResult(t, approve(t, l.reps[0].URL, "evt_early", "L-early", 1, 500000), "accepted")
 	var po fakeprovider.Payout
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, 10*time.Second, "the worker to reach the provider", func() bool {
 		var ok bool
-		if po, ok = l.fake.PayoutByKey("disburse-L-early-1"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker never reached the provider")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		po, ok = l.fake.PayoutByKey("disburse-L-early-1")
+		return ok
+	})
 
-	a := notify(t, l.reps[0].url, "pe_early", po.ID, "paid")
+	a := notify(t, l.reps[0].URL, "pe_early", po.ID, "paid")
 	wantProblem(t, a, http.StatusNotFound)
 	if a.str("field") != "payout_id" {
 		t.Fatalf("404 without the field: %s", a.raw)
@@ -90,7 +84,7 @@ func TestStatusBeforeProviderRefIsSavedIs404ThenAppliedOnRetry(t *testing.T) {
 
 	release()
 	l.waitStatus(t, "L-early", 1, "sent")
-	wantResult(t, notify(t, l.reps[0].url, "pe_early", po.ID, "paid"), "applied")
+	wantResult(t, notify(t, l.reps[0].URL, "pe_early", po.ID, "paid"), "applied")
 	l.waitStatus(t, "L-early", 1, "paid")
 }
 
@@ -103,9 +97,9 @@ func TestProviderWebhooksDuplicatedAndDroppedAnswersStillConverge(t *testing.T) 
 	}})
 	l.fake.DropNext(1) // the first answer is lost: the webhook may well come first
 	// The fake calls back to replica 1's payout endpoint.
-	l.fake.SetCallbackURL(l.reps[1].url + "/webhooks/payouts")
+	l.fake.SetCallbackURL(l.reps[1].URL + "/webhooks/payouts")
 	for _, loan := range []string{"L-e1", "L-e2", "L-e3"} {
-		wantResult(t, approve(t, l.reps[0].url, "evt_"+loan, loan, 1, 500000), "accepted")
+		wantResult(t, approve(t, l.reps[0].URL, "evt_"+loan, loan, 1, 500000), "accepted")
 	}
 	for _, loan := range []string{"L-e1", "L-e2", "L-e3"} {
 		l.waitStatus(t, loan, 1, "paid")
@@ -135,15 +129,14 @@ func TestPayoutWebhookInputRules(t *testing.T) {
 		{"StatusNumber", `{"event_id":"e","payout_id":"po_1","status":2}`, 400, "status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := post(t, l.reps[0].url, "/webhooks/payouts", "application/json", []byte(tc.body))
+			a := post(t, l.reps[0].URL, "/webhooks/payouts", "application/json", []byte(tc.body))
 			wantProblem(t, a, tc.status)
 			if a.str("field") != tc.field {
 				t.Fatalf("field %q, want %q", a.str("field"), tc.field)
 			}
 		})
 	}
-	var n int
-	if err := l.admin.Pool().QueryRow(context.Background(), "SELECT count(*) FROM webhook_events").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("bad input recorded %d events (%v)", n, err)
+	if n := l.count(t, "SELECT count(*) FROM webhook_events"); n != 0 {
+		t.Fatalf("bad input recorded %d events", n)
 	}
 }

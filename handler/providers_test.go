@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
@@ -74,19 +76,19 @@ func TestAdyenBatchSignedByAdyensLibraryIsAcceptedAndRecordsItsAuthorisations(t 
 	t.Parallel()
 	key, body := adyenBatch(t)
 	v, _ := verifier(t, signature.SchemeAdyen, key)
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{Name: "adyen", Provider: "adyen", Verifier: v}}}})
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{{Name: "adyen", Provider: "adyen", Verifier: v}}}})
 	want := authorisations(t, body)
 	if n := bytes.Count(body, []byte(`"NotificationRequestItem"`)); n != 3 || len(want) == 0 {
 		t.Fatalf("the vector batch has %d items and %d successful authorisations; the test needs 3 items and at least one", n, len(want))
 	}
 	for i := range 2 { // Adyen retries a batch until it reads [accepted]
-		a := postRaw(t, r.url+"/webhooks/adyen", nil, body)
+		a := postRaw(t, r.URL+"/webhooks/adyen", nil, body)
 		if a.status != http.StatusOK || a.raw != "[accepted]" || !strings.HasPrefix(a.header.Get("Content-Type"), "text/plain") {
 			t.Fatalf("delivery %d: %d %q (%s)", i+1, a.status, a.raw, a.header.Get("Content-Type"))
 		}
 	}
 	for psp, amount := range want {
-		p, err := r.store.Payments().Payment(context.Background(), "adyen", psp)
+		p, err := r.Store.Payments().Payment(context.Background(), "adyen", psp)
 		if err != nil {
 			t.Fatalf("authorisation %s: %v", psp, err)
 		}
@@ -94,7 +96,7 @@ func TestAdyenBatchSignedByAdyensLibraryIsAcceptedAndRecordsItsAuthorisations(t 
 			t.Errorf("authorisation %s recorded as %+v", psp, p)
 		}
 	}
-	if n := countRows(t, r, "SELECT count(*) FROM payments"); n != len(want) {
+	if n := testkit.PaymentRows(t, r.Store.Pool(), ""); n != len(want) {
 		t.Fatalf("%d payments recorded, want %d (one per successful authorisation, none for the refund)", n, len(want))
 	}
 }
@@ -103,15 +105,15 @@ func TestAdyenBatchWithOneTamperedItemIs401AndWritesNothing(t *testing.T) {
 	t.Parallel()
 	key, body := adyenBatch(t)
 	v, _ := verifier(t, signature.SchemeAdyen, key)
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{Name: "adyen", Provider: "adyen", Verifier: v}}}})
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{{Name: "adyen", Provider: "adyen", Verifier: v}}}})
 	// The last item's amount changes; its signature and the others' stay.
 	i := bytes.LastIndex(body, []byte(`"value":1000`))
 	if i < 0 {
 		t.Fatal("no amount to tamper with")
 	}
 	tampered := append(append(append([]byte{}, body[:i]...), `"value":9000`...), body[i+len(`"value":1000`):]...)
-	wantProblem(t, postRaw(t, r.url+"/webhooks/adyen", nil, tampered), http.StatusUnauthorized)
-	if n := countRows(t, r, "SELECT count(*) FROM payments"); n != 0 {
+	wantProblem(t, postRaw(t, r.URL+"/webhooks/adyen", nil, tampered), http.StatusUnauthorized)
+	if n := testkit.PaymentRows(t, r.Store.Pool(), ""); n != 0 {
 		t.Fatalf("a tampered batch wrote %d payments", n)
 	}
 }
@@ -119,19 +121,19 @@ func TestAdyenBatchWithOneTamperedItemIs401AndWritesNothing(t *testing.T) {
 func TestMappedSourceRecordsThroughItsPointers(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{{
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{{
 		Name: "acme", Provider: "mapped", Verifier: v,
 		Settings: provider.Settings{"fields": []byte(`{"transaction_id": "/data/id", "amount": "/data/amount/minor", "currency": "/data/amount/currency", "event_id": "/id"}`)},
 	}}}})
 	body := []byte(`{"id":"evt-acme-1","data":{"id":"acme-tx-1","amount":{"minor":4200,"currency":"USD"},"note":"kept"}}`)
 	send := func() answer {
-		return postRaw(t, r.url+"/webhooks/acme", signature.Sign(signature.SchemeStandard, secrets[0], "msg-acme-1", time.Now(), body), body)
+		return postRaw(t, r.URL+"/webhooks/acme", signature.Sign(signature.SchemeStandard, secrets[0], "msg-acme-1", time.Now(), body), body)
 	}
 	if a := send(); a.status != 200 || a.str("result") != "processed" || a.str("transaction_id") != "acme-tx-1" {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}
 	wantResult(t, send(), "duplicate")
-	p, err := r.store.Payments().Payment(context.Background(), "acme", "acme-tx-1")
+	p, err := r.Store.Payments().Payment(context.Background(), "acme", "acme-tx-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestMappedSourceRecordsThroughItsPointers(t *testing.T) {
 	// A pointer that resolves to nothing is a 422 naming the pointer, and
 	// writes nothing.
 	bad := []byte(`{"id":"evt-acme-2","data":{"id":"acme-tx-2","amount":{"currency":"USD"}}}`)
-	a := postRaw(t, r.url+"/webhooks/acme", signature.Sign(signature.SchemeStandard, secrets[0], "msg-acme-2", time.Now(), bad), bad)
+	a := postRaw(t, r.URL+"/webhooks/acme", signature.Sign(signature.SchemeStandard, secrets[0], "msg-acme-2", time.Now(), bad), bad)
 	wantProblem(t, a, http.StatusUnprocessableEntity)
 	if a.str("field") != "/data/amount/minor" {
 		t.Errorf("problem field %q, want the pointer", a.str("field"))
@@ -150,29 +152,20 @@ func TestMappedSourceRecordsThroughItsPointers(t *testing.T) {
 
 func TestSameTransactionIDFromTwoSourcesIsTwoPayments(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{
 		handler.PaymentsSource(nil),
 		{Name: "acme", Provider: handler.PaymentsProvider},
 	}}})
 	body := payJSON("tx-shared", 100, "JPY")
 	for _, src := range []string{"payments", "acme"} {
-		a := post(t, r.url, "/webhooks/"+src, "application/json", body)
+		a := post(t, r.URL, "/webhooks/"+src, "application/json", body)
 		if a.status != 200 || a.str("result") != "processed" {
 			t.Fatalf("%s: %d %s, want processed: a transaction id of one source is no duplicate of another's", src, a.status, a.raw)
 		}
 	}
 	// The built-in source keeps the first releases' lock key; the others'
 	// keys carry their name.
-	if n, _ := r.rdb.Exists(context.Background(), r.cfg.LockPrefix+"payment:tx-shared", r.cfg.LockPrefix+"payment:acme:tx-shared").Result(); n != 2 {
+	if n, _ := r.Redis.Exists(context.Background(), r.Config.LockPrefix+"payment:tx-shared", r.Config.LockPrefix+"payment:acme:tx-shared").Result(); n != 2 {
 		t.Fatalf("%d of the two lock keys hold a finished marker, want 2", n)
 	}
-}
-
-func countRows(t *testing.T, r *replica, query string) int {
-	t.Helper()
-	var n int
-	if err := r.store.Pool().QueryRow(context.Background(), query).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

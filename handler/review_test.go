@@ -8,14 +8,16 @@ import (
 	"testing"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
 func TestMismatchStormAcrossThreeReplicasKeepsOneReviewItemPerDistinctDelivery(t *testing.T) {
 	t.Parallel()
-	reps := startReplicas(t, 3, options{})
+	reps := startReplicas(t, 3, paylocktest.Options{})
 	const tx = "tx-mismatch-storm"
-	if a := pay(t, reps[0].url, tx, 1000, "JPY"); a.status != http.StatusOK {
+	if a := pay(t, reps[0].URL, tx, 1000, "JPY"); a.status != http.StatusOK {
 		t.Fatalf("first delivery: %d %s", a.status, a.raw)
 	}
 	// Two wrong deliveries (2000 and 3000), each retried 15 times, over
@@ -29,7 +31,7 @@ func TestMismatchStormAcrossThreeReplicasKeepsOneReviewItemPerDistinctDelivery(t
 		go func() {
 			defer wg.Done()
 			<-start
-			answers[i] = pay(t, reps[i%3].url, tx, int64(2000+1000*(i%2)), "JPY")
+			answers[i] = pay(t, reps[i%3].URL, tx, int64(2000+1000*(i%2)), "JPY")
 		}()
 	}
 	close(start)
@@ -39,11 +41,11 @@ func TestMismatchStormAcrossThreeReplicasKeepsOneReviewItemPerDistinctDelivery(t
 			t.Errorf("delivery %d: %d %s, want 422 mismatch", i, a.status, a.raw)
 		}
 	}
-	p, err := reps[0].store.Payments().Payment(context.Background(), "", tx)
-	if err != nil || p.Amount != 1000 || p.Currency != "JPY" || rows(t, reps[0].store, tx) != 1 {
+	p, err := reps[0].Store.Payments().Payment(context.Background(), "", tx)
+	if err != nil || p.Amount != 1000 || p.Currency != "JPY" || testkit.PaymentRows(t, reps[0].Store.Pool(), tx) != 1 {
 		t.Fatalf("stored payment %+v, %v; want the original 1000 JPY, once", p, err)
 	}
-	items, err := reps[0].store.Review().ReviewItems(context.Background(), store.ReviewFilter{Kind: store.ReviewMismatch})
+	items, err := reps[0].Store.Review().ReviewItems(context.Background(), store.ReviewFilter{Kind: store.ReviewMismatch})
 	if err != nil || len(items) != 2 {
 		t.Fatalf("review items %+v, %v; want one per distinct delivery (2)", items, err)
 	}
@@ -69,12 +71,12 @@ func (failingMismatches) RecordMismatch(context.Context, store.Mismatch) error {
 
 func TestAMismatchIsStill422WhenItCannotBeKeptForReview(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{wrap: func(s handler.Recorder) handler.Recorder { return failingMismatches{s} }})
-	if a := pay(t, r.url, "tx-mm-fail", 1000, "JPY"); a.status != http.StatusOK {
+	r := startReplica(t, paylocktest.Options{Wrap: func(s handler.Recorder) handler.Recorder { return failingMismatches{s} }})
+	if a := pay(t, r.URL, "tx-mm-fail", 1000, "JPY"); a.status != http.StatusOK {
 		t.Fatalf("first: %d %s", a.status, a.raw)
 	}
-	wantProblem(t, pay(t, r.url, "tx-mm-fail", 1001, "JPY"), http.StatusUnprocessableEntity)
-	if items, err := r.store.Review().ReviewItems(context.Background(), store.ReviewFilter{}); err != nil || len(items) != 0 {
+	wantProblem(t, pay(t, r.URL, "tx-mm-fail", 1001, "JPY"), http.StatusUnprocessableEntity)
+	if items, err := r.Store.Review().ReviewItems(context.Background(), store.ReviewFilter{}); err != nil || len(items) != 0 {
 		t.Fatalf("items %+v, %v; want none", items, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 )
 
@@ -44,7 +46,7 @@ func signedPost(t *testing.T, base string, h http.Header, body []byte) answer {
 func TestUnsignedOrBadlySignedDeliveriesAre401AndTouchNothing(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 	body := payJSON("tx-sig", 100, "JPY")
 	good := signature.Sign(signature.SchemeStandard, secrets[0], "msg_1", time.Now(), body)
 	wrongSecrets, _ := signature.ParseSecrets(signature.SchemeStandard, "whsec_c2VjcmV0LXRoYXQtaXMtbm90LW91cnMtMzJieXRlcw==")
@@ -63,24 +65,24 @@ func TestUnsignedOrBadlySignedDeliveriesAre401AndTouchNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			a := signedPost(t, r.url, c.h, c.body)
+			a := signedPost(t, r.URL, c.h, c.body)
 			wantProblem(t, a, http.StatusUnauthorized)
 			if a.str("detail") != "the webhook signature could not be verified" {
 				t.Fatalf("detail %q reveals more than it should", a.str("detail"))
 			}
 		})
 	}
-	if n := rows(t, r.store, ""); n != 0 {
+	if n := testkit.PaymentRows(t, r.Store.Pool(), ""); n != 0 {
 		t.Fatalf("rows = %d", n)
 	}
-	if keys, _ := r.rdb.Keys(context.Background(), r.cfg.LockPrefix+"*").Result(); len(keys) != 0 {
+	if keys, _ := r.Redis.Keys(context.Background(), r.Config.LockPrefix+"*").Result(); len(keys) != 0 {
 		t.Fatalf("lock keys %v", keys)
 	}
-	a := signedPost(t, r.url, good, body)
+	a := signedPost(t, r.URL, good, body)
 	if a.status != 200 || a.str("result") != "processed" {
 		t.Fatalf("signed delivery: %d %s", a.status, a.raw)
 	}
-	p, err := r.store.Payments().Payment(context.Background(), "payments", "tx-sig")
+	p, err := r.Store.Payments().Payment(context.Background(), "payments", "tx-sig")
 	if err != nil || p.EventID != "msg_1" {
 		t.Fatalf("stored %+v, %v; want event_id msg_1", p, err)
 	}
@@ -90,13 +92,13 @@ func TestStripeSignedDeliveryStoresTheEventID(t *testing.T) {
 	t.Parallel()
 	const secret = "whsec_stripe_test_secret"
 	v, secrets := verifier(t, signature.SchemeStripe, "whsec_old_secret,"+secret)
-	r := startReplica(t, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 	body := []byte(`{"id":"evt_123","transaction_id":"tx-stripe","amount":100,"currency":"USD"}`)
-	a := signedPost(t, r.url, signature.Sign(signature.SchemeStripe, secrets[1], "", time.Now(), body), body)
+	a := signedPost(t, r.URL, signature.Sign(signature.SchemeStripe, secrets[1], "", time.Now(), body), body)
 	if a.status != 200 || a.str("result") != "processed" {
 		t.Fatalf("%d %s", a.status, a.raw)
 	}
-	p, err := r.store.Payments().Payment(context.Background(), "payments", "tx-stripe")
+	p, err := r.Store.Payments().Payment(context.Background(), "payments", "tx-stripe")
 	if err != nil || p.EventID != "evt_123" {
 		t.Fatalf("stored %+v, %v; want event_id evt_123", p, err)
 	}
@@ -108,7 +110,7 @@ func TestStripeSignedDeliveryStoresTheEventID(t *testing.T) {
 func TestSignedStormAcrossReplicasRecordsEachPaymentOnce(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, "whsec_c2VjcmV0LXRoYXQtaXMtbm90LW91cnMtMzJieXRlcw==,"+testSecret)
-	reps := startReplicas(t, 3, options{cfg: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
+	reps := startReplicas(t, 3, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
 	const txs, deliveries = 20, 10
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -124,7 +126,7 @@ func TestSignedStormAcrossReplicasRecordsEachPaymentOnce(t *testing.T) {
 			body := payJSON(tx, 100, "JPY")
 			for attempt := 0; attempt < 100; attempt++ {
 				h := signature.Sign(signature.SchemeStandard, secrets[1], "msg_"+tx, time.Now(), body)
-				a := signedPost(t, reps[i%3].url, h, body)
+				a := signedPost(t, reps[i%3].URL, h, body)
 				if a.status == 200 {
 					mu.Lock()
 					if a.str("result") == "processed" {
@@ -146,7 +148,7 @@ func TestSignedStormAcrossReplicasRecordsEachPaymentOnce(t *testing.T) {
 	if processed != txs {
 		t.Fatalf("processed = %d, want %d", processed, txs)
 	}
-	if n := rows(t, reps[0].store, ""); n != txs {
+	if n := testkit.PaymentRows(t, reps[0].Store.Pool(), ""); n != txs {
 		t.Fatalf("rows = %d, want %d", n, txs)
 	}
 }

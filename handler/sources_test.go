@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/signature"
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +82,7 @@ func TestASecretVerifiesOnlyItsOwnSource(t *testing.T) {
 				continue
 			}
 			t.Run(signer+" secret on "+target, func(t *testing.T) {
-				a := sendSigned(t, l.reps[0].url, target, secrets[signer], "msg-"+signer+"-"+target, bodies[target])
+				a := sendSigned(t, l.reps[0].URL, target, secrets[signer], "msg-"+signer+"-"+target, bodies[target])
 				wantProblem(t, a, http.StatusUnauthorized)
 			})
 		}
@@ -94,8 +97,8 @@ func TestASecretVerifiesOnlyItsOwnSource(t *testing.T) {
 		}
 	}
 	// Each source's own secret still works.
-	wantResult(t, sendSigned(t, l.reps[0].url, "payments", secrets["payments"], "msg-p", bodies["payments"]), "processed")
-	wantResult(t, sendSigned(t, l.reps[0].url, "loans", secrets["loans"], "msg-l", bodies["loans"]), "accepted")
+	wantResult(t, sendSigned(t, l.reps[0].URL, "payments", secrets["payments"], "msg-p", bodies["payments"]), "processed")
+	wantResult(t, sendSigned(t, l.reps[0].URL, "loans", secrets["loans"], "msg-l", bodies["loans"]), "accepted")
 }
 
 func TestRefusedDeliveriesAreNeverCountedAsVerified(t *testing.T) {
@@ -107,9 +110,9 @@ func TestRefusedDeliveriesAreNeverCountedAsVerified(t *testing.T) {
 			t.Parallel()
 			reg := prometheus.NewRegistry()
 			l, _ := separateSources(t, handler.Config{Metrics: handler.NewMetrics(reg, 5*time.Second)})
-			a := post(t, l.reps[0].url, "/webhooks/"+source, "application/json", bodies[source])
+			a := post(t, l.reps[0].URL, "/webhooks/"+source, "application/json", bodies[source])
 			wantProblem(t, a, http.StatusUnauthorized)
-			if got := metricValue(t, reg, "paylock_signature_failures_total", map[string]string{"source": source, "reason": "missing_header"}); got != 1 {
+			if got := testkit.Gathered(t, reg).Sum("paylock_signature_failures_total", fmt.Sprintf("source=%q", source), `reason="missing_header"`); got != 1 {
 				t.Errorf("signature failures{source=%s} = %v, want 1", source, got)
 			}
 			if got := seriesCount(t, reg, "paylock_signature_verified_total"); got != 0 {
@@ -123,14 +126,14 @@ func TestLoansLeaveTheFinishedMarker(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
 	r := l.reps[0]
-	wantResult(t, approve(t, r.url, "evt-fm", "L-fm", 1, 100), "accepted")
-	key := r.cfg.LockPrefix + "loan:L-fm:1"
-	_, err := lock.New(r.rdb).Obtain(context.Background(), key, time.Second)
+	wantResult(t, approve(t, r.URL, "evt-fm", "L-fm", 1, 100), "accepted")
+	key := r.Config.LockPrefix + "loan:L-fm:1"
+	_, err := lock.New(r.Redis).Obtain(context.Background(), key, time.Second)
 	if !errors.Is(err, lock.ErrFinished) {
 		t.Fatalf("after an accepted loan, obtaining %s: %v, want lock.ErrFinished", key, err)
 	}
 	// A redelivery meets the marker and settles with a read.
-	wantResult(t, approve(t, r.url, "evt-fm", "L-fm", 1, 100), "duplicate")
+	wantResult(t, approve(t, r.URL, "evt-fm", "L-fm", 1, 100), "duplicate")
 }
 
 // readCounter records whether anything read a request body.
@@ -146,8 +149,8 @@ func (c *readCounter) Read(p []byte) (int, error) {
 
 func TestBeyondMaxInFlightDeliveriesAre503UnreadWithRetryAfter(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{cfg: handler.Config{MaxInFlight: 1}})
-	h := mustNew(t, handler.Config{MaxInFlight: 1, LockPrefix: r.cfg.LockPrefix, Logger: testLogger(t)}, lock.New(r.rdb), r.store.Payments())
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{MaxInFlight: 1}})
+	h := r.Handler
 
 	// The first delivery trickles its body and holds the only slot.
 	pr, pw := io.Pipe()
@@ -186,7 +189,7 @@ func TestBeyondMaxInFlightDeliveriesAre503UnreadWithRetryAfter(t *testing.T) {
 	if code := <-first; code != http.StatusOK {
 		t.Fatalf("first delivery: %d", code)
 	}
-	if n := rows(t, r.store, "tx-shed"); n != 0 {
+	if n := testkit.PaymentRows(t, r.Store.Pool(), "tx-shed"); n != 0 {
 		t.Fatalf("the shed delivery wrote %d rows", n)
 	}
 	// The slot is free again.
@@ -202,8 +205,8 @@ func TestBeyondMaxInFlightDeliveriesAre503UnreadWithRetryAfter(t *testing.T) {
 func TestAdminListenerAnswers401WithoutTheToken(t *testing.T) {
 	t.Parallel()
 	l := startLending(t, lendingOptions{})
-	wantResult(t, approve(t, l.reps[0].url, "evt-adm", "L-adm", 1, 100), "accepted")
-	asrv := httptest.NewServer(admin.New(admin.Config{Token: "s3cret-token", Disbursements: l.reps[0].store.Disbursements(), Logger: testLogger(t)}))
+	wantResult(t, approve(t, l.reps[0].URL, "evt-adm", "L-adm", 1, 100), "accepted")
+	asrv := httptest.NewServer(admin.New(admin.Config{Token: "s3cret-token", Disbursements: l.reps[0].Store.Disbursements(), Logger: testkit.Logger()}))
 	t.Cleanup(asrv.Close)
 	getWith := func(path, auth string) answer {
 		req, _ := http.NewRequest(http.MethodGet, asrv.URL+path, nil)
@@ -228,12 +231,12 @@ func TestAdminListenerAnswers401WithoutTheToken(t *testing.T) {
 		wantProblem(t, getWith("/disbursements/L-adm/"+tranche, "Bearer s3cret-token"), http.StatusBadRequest)
 	}
 	// The public listener no longer serves the read.
-	wantProblem(t, get(t, l.reps[0].url, "/disbursements/L-adm/1"), http.StatusNotFound)
+	wantProblem(t, get(t, l.reps[0].URL, "/disbursements/L-adm/1"), http.StatusNotFound)
 }
 
 func TestSourceConfigurationErrors(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, options{})
+	r := startReplica(t, paylocktest.Options{})
 	for _, tc := range []struct {
 		name    string
 		sources []handler.Source
@@ -245,7 +248,7 @@ func TestSourceConfigurationErrors(t *testing.T) {
 		{"loans without a store", []handler.Source{{Name: "loans", Provider: handler.ProviderLoans}}, "Disbursements"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := handler.New(handler.Config{Sources: tc.sources}, lock.New(r.rdb), r.store.Payments())
+			_, err := handler.New(handler.Config{Sources: tc.sources}, lock.New(r.Redis), r.Store.Payments())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
 			}
@@ -256,14 +259,11 @@ func TestSourceConfigurationErrors(t *testing.T) {
 // seriesCount is how many series the metric family name has.
 func seriesCount(t *testing.T, reg *prometheus.Registry, name string) int {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return len(f.GetMetric())
+	n := 0
+	for _, s := range testkit.Gathered(t, reg) {
+		if s.Name == name {
+			n++
 		}
 	}
-	return 0
+	return n
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -45,7 +47,7 @@ func TestDuplicateStormAcrossThreeReplicasRecordsOnce(t *testing.T) {
 			// A slow insert keeps the lock busy long enough for the storm
 			// to meet it.
 			slow := func(s handler.Recorder) handler.Recorder { return slowStore{s, 100 * time.Millisecond} }
-			duplicateStorm(t, options{cfg: handler.Config{LockWait: c.lockWait}, wrap: slow})
+			duplicateStorm(t, paylocktest.Options{Config: handler.Config{LockWait: c.lockWait}, Wrap: slow})
 		})
 	}
 }
@@ -61,7 +63,7 @@ func (s slowStore) RecordPayment(ctx context.Context, p store.Payment) (store.Pa
 	return s.Recorder.RecordPayment(ctx, p)
 }
 
-func duplicateStorm(t *testing.T, o options) {
+func duplicateStorm(t *testing.T, o paylocktest.Options) {
 	reps := startReplicas(t, 3, o)
 	const deliveries = 100
 	tx := "tx-storm-1"
@@ -74,7 +76,7 @@ func duplicateStorm(t *testing.T, o options) {
 		go func() {
 			defer wg.Done()
 			<-start
-			answers[i] = pay(t, reps[i%3].url, tx, 1000, "JPY")
+			answers[i] = pay(t, reps[i%3].URL, tx, 1000, "JPY")
 		}()
 	}
 	close(start)
@@ -101,23 +103,23 @@ func duplicateStorm(t *testing.T, o options) {
 	if byStatus["200 processed"] != 1 {
 		t.Fatalf("processed answers = %d, want exactly 1 (%v)", byStatus["200 processed"], byStatus)
 	}
-	if n := rows(t, reps[0].store, tx); n != 1 {
+	if n := testkit.PaymentRows(t, reps[0].Store.Pool(), tx); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
 	}
 	for _, i := range conflicts {
-		a := deliverUntilAcknowledged(t, reps[i%3].url, tx, 1000)
+		a := deliverUntilAcknowledged(t, reps[i%3].URL, tx, 1000)
 		if a.str("result") != "duplicate" {
 			t.Errorf("redelivery of a 409 answered %q, want duplicate", a.str("result"))
 		}
 	}
-	if n := rows(t, reps[0].store, tx); n != 1 {
+	if n := testkit.PaymentRows(t, reps[0].Store.Pool(), tx); n != 1 {
 		t.Fatalf("rows after redeliveries = %d, want 1", n)
 	}
 }
 
 func TestManyTransactionsManyDeliveriesEachRecordedOnce(t *testing.T) {
 	t.Parallel()
-	reps := startReplicas(t, 3, options{})
+	reps := startReplicas(t, 3, paylocktest.Options{})
 	const txs, deliveries = 50, 20
 	var mu sync.Mutex
 	processed := map[string]int{}
@@ -130,7 +132,7 @@ func TestManyTransactionsManyDeliveriesEachRecordedOnce(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			tx := fmt.Sprintf("tx-many-%d", i%txs)
-			a := deliverUntilAcknowledged(t, reps[i%3].url, tx, int64(100+i%txs))
+			a := deliverUntilAcknowledged(t, reps[i%3].URL, tx, int64(100+i%txs))
 			mu.Lock()
 			if a.str("result") == "processed" {
 				processed[tx]++
@@ -139,7 +141,7 @@ func TestManyTransactionsManyDeliveriesEachRecordedOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := rows(t, reps[0].store, ""); n != txs {
+	if n := testkit.PaymentRows(t, reps[0].Store.Pool(), ""); n != txs {
 		t.Fatalf("rows = %d, want %d", n, txs)
 	}
 	for i := range txs {
@@ -147,7 +149,7 @@ func TestManyTransactionsManyDeliveriesEachRecordedOnce(t *testing.T) {
 		if processed[tx] != 1 {
 			t.Errorf("%s answered processed %d times, want 1", tx, processed[tx])
 		}
-		if n := rows(t, reps[0].store, tx); n != 1 {
+		if n := testkit.PaymentRows(t, reps[0].Store.Pool(), tx); n != 1 {
 			t.Errorf("%s: %d rows", tx, n)
 		}
 	}
@@ -158,14 +160,14 @@ func TestManyTransactionsManyDeliveriesEachRecordedOnce(t *testing.T) {
 // duplicates, one row; and it never touches Redis.
 func TestLockOffRecordsOnceOnTheConstraintAlone(t *testing.T) {
 	t.Parallel()
-	reps := startReplicas(t, 3, options{
-		cfg:      handler.Config{NoLock: true},
-		redisURL: "redis://" + closedAddr(t) + "/0",
+	reps := startReplicas(t, 3, paylocktest.Options{
+		Config:   handler.Config{NoLock: true},
+		RedisURL: "redis://" + closedAddr(t) + "/0",
 	})
 	const deliveries = 60
 	answers := make(chan answer, deliveries)
 	for i := range deliveries {
-		go func() { answers <- pay(t, reps[i%3].url, "tx-nolock", 100, "JPY") }()
+		go func() { answers <- pay(t, reps[i%3].URL, "tx-nolock", 100, "JPY") }()
 	}
 	byResult := map[string]int{}
 	for range deliveries {
@@ -178,7 +180,7 @@ func TestLockOffRecordsOnceOnTheConstraintAlone(t *testing.T) {
 	if byResult["processed"] != 1 || byResult["duplicate"] != deliveries-1 {
 		t.Fatalf("answers %v", byResult)
 	}
-	if n := rows(t, reps[0].store, "tx-nolock"); n != 1 {
+	if n := testkit.PaymentRows(t, reps[0].Store.Pool(), "tx-nolock"); n != 1 {
 		t.Fatalf("rows = %d", n)
 	}
 }
