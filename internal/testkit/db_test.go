@@ -108,3 +108,27 @@ func TestWithSearchPathAndWithHostKeepTheRestOfTheURL(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+func TestSleepingSeesTheSlowedInsertOfItsApplicationOnly(t *testing.T) {
+	t.Parallel()
+	dsn := testkit.Schema(t)
+	db := testkit.Connect(t, dsn)
+	testkit.Exec(t, db, `CREATE TABLE payments (source text NOT NULL, transaction_id text NOT NULL)`)
+	testkit.SlowInsert{Sleep: 30 * time.Second}.Install(t, db)
+	app := "testkit-" + t.Name()
+	slowed := testkit.Connect(t, dsn+"&application_name="+app)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := slowed.Exec(ctx, "INSERT INTO payments VALUES ('payments', 'tx-1')")
+		done <- err
+	}()
+	testkit.WaitFor(t, 10*time.Second, "the insert sleeping", func() bool { return testkit.Sleeping(t, db, app) == 1 })
+	if n := testkit.Sleeping(t, db, app+"-other"); n != 0 {
+		t.Errorf("%d sessions of another application sleeping, want 0", n)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled insert succeeded")
+	}
+}

@@ -23,8 +23,9 @@
 //     Prometheus's own parser (expfmt); Scrape fetches a /metrics page;
 //     Gathered reads a registry, to the same series. Metrics.Sum,
 //     Metrics.Value and Metrics.Map look series up.
-//   - Rows and the database: Count, Exec, PaymentRows, PaymentRowsByTx, and
-//     SlowInsert, a trigger that makes inserts sleep on the server.
+//   - Rows and the database: Count, Exec, PaymentRows, PaymentRowsByTx,
+//     SlowInsert, a trigger that makes inserts sleep on the server, and
+//     Sleeping, to wait until such an insert is under way.
 //   - Time: Clock, a settable clock for the WithClock options.
 //   - Downstream: StartReceiver serves internal/fakereceiver (the verifying
 //     receiver of the chaos suite) on a test server; Verifier builds a

@@ -123,6 +123,18 @@ func (s SlowInsert) SQL() string {
 	return b.String()
 }
 
+// Sleeping counts the sessions of db's database that sleep in pg_sleep
+// right now (inserts a SlowInsert holds), only those whose application_name
+// is app unless app is "". A test waits on it (WaitFor) to know that the
+// insert it slowed is under way on the server, instead of sleeping; app
+// tells its sessions from those of tests running beside it on the same
+// database (set it with application_name in the code under test's URL).
+func Sleeping(t testing.TB, db DB, app string) int {
+	t.Helper()
+	return Count(t, db, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event = 'PgSleep' AND ($1 = '' OR application_name = $1)`, app)
+}
+
 // Install creates the trigger on db, failing the test on error.
 func (s SlowInsert) Install(t testing.TB, db DB) {
 	t.Helper()
