@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 func TestPurgeDeletesOnlyWebhookEventsPastTheWindow(t *testing.T) {
@@ -24,13 +26,13 @@ func TestPurgeDeletesOnlyWebhookEventsPastTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.exec(t, `INSERT INTO webhook_events (source, event_id, subject, received_at) VALUES
+	testkit.Exec(t, b.admin, `INSERT INTO webhook_events (source, event_id, subject, received_at) VALUES
 		('payouts', 'evt_po_old', 'po_1', now() - interval '200 days'),
 		('payouts', 'evt_po_edge', 'po_2', now() - interval '89 days 23 hours'),
 		('loans', 'evt_new', 'L-new-1', now() - interval '1 day')`)
-	b.exec(t, `UPDATE webhook_events SET received_at = now() - interval '91 days' WHERE event_id LIKE 'evt_old_%'`)
-	b.exec(t, `UPDATE payments SET received_at = now() - interval '400 days'`)
-	b.exec(t, `UPDATE disbursements SET created_at = now() - interval '400 days', status_since = now() - interval '400 days'`)
+	testkit.Exec(t, b.admin, `UPDATE webhook_events SET received_at = now() - interval '91 days' WHERE event_id LIKE 'evt_old_%'`)
+	testkit.Exec(t, b.admin, `UPDATE payments SET received_at = now() - interval '400 days'`)
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET created_at = now() - interval '400 days', status_since = now() - interval '400 days'`)
 
 	// A batch of 2 makes the 6 old rows take several statements.
 	p, err := b.store.Disbursements().PurgeWebhookEvents(ctx, 90*24*time.Hour, 2)
@@ -43,16 +45,16 @@ func TestPurgeDeletesOnlyWebhookEventsPastTheWindow(t *testing.T) {
 	if age := time.Since(p.Before); age < 90*24*time.Hour-time.Minute || age > 90*24*time.Hour+time.Minute {
 		t.Errorf("cutoff %v is %v ago, want 90 days", p.Before, age)
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_events WHERE event_id IN ('evt_po_edge', 'evt_new')`); n != 2 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM webhook_events WHERE event_id IN ('evt_po_edge', 'evt_new')`); n != 2 {
 		t.Errorf("%d of the 2 events inside the window are left", n)
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_events`); n != 2 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM webhook_events`); n != 2 {
 		t.Errorf("%d events left, want 2", n)
 	}
-	if n := b.count(t, `SELECT count(*) FROM payments`); n != 1 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payments`); n != 1 {
 		t.Errorf("%d payments left, want 1: payments are never purged", n)
 	}
-	if n := b.count(t, `SELECT count(*) FROM disbursements`); n != 5 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM disbursements`); n != 5 {
 		t.Errorf("%d disbursements left, want 5: disbursements are never purged", n)
 	}
 
@@ -67,7 +69,7 @@ func TestPurgeDeletesOnlyWebhookEventsPastTheWindow(t *testing.T) {
 	if !errors.Is(err, ErrDuplicate) || errors.Is(err, ErrEventSeen) {
 		t.Errorf("redelivered purged event: %v, want a duplicate of the tranche (not of the event)", err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM disbursements WHERE loan_id = 'L-old-0'`); n != 1 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM disbursements WHERE loan_id = 'L-old-0'`); n != 1 {
 		t.Errorf("%d disbursements for L-old-0 after the redelivery", n)
 	}
 }
@@ -76,7 +78,7 @@ func TestPurgeRefusesAWindowUnderSevenDays(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	b.exec(t, `INSERT INTO webhook_events (source, event_id, subject, received_at) VALUES
+	testkit.Exec(t, b.admin, `INSERT INTO webhook_events (source, event_id, subject, received_at) VALUES
 		('loans', 'evt_a', 'L-a-1', now() - interval '6 days 12 hours'),
 		('loans', 'evt_b', 'L-b-1', now() - interval '8 days')`)
 
@@ -85,7 +87,7 @@ func TestPurgeRefusesAWindowUnderSevenDays(t *testing.T) {
 			t.Errorf("purge older than %v: deleted %d, %v; want ErrRetentionTooShort", d, p.Deleted, err)
 		}
 	}
-	if n := b.count(t, `SELECT count(*) FROM webhook_events`); n != 2 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM webhook_events`); n != 2 {
 		t.Fatalf("a refused purge deleted rows: %d left", n)
 	}
 	p, err := b.store.Disbursements().PurgeWebhookEvents(ctx, MinEventRetention, 0)
@@ -97,7 +99,7 @@ func TestPurgeRefusesAWindowUnderSevenDays(t *testing.T) {
 func TestPurgeUsesTheReceivedAtIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, `SET enable_seqscan = off`)
+	testkit.Exec(t, b.admin, `SET enable_seqscan = off`)
 	var plan string
 	rows, err := b.admin.Query(context.Background(), "EXPLAIN "+purgeBatchSQL, time.Now(), 1000)
 	if err != nil {

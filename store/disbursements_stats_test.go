@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 func TestDisbursementStatsOfAnEmptyTableReportEveryStatusAtZero(t *testing.T) {
@@ -36,13 +38,13 @@ func TestDisbursementStatsCountStatusesAndFindTheOldestUnsettledRow(t *testing.T
 	}
 	// L-0, L-1: pending (L-1 for 2 hours); L-2: pending, flagged 5 hours ago;
 	// L-3, L-4: sent (L-4 for 3 hours); L-5..L-7: paid, long ago; L-8: failed.
-	b.exec(t, `UPDATE disbursements SET status_since = now() - interval '2 hours' WHERE loan_id = 'L-1'`)
-	b.exec(t, `UPDATE disbursements SET review_reason = 'lookup found nothing', status_since = now() - interval '5 hours' WHERE loan_id = 'L-2'`)
-	b.exec(t, `UPDATE disbursements SET status = 'sent', provider_ref = 'po_' || loan_id WHERE loan_id IN ('L-3', 'L-4')`)
-	b.exec(t, `UPDATE disbursements SET status_since = now() - interval '3 hours' WHERE loan_id = 'L-4'`)
-	b.exec(t, `UPDATE disbursements SET status = 'paid', provider_ref = 'po_' || loan_id, status_since = now() - interval '30 days'
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET status_since = now() - interval '2 hours' WHERE loan_id = 'L-1'`)
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET review_reason = 'lookup found nothing', status_since = now() - interval '5 hours' WHERE loan_id = 'L-2'`)
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET status = 'sent', provider_ref = 'po_' || loan_id WHERE loan_id IN ('L-3', 'L-4')`)
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET status_since = now() - interval '3 hours' WHERE loan_id = 'L-4'`)
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET status = 'paid', provider_ref = 'po_' || loan_id, status_since = now() - interval '30 days'
 		WHERE loan_id IN ('L-5', 'L-6', 'L-7')`)
-	b.exec(t, `UPDATE disbursements SET status = 'failed', status_since = now() - interval '30 days' WHERE loan_id = 'L-8'`)
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET status = 'failed', status_since = now() - interval '30 days' WHERE loan_id = 'L-8'`)
 
 	s, err := b.store.Disbursements().DisbursementStats(ctx)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/riverqueue/river"
 )
 
@@ -16,18 +17,9 @@ func newDisbursement(loanID string, tranche int, eventID string) Disbursement {
 	return Disbursement{LoanID: loanID, Tranche: tranche, Amount: 500000, Currency: "JPY", EventID: eventID}
 }
 
-func (b *bundle) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := b.admin.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
-}
-
 func (b *bundle) events(t *testing.T, source, eventID string) int {
 	t.Helper()
-	return b.count(t, "SELECT count(*) FROM webhook_events WHERE source = $1 AND event_id = $2", source, eventID)
+	return testkit.Count(t, b.admin, "SELECT count(*) FROM webhook_events WHERE source = $1 AND event_id = $2", source, eventID)
 }
 
 func TestAcceptDisbursementRecordsEachTrancheOnce(t *testing.T) {
@@ -84,7 +76,7 @@ func TestAcceptDisbursementRecordsEachTrancheOnce(t *testing.T) {
 			t.Fatalf("tranche 2: %+v", d2)
 		}
 	})
-	if n := b.count(t, "SELECT count(*) FROM disbursements WHERE loan_id = 'L-1'"); n != 2 {
+	if n := testkit.Count(t, b.admin, "SELECT count(*) FROM disbursements WHERE loan_id = 'L-1'"); n != 2 {
 		t.Fatalf("%d disbursements for L-1, want 2", n)
 	}
 	stored, err := b.store.Disbursements().Disbursement(ctx, "L-1", 1)
@@ -135,13 +127,13 @@ func TestConcurrentEventsForOneTrancheCreateOneDisbursement(t *testing.T) {
 	if created != 1 {
 		t.Fatalf("%d events created the disbursement, want 1", created)
 	}
-	if n := b.count(t, "SELECT count(*) FROM disbursements"); n != 1 {
+	if n := testkit.Count(t, b.admin, "SELECT count(*) FROM disbursements"); n != 1 {
 		t.Fatalf("%d disbursements, want 1", n)
 	}
-	if n := b.count(t, "SELECT count(*) FROM river_job WHERE kind = $1", PayoutKind); n != 1 {
+	if n := testkit.Count(t, b.admin, "SELECT count(*) FROM river_job WHERE kind = $1", PayoutKind); n != 1 {
 		t.Fatalf("%d payout jobs, want 1", n)
 	}
-	if n := b.count(t, "SELECT count(*) FROM webhook_events"); n != events/2 {
+	if n := testkit.Count(t, b.admin, "SELECT count(*) FROM webhook_events"); n != events/2 {
 		t.Fatalf("%d events recorded, want %d", n, events/2)
 	}
 }
@@ -149,7 +141,7 @@ func TestConcurrentEventsForOneTrancheCreateOneDisbursement(t *testing.T) {
 // payoutJobs counts the payout jobs of disbursement id in the test's schema.
 func (b *bundle) payoutJobs(t *testing.T, id int64) int {
 	t.Helper()
-	return b.count(t, `SELECT count(*) FROM river_job
+	return testkit.Count(t, b.admin, `SELECT count(*) FROM river_job
 		WHERE kind = $1 AND queue = $2 AND (args->>'disbursement_id')::bigint = $3`, PayoutKind, PayoutQueue, id)
 }
 
@@ -157,18 +149,18 @@ func TestMigrateCreatesRiversTablesInTheCurrentSchema(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, table := range []string{"river_job", "river_leader", "river_queue", "river_migration"} {
-		if n := b.count(t, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1", table); n != 1 {
+		if n := testkit.Count(t, b.admin, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1", table); n != 1 {
 			t.Errorf("%s: %d in the test's schema, want 1", table, n)
 		}
 	}
-	applied := b.count(t, "SELECT count(*) FROM river_migration")
+	applied := testkit.Count(t, b.admin, "SELECT count(*) FROM river_migration")
 	if applied == 0 {
 		t.Fatal("no River migration recorded")
 	}
 	if err := b.store.Migrate(context.Background()); err != nil {
 		t.Fatalf("Migrate again: %v", err)
 	}
-	if again := b.count(t, "SELECT count(*) FROM river_migration"); again != applied {
+	if again := testkit.Count(t, b.admin, "SELECT count(*) FROM river_migration"); again != applied {
 		t.Errorf("Migrate again: %d River migrations recorded, had %d; want a no-op", again, applied)
 	}
 }
@@ -192,7 +184,7 @@ func TestOnlyANewDisbursementGetsAPayoutJobInItsTransaction(t *testing.T) {
 	if _, err := b.store.Disbursements().AcceptDisbursement(ctx, other); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("mismatch: %v", err)
 	}
-	if n := b.count(t, "SELECT count(*) FROM river_job"); n != 1 {
+	if n := testkit.Count(t, b.admin, "SELECT count(*) FROM river_job"); n != 1 {
 		t.Fatalf("%d jobs after redeliveries, want the one", n)
 	}
 	// And the job is unique per disbursement even if inserted again.

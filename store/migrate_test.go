@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // Migrations 00004-00006 (payments.source, UNIQUE (source, transaction_id)
@@ -31,7 +31,7 @@ RETURNING received_at`
 // sources), a store on it, and an admin connection.
 func atVersion3(t *testing.T) (*Store, *pgx.Conn, string) {
 	t.Helper()
-	u := testenv.Schema(t)
+	u := testkit.Schema(t)
 	ctx := context.Background()
 	s, err := Open(ctx, Config{URL: u})
 	if err != nil {
@@ -41,21 +41,7 @@ func atVersion3(t *testing.T) (*Store, *pgx.Conn, string) {
 	if err := s.migrate(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close(context.Background()) })
-	return s, admin, u
-}
-
-func queryInt(t *testing.T, c *pgx.Conn, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := c.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return s, testkit.Connect(t, u), u
 }
 
 func queryString(t *testing.T, c *pgx.Conn, sql string, args ...any) string {
@@ -154,7 +140,18 @@ func TestSourceMigrationRunsUnderConcurrentInsertsOfThePreviousVersion(t *testin
 	migStart := time.Now()
 	err = s.Migrate(ctx)
 	migEnd := time.Now()
-	time.Sleep(300 * time.Millisecond) // inserts go on after the swap
+	// Inserts go on after the swap: every inserter makes a few more.
+	testkit.WaitFor(t, 30*time.Second, "inserts after the swap", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		after := 0
+		for _, smp := range samples {
+			if smp.start.After(migEnd) {
+				after++
+			}
+		}
+		return after >= 10*inserters
+	})
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -205,16 +202,16 @@ func TestSourceMigrationRunsUnderConcurrentInsertsOfThePreviousVersion(t *testin
 	if def := txIDConstraintDef(t, admin); def != "UNIQUE (source, transaction_id)" {
 		t.Errorf("%s is %q, want UNIQUE (source, transaction_id)", txIDConstraint, def)
 	}
-	if n := queryInt(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass`); n != 5 {
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass`); n != 5 {
 		t.Errorf("%d indexes on payments, want 5 (the primary key, %s and 00009's three search indexes)", n, txIDConstraint)
 	}
-	if n := queryInt(t, admin, `SELECT count(*) FROM payments`); n != oldRows+newIDs {
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM payments`); n != oldRows+newIDs {
 		t.Errorf("%d rows, want %d old and %d new", n, oldRows, newIDs)
 	}
-	if n := queryInt(t, admin, `SELECT count(DISTINCT transaction_id) FROM payments`); n != oldRows+newIDs {
+	if n := testkit.Count(t, admin, `SELECT count(DISTINCT transaction_id) FROM payments`); n != oldRows+newIDs {
 		t.Errorf("%d distinct transaction ids, want %d", n, oldRows+newIDs)
 	}
-	if n := queryInt(t, admin, `SELECT count(*) FROM payments WHERE source <> 'payments'`); n != 0 {
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM payments WHERE source <> 'payments'`); n != 0 {
 		t.Errorf("%d rows of another source than 'payments', want 0", n)
 	}
 
@@ -241,7 +238,7 @@ func TestSourceMigrationRunsUnderConcurrentInsertsOfThePreviousVersion(t *testin
 			t.Errorf("Confirm old_7 of %s after recording it: %v, want ErrDuplicate", src, err)
 		}
 	}
-	if n := queryInt(t, admin, `SELECT count(*) FROM payments WHERE transaction_id = 'old_7'`); n != 3 {
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM payments WHERE transaction_id = 'old_7'`); n != 3 {
 		t.Errorf("%d rows for old_7, want 3 (payments, stripe, adyen)", n)
 	}
 }
@@ -264,7 +261,7 @@ func TestSourceMigrationReplacesAnIndexLeftByAFailedBuild(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != codeUniqueViolation {
 		t.Fatalf("the failing build: %v, want 23505", err)
 	}
-	if n := queryInt(t, admin, `SELECT count(*) FROM pg_index WHERE indexrelid = 'payments_source_transaction_id_idx'::regclass AND NOT indisvalid`); n != 1 {
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM pg_index WHERE indexrelid = 'payments_source_transaction_id_idx'::regclass AND NOT indisvalid`); n != 1 {
 		t.Fatal("no INVALID index left")
 	}
 
@@ -274,7 +271,7 @@ func TestSourceMigrationReplacesAnIndexLeftByAFailedBuild(t *testing.T) {
 	if def := txIDConstraintDef(t, admin); def != "UNIQUE (source, transaction_id)" {
 		t.Errorf("%s is %q, want UNIQUE (source, transaction_id)", txIDConstraint, def)
 	}
-	if n := queryInt(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass AND indisvalid`); n != 5 {
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass AND indisvalid`); n != 5 {
 		t.Errorf("%d valid indexes on payments, want 5 (with 00009's three)", n)
 	}
 }
@@ -311,18 +308,17 @@ func TestSourceMigrationWaitsBrieflyForTheSwapAndFailsToRetry(t *testing.T) {
 		tx := hold()
 		defer tx.Rollback(ctx)
 		// Inserts are held up at most one attempt's wait at a time.
-		inserted := make(chan time.Duration, 1)
-		go func() {
-			time.Sleep(time.Second) // the swap is retrying by now
-			start := time.Now()
-			_, err := s.Payments().RecordPayment(ctx, newPayment("tx_during_retries"))
-			if err != nil {
-				t.Errorf("insert during the retries: %v", err)
-			}
-			inserted <- time.Since(start)
-		}()
-		err := s.Migrate(ctx)
-		took := <-inserted
+		migrated := make(chan error, 1)
+		go func() { migrated <- s.Migrate(ctx) }()
+		testkit.WaitFor(t, 10*time.Second, "the swap waiting for its lock", func() bool {
+			return testkit.Count(t, admin, `SELECT count(*) FROM pg_locks WHERE relation = 'payments'::regclass AND NOT granted`) > 0
+		})
+		start := time.Now()
+		if _, err := s.Payments().RecordPayment(ctx, newPayment("tx_during_retries")); err != nil {
+			t.Errorf("insert during the retries: %v", err)
+		}
+		took := time.Since(start)
+		err := <-migrated
 		var pgErr *pgconn.PgError
 		if !errors.Is(err, ErrUnavailable) || !errors.As(err, &pgErr) || pgErr.Code != codeLockNotAvailable {
 			t.Fatalf("Migrate behind a held lock: %v, want ErrUnavailable wrapping 55P03", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 const forwardDest = "orders" // a forward destination's name
@@ -89,7 +90,7 @@ func TestARolledBackRecordLeavesNoForward(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("got %v, want the fn's error", err)
 	}
-	if n := b.countRows(t, "fwd-rb"); n != 0 {
+	if n := testkit.PaymentRows(t, b.admin, "fwd-rb"); n != 0 {
 		t.Fatalf("%d payment rows, want 0", n)
 	}
 	if jobs := b.forwardJobs(t); len(jobs) != 0 {
@@ -214,7 +215,7 @@ func TestRetryGivenUpForwardsPutsEachBackOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.exec(t, `UPDATE river_job SET state = 'discarded', finalized_at = now(), attempt = max_attempts WHERE kind = 'forward' AND args->>'transaction_id' <> 'fwd-g3'`)
+	testkit.Exec(t, b.admin, `UPDATE river_job SET state = 'discarded', finalized_at = now(), attempt = max_attempts WHERE kind = 'forward' AND args->>'transaction_id' <> 'fwd-g3'`)
 	given, err := b.store.Outbox().ForwardJobs(ctx, ForwardJobFilter{GivenUp: true})
 	if err != nil || len(given) != 2 || !given[0].GivenUp() {
 		t.Fatalf("given up: %+v, %v; want 2", given, err)

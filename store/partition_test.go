@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // The partitioned layout docs/scaling.md offers, applied by
@@ -32,7 +33,7 @@ func TestHashPartitionedPaymentsKeepExactlyOnce(t *testing.T) {
 		}
 	}
 
-	b.exec(t, string(sqlText))
+	testkit.Exec(t, b.admin, string(sqlText))
 
 	var partitions, rows int
 	if err := b.admin.QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'payments'::regclass`).Scan(&partitions); err != nil {
@@ -79,8 +80,8 @@ func TestHashPartitionedPaymentsKeepExactlyOnce(t *testing.T) {
 	wg.Wait()
 	for i := range txs {
 		tx := fmt.Sprintf("tx_new_%d", i)
-		if processed[tx] != 1 || b.countRows(t, tx) != 1 {
-			t.Errorf("%s: recorded %d times, %d rows; want 1 and 1", tx, processed[tx], b.countRows(t, tx))
+		if processed[tx] != 1 || testkit.PaymentRows(t, b.admin, tx) != 1 {
+			t.Errorf("%s: recorded %d times, %d rows; want 1 and 1", tx, processed[tx], testkit.PaymentRows(t, b.admin, tx))
 		}
 	}
 	var used int
@@ -128,7 +129,7 @@ func TestTimePartitioningAloneWouldBreakExactlyOnce(t *testing.T) {
 		t.Fatalf("UNIQUE (transaction_id) on a time-partitioned table: %v, want feature_not_supported", err)
 	}
 	// ...and what it accepts instead lets one payment in twice.
-	b.exec(t, `CREATE TABLE payments_by_month (
+	testkit.Exec(t, b.admin, `CREATE TABLE payments_by_month (
 		transaction_id text NOT NULL, received_at timestamptz NOT NULL,
 		CONSTRAINT payments_by_month_transaction_id_key UNIQUE (transaction_id, received_at)
 	) PARTITION BY RANGE (received_at);

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/paylock/paylock/internal/scaletest"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // The store behind PgBouncer in transaction pooling mode
@@ -50,15 +51,6 @@ func pooledSetup(t *testing.T, mode ExecMode, settings map[string]string, opts .
 		t.Fatal(err)
 	}
 	return s, db
-}
-
-func pooledRows(t *testing.T, s *Store, tx string) int {
-	t.Helper()
-	var n int
-	if err := s.pool.QueryRow(context.Background(), "SELECT count(*) FROM payments WHERE transaction_id = $1", tx).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 func TestPgBouncerRefusesTheDefaultModesSessionParameters(t *testing.T) {
@@ -135,8 +127,8 @@ func TestRecordPaymentThroughPgBouncer(t *testing.T) {
 						})
 					}
 					wg.Wait()
-					if recorded != 1 || duplicates != 39 || pooledRows(t, s, "tx_pooled_storm") != 1 {
-						t.Fatalf("recorded %d, duplicates %d, rows %d; want 1, 39, 1", recorded, duplicates, pooledRows(t, s, "tx_pooled_storm"))
+					if recorded != 1 || duplicates != 39 || testkit.PaymentRows(t, s.pool, "tx_pooled_storm") != 1 {
+						t.Fatalf("recorded %d, duplicates %d, rows %d; want 1, 39, 1", recorded, duplicates, testkit.PaymentRows(t, s.pool, "tx_pooled_storm"))
 					}
 				})
 			}
@@ -151,14 +143,14 @@ func TestServerSideTimeoutsReachPooledSessions(t *testing.T) {
 	if err := s.pool.QueryRow(context.Background(), "SELECT current_setting('statement_timeout')").Scan(&got); err != nil || got != "100ms" {
 		t.Fatalf("statement_timeout through PgBouncer = %q, %v; want the database's 100ms", got, err)
 	}
-	db.Exec(t, sleepTrigger(2, false, false))
+	db.Exec(t, testkit.SlowInsert{Sleep: 2 * time.Second}.SQL())
 	p := newPayment("tx_slow")
 	_, err := s.Payments().RecordPayment(context.Background(), p)
 	var pgErr *pgconn.PgError
 	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &pgErr) || pgErr.Code != codeQueryCanceled {
 		t.Fatalf("got %v, want ErrUnavailable wrapping the server's 57014", err)
 	}
-	if n := pooledRows(t, s, p.TransactionID); n != 0 {
+	if n := testkit.PaymentRows(t, s.pool, p.TransactionID); n != 0 {
 		t.Fatalf("%d rows, want 0", n)
 	}
 }
@@ -178,7 +170,7 @@ func TestInterruptedCommitThroughPgBouncerConverges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, db := pooledSetup(t, ExecExec, pooledTimeouts, func(c *Config) { c.CommitTimeout = 100 * time.Millisecond })
-			db.Exec(t, sleepTrigger(3, true, tc.committed))
+			db.Exec(t, testkit.SlowInsert{Sleep: 3 * time.Second, AtCommit: true, IgnoreCancel: tc.committed}.SQL())
 			p := newPayment("tx_commit")
 			_, err := recordInTx(s, context.Background(), p)
 			if !errors.Is(err, ErrCommitUnknown) || isSuccessLike(err) {
@@ -189,7 +181,7 @@ func TestInterruptedCommitThroughPgBouncerConverges(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrDuplicate) || !errors.Is(err, tc.retry) {
 				t.Fatalf("retry: %v, want %v", err, tc.retry)
 			}
-			if n := pooledRows(t, s, p.TransactionID); n != 1 {
+			if n := testkit.PaymentRows(t, s.pool, p.TransactionID); n != 1 {
 				t.Fatalf("%d rows, want 1", n)
 			}
 		})
@@ -216,21 +208,22 @@ func TestLostServerSessionsAndACrashedPgBouncerAreUnavailable(t *testing.T) {
 		} {
 			t.Run(path.name+"/"+fault.name, func(t *testing.T) {
 				s, db := pooledSetup(t, ExecExec, pooledTimeouts)
-				db.Exec(t, sleepTrigger(2, false, false))
+				db.Exec(t, testkit.SlowInsert{Sleep: 2 * time.Second}.SQL())
 				p := newPayment("tx_fault")
 				done := make(chan error, 1)
 				go func() {
 					_, err := path.record(s, context.Background(), p)
 					done <- err
 				}()
-				time.Sleep(300 * time.Millisecond) // the insert sleeps on the server
+				direct := testkit.Connect(t, db.Direct)
+				testkit.WaitFor(t, 10*time.Second, "the insert sleeping on the server", func() bool { return testkit.Sleeping(t, direct, "") > 0 })
 				fault.strike(t, db)
 				inFlight := <-done
 				if !errors.Is(inFlight, ErrUnavailable) || isSuccessLike(inFlight) {
 					t.Fatalf("insert in flight: %v, want ErrUnavailable", inFlight)
 				}
 				db.Exec(t, "DROP TRIGGER slow_insert ON payments") // waits for the insert's end
-				recorded := pooledRows(t, s, p.TransactionID)
+				recorded := testkit.PaymentRows(t, s.pool, p.TransactionID)
 				switch {
 				case recorded == 1 && !errors.Is(inFlight, ErrCommitUnknown):
 					t.Fatalf("the insert in flight committed but was answered %v, want ErrCommitUnknown", inFlight)
@@ -251,7 +244,7 @@ func TestLostServerSessionsAndACrashedPgBouncerAreUnavailable(t *testing.T) {
 				if recorded == 1 && !errors.Is(err, ErrDuplicate) || recorded == 0 && err != nil {
 					t.Fatalf("retries: %v; want ErrDuplicate if the insert in flight committed, else nil", err)
 				}
-				if n := pooledRows(t, s, p.TransactionID); n != 1 {
+				if n := testkit.PaymentRows(t, s.pool, p.TransactionID); n != 1 {
 					t.Fatalf("%d rows, want 1", n)
 				}
 			})

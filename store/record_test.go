@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 func TestRecordPaymentFuncRunsFnInTheRecordingTransactionOnlyForANewPayment(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, "CREATE TABLE outbox (source text, transaction_id text)")
+	testkit.Exec(t, b.admin, "CREATE TABLE outbox (source text, transaction_id text)")
 	ctx := context.Background()
 	var calls atomic.Int32
 	enqueue := func(ctx context.Context, tx pgx.Tx, p Payment) error {
@@ -62,7 +63,7 @@ func TestRecordPaymentFuncRunsFnInTheRecordingTransactionOnlyForANewPayment(t *t
 			if !errors.Is(err, tc.err) || isSuccessLike(err) || errors.Is(err, ErrUnavailable) != tc.transient {
 				t.Fatalf("got %v; want %v wrapped, ErrUnavailable %v", err, tc.err, tc.transient)
 			}
-			if b.countRows(t, q.TransactionID) != 0 || outbox(q.TransactionID) != 0 {
+			if testkit.PaymentRows(t, b.admin, q.TransactionID) != 0 || outbox(q.TransactionID) != 0 {
 				t.Errorf("fn failed but the payment or its outbox row was committed")
 			}
 		})
@@ -84,7 +85,7 @@ func TestACauseSetBeforeSendingRecordsNothing(t *testing.T) {
 			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, lost) || errors.Is(err, ErrCommitUnknown) {
 				t.Fatalf("got %v, want ErrUnavailable wrapping the cause (nothing sent)", err)
 			}
-			if n := b.countRows(t, p.TransactionID); n != 0 {
+			if n := testkit.PaymentRows(t, b.admin, p.TransactionID); n != 0 {
 				t.Errorf("%d rows, want 0", n)
 			}
 		})
@@ -101,7 +102,7 @@ func TestPaymentsCommitSynchronouslyWhateverTheDefault(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// What the inserting transaction sees, recorded beside the row.
-	b.exec(t, `CREATE TABLE seen (transaction_id text, synchronous_commit text);
+	testkit.Exec(t, b.admin, `CREATE TABLE seen (transaction_id text, synchronous_commit text);
 		CREATE FUNCTION note_sync() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 			INSERT INTO seen VALUES (NEW.transaction_id, current_setting('synchronous_commit'));
 			RETURN NEW; END $$;

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 func TestRecordMismatchKeepsOneItemPerDistinctDeliveryAndLeavesThePaymentAlone(t *testing.T) {
@@ -68,7 +70,7 @@ func TestRecordMismatchKeepsOneItemPerDistinctDeliveryAndLeavesThePaymentAlone(t
 	if err != nil || stats[ReviewMismatch].Items != 1 || stats[ReviewMismatch].Oldest.IsZero() || stats[ReviewForward].Items != 0 {
 		t.Errorf("stats %+v, %v", stats, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM review_resolutions`); n != 1 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM review_resolutions`); n != 1 {
 		t.Errorf("%d resolutions recorded, want 1", n)
 	}
 }
@@ -113,7 +115,7 @@ func TestReviewResolvesAFlaggedDisbursementOnlyWithTheProvidersWord(t *testing.T
 	if d, _ := b.store.Disbursements().Disbursement(ctx, "L-f", 1); d.Status != StatusFailed || d.ReviewReason != "" {
 		t.Errorf("failed row %+v", d)
 	}
-	b.exec(t, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE kind = 'payout'`)
+	testkit.Exec(t, b.admin, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE kind = 'payout'`)
 	if _, err := b.store.Review().ResolveReview(ctx, retry, Resolve{Action: ActionRetry, Note: "provider back", Who: "ops"}); err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +123,14 @@ func TestReviewResolvesAFlaggedDisbursementOnlyWithTheProvidersWord(t *testing.T
 	if d.Status != StatusPending || d.ReviewReason != "" {
 		t.Errorf("retried row %+v", d)
 	}
-	if n := b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'payout' AND state = 'available' AND args->>'disbursement_id' = $1`,
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM river_job WHERE kind = 'payout' AND state = 'available' AND args->>'disbursement_id' = $1`,
 		strconv.FormatInt(d.ID, 10)); n != 1 {
 		t.Errorf("%d available payout jobs for the retried row, want 1", n)
 	}
 	if _, err := b.store.Review().ResolveReview(ctx, retry, Resolve{Action: ActionRetry, Note: "again", Who: "ops"}); !errors.Is(err, ErrReviewRefused) {
 		t.Errorf("a second retry: %v, want ErrReviewRefused", err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM review_resolutions WHERE who = 'ops'`); n != 3 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM review_resolutions WHERE who = 'ops'`); n != 3 {
 		t.Errorf("%d resolutions, want 3", n)
 	}
 	if items, _ := b.store.Review().ReviewItems(ctx, ReviewFilter{}); len(items) != 0 {
@@ -145,7 +147,7 @@ func TestReviewRetriesOrAcknowledgesADiscardedForward(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.exec(t, `UPDATE river_job SET state = 'discarded', finalized_at = now() - interval '2 hours', attempt = max_attempts WHERE kind = 'forward' AND args->>'transaction_id' <> 'fwd-r3'`)
+	testkit.Exec(t, b.admin, `UPDATE river_job SET state = 'discarded', finalized_at = now() - interval '2 hours', attempt = max_attempts WHERE kind = 'forward' AND args->>'transaction_id' <> 'fwd-r3'`)
 	items, err := b.store.Review().ReviewItems(ctx, ReviewFilter{Kind: ReviewForward})
 	if err != nil || len(items) != 2 {
 		t.Fatalf("items %+v, %v; want 2", items, err)
@@ -215,7 +217,7 @@ func TestReviewRetryOfADisbursementWhosePayoutJobIsRunningIsRefused(t *testing.T
 	if err := b.store.Disbursements().FlagForReview(ctx, d.ID, "last attempt"); err != nil {
 		t.Fatal(err)
 	}
-	b.exec(t, `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1 WHERE kind = 'payout'`)
+	testkit.Exec(t, b.admin, `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1 WHERE kind = 'payout'`)
 	id := "disbursement-" + strconv.FormatInt(d.ID, 10)
 	if _, err := b.store.Review().ResolveReview(ctx, id, Resolve{Action: ActionRetry, Note: "n", Who: "ops"}); !errors.Is(err, ErrReviewRefused) {
 		t.Fatalf("retry while the job runs: %v, want ErrReviewRefused", err)

@@ -16,7 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/faultproxy"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // plainInsertSQL is insertPaymentSQL without ON CONFLICT: a duplicate then
@@ -68,7 +69,7 @@ type bundle struct {
 // connection for arranging faults.
 func setup(t testing.TB, opts ...func(*Config)) *bundle {
 	t.Helper()
-	u := testenv.Schema(t)
+	u := testkit.Schema(t)
 	ctx := context.Background()
 	migrator, err := Open(ctx, Config{URL: u})
 	if err != nil {
@@ -87,30 +88,7 @@ func setup(t testing.TB, opts ...func(*Config)) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	admin, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close(context.Background()) })
-	return &bundle{store: s, url: u, admin: admin}
-}
-
-func (b *bundle) exec(t *testing.T, sql string) {
-	t.Helper()
-	if _, err := b.admin.Exec(context.Background(), sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-func (b *bundle) countRows(t *testing.T, transactionID string) int {
-	t.Helper()
-	var n int
-	err := b.admin.QueryRow(context.Background(),
-		"SELECT count(*) FROM payments WHERE transaction_id = $1", transactionID).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return &bundle{store: s, url: u, admin: testkit.Connect(t, u)}
 }
 
 func newPayment(id string) Payment {
@@ -203,7 +181,7 @@ func TestRecordPaymentRecordsOnceAndConfirmsDuplicates(t *testing.T) {
 					})
 				}
 
-				if n := b.countRows(t, p.TransactionID); n != 1 {
+				if n := testkit.PaymentRows(t, b.admin, p.TransactionID); n != 1 {
 					t.Errorf("%d rows, want 1", n)
 				}
 			})
@@ -270,7 +248,7 @@ func TestConcurrentDeliveriesRecordOnce(t *testing.T) {
 				if recorded != 1 || duplicates != n-1 {
 					t.Errorf("%d recorded, %d duplicates; want 1 and %d", recorded, duplicates, n-1)
 				}
-				if got := b.countRows(t, p.TransactionID); got != 1 {
+				if got := testkit.PaymentRows(t, b.admin, p.TransactionID); got != 1 {
 					t.Errorf("%d rows, want 1", got)
 				}
 			})
@@ -286,7 +264,7 @@ func TestUniqueViolationOnAnotherIndexIsNotADuplicate(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
 				b.store.payments.insert = mode.sql
-				b.exec(t, "CREATE UNIQUE INDEX payments_ref_key ON payments ((payload->>'ref'))")
+				testkit.Exec(t, b.admin, "CREATE UNIQUE INDEX payments_ref_key ON payments ((payload->>'ref'))")
 				ctx := context.Background()
 
 				first := newPayment("tx_a")
@@ -304,7 +282,7 @@ func TestUniqueViolationOnAnotherIndexIsNotADuplicate(t *testing.T) {
 				if !errors.As(err, &pgErr) || pgErr.Code != codeUniqueViolation || pgErr.ConstraintName != "payments_ref_key" {
 					t.Errorf("got %v, want the driver's 23505 on payments_ref_key wrapped", err)
 				}
-				if n := b.countRows(t, second.TransactionID); n != 0 {
+				if n := testkit.PaymentRows(t, b.admin, second.TransactionID); n != 0 {
 					t.Errorf("%d rows for %s, want 0", n, second.TransactionID)
 				}
 			})
@@ -331,7 +309,7 @@ func TestInvalidPaymentsAreErrorsNotRetries(t *testing.T) {
 			if isSuccessLike(err) || errors.Is(err, ErrUnavailable) {
 				t.Fatalf("got %v, want a plain error", err)
 			}
-			if n := b.countRows(t, p.TransactionID); n != 0 {
+			if n := testkit.PaymentRows(t, b.admin, p.TransactionID); n != 0 {
 				t.Errorf("%d rows, want 0", n)
 			}
 		})
@@ -344,8 +322,8 @@ func TestIsTxIDConflictClassifiesRealErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	b.exec(t, "CREATE UNIQUE INDEX payments_ref_key ON payments ((payload->>'ref'))")
-	b.exec(t, `INSERT INTO payments (transaction_id, amount, currency, payload) VALUES ('tx_1', 1, 'EUR', '{"ref":"r1"}')`)
+	testkit.Exec(t, b.admin, "CREATE UNIQUE INDEX payments_ref_key ON payments ((payload->>'ref'))")
+	testkit.Exec(t, b.admin, `INSERT INTO payments (transaction_id, amount, currency, payload) VALUES ('tx_1', 1, 'EUR', '{"ref":"r1"}')`)
 
 	insert := func(txID, ref string, amount int) error {
 		_, err := b.admin.Exec(ctx,
@@ -380,7 +358,7 @@ func TestUniqueViolationAbortsTheTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	b.exec(t, `INSERT INTO payments (transaction_id, amount, currency, payload) VALUES ('tx_1', 1, 'EUR', '{}')`)
+	testkit.Exec(t, b.admin, `INSERT INTO payments (transaction_id, amount, currency, payload) VALUES ('tx_1', 1, 'EUR', '{}')`)
 
 	tx, err := b.admin.Begin(ctx)
 	if err != nil {
@@ -417,7 +395,7 @@ func TestUniqueViolationAtCommitIsConfirmedAsDuplicate(t *testing.T) {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.exec(t, `ALTER TABLE payments DROP CONSTRAINT payments_transaction_id_key,
+			testkit.Exec(t, b.admin, `ALTER TABLE payments DROP CONSTRAINT payments_transaction_id_key,
 				ADD CONSTRAINT payments_transaction_id_key UNIQUE (source, transaction_id) DEFERRABLE INITIALLY DEFERRED`)
 			// ON CONFLICT cannot use a deferrable arbiter, so the plain insert runs.
 			b.store.payments.insert = plainInsertSQL
@@ -434,7 +412,7 @@ func TestUniqueViolationAtCommitIsConfirmedAsDuplicate(t *testing.T) {
 			if _, err := path.record(b.store, ctx, q); !errors.Is(err, ErrMismatch) {
 				t.Errorf("other amount: %v, want ErrMismatch", err)
 			}
-			if n := b.countRows(t, p.TransactionID); n != 1 {
+			if n := testkit.PaymentRows(t, b.admin, p.TransactionID); n != 1 {
 				t.Errorf("%d rows, want 1", n)
 			}
 		})
@@ -453,17 +431,14 @@ func TestConflictWithoutStoredRowIsUnavailable(t *testing.T) {
 
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	t.Parallel()
-	base := testenv.DatabaseURL(t)
+	base := testkit.DatabaseURL(t)
 
 	t.Run("OpenOnAClosedPort", func(t *testing.T) {
 		t.Parallel()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := testkit.Listen(t)
 		addr := ln.Addr().String()
 		ln.Close()
-		s, err := Open(context.Background(), Config{URL: withHost(t, base, addr) + "&connect_timeout=2"})
+		s, err := Open(context.Background(), Config{URL: testkit.WithHost(t, base, addr) + "&connect_timeout=2"})
 		if err == nil {
 			s.Close()
 			t.Fatal("Open succeeded")
@@ -480,9 +455,13 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		px := startProxy(t, up.Host)
+		px, err := faultproxy.New(up.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { px.Close() })
 		ctx := context.Background()
-		s, err := Open(ctx, Config{URL: withHost(t, b.url, px.addr()) + "&connect_timeout=2"})
+		s, err := Open(ctx, Config{URL: testkit.WithHost(t, b.url, px.Addr()) + "&connect_timeout=2"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,29 +482,10 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 		if err := s.Ping(ctx); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("Ping: %v, want ErrUnavailable", err)
 		}
-		if n := b.countRows(t, "tx_after"); n != 0 {
+		if n := testkit.PaymentRows(t, b.admin, "tx_after"); n != 0 {
 			t.Errorf("%d rows, want 0", n)
 		}
 	})
-}
-
-// sleepTrigger makes every insert into payments sleep: before the insert, or
-// (deferred) at COMMIT. A cancel request ends the sleep with an error that
-// aborts the transaction, unless ignoreCancel, which lets the transaction go
-// on as if the cancel had arrived too late.
-func sleepTrigger(seconds float64, deferred, ignoreCancel bool) string {
-	body := fmt.Sprintf("PERFORM pg_sleep(%g);", seconds)
-	if ignoreCancel {
-		body = fmt.Sprintf("BEGIN PERFORM pg_sleep(%g); EXCEPTION WHEN query_canceled THEN NULL; END;", seconds)
-	}
-	fn := `CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS
-		$$ BEGIN ` + body + ` RETURN NEW; END $$;`
-	if deferred {
-		return fn + ` CREATE CONSTRAINT TRIGGER slow_insert AFTER INSERT ON payments
-			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_insert()`
-	}
-	return fn + ` CREATE TRIGGER slow_insert BEFORE INSERT ON payments
-		FOR EACH ROW EXECUTE FUNCTION slow_insert()`
 }
 
 func TestStatementTimeoutIsUnavailable(t *testing.T) {
@@ -534,7 +494,7 @@ func TestStatementTimeoutIsUnavailable(t *testing.T) {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, func(c *Config) { c.StatementTimeout = 100 * time.Millisecond })
-			b.exec(t, sleepTrigger(2, false, false))
+			testkit.SlowInsert{Sleep: 2 * time.Second}.Install(t, b.admin)
 			ctx := context.Background()
 			p := newPayment("tx_slow")
 
@@ -549,7 +509,7 @@ func TestStatementTimeoutIsUnavailable(t *testing.T) {
 			if !errors.As(err, &pgErr) || pgErr.Code != codeQueryCanceled || errors.Is(err, ErrCommitUnknown) {
 				t.Errorf("got %v, want the server's 57014 wrapped, not ErrCommitUnknown", err)
 			}
-			if n := b.countRows(t, p.TransactionID); n != 0 {
+			if n := testkit.PaymentRows(t, b.admin, p.TransactionID); n != 0 {
 				t.Errorf("%d rows, want 0", n)
 			}
 		})
@@ -562,7 +522,7 @@ func TestCancelledInsertIsAnErrorAndRecordsNothing(t *testing.T) {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.exec(t, sleepTrigger(1, false, false))
+			testkit.SlowInsert{Sleep: time.Second}.Install(t, b.admin)
 			p := newPayment("tx_cancelled")
 
 			ctx, cancel := context.WithCancel(context.Background())
@@ -577,7 +537,7 @@ func TestCancelledInsertIsAnErrorAndRecordsNothing(t *testing.T) {
 
 			// DROP TRIGGER waits for the abandoned insert's transaction to
 			// end; then recording again must be new, not a duplicate.
-			b.exec(t, "DROP TRIGGER slow_insert ON payments")
+			testkit.Exec(t, b.admin, "DROP TRIGGER slow_insert ON payments")
 			if _, err := path.record(b.store, context.Background(), p); err != nil {
 				t.Errorf("retry: %v, want nil (nothing was recorded before)", err)
 			}
@@ -608,7 +568,7 @@ func TestInterruptedCommitIsUnknownAndRetryConverges(t *testing.T) {
 				b := setup(t, func(c *Config) { c.CommitTimeout = 100 * time.Millisecond })
 				// Long enough that only the cancel request, not the sleep's
 				// end, decides the outcome.
-				b.exec(t, sleepTrigger(5, true, tc.committed))
+				testkit.SlowInsert{Sleep: 5 * time.Second, AtCommit: true, IgnoreCancel: tc.committed}.Install(t, b.admin)
 				ctx := context.Background()
 				p := newPayment("tx_commit")
 
@@ -632,7 +592,7 @@ func TestInterruptedCommitIsUnknownAndRetryConverges(t *testing.T) {
 				// DROP TRIGGER waits until the sent commit has finished on
 				// the server, whichever way it went; the sender's retry,
 				// which may reach another replica, then sees its outcome.
-				b.exec(t, "DROP TRIGGER slow_insert ON payments")
+				testkit.Exec(t, b.admin, "DROP TRIGGER slow_insert ON payments")
 				replica, err := Open(ctx, Config{URL: b.url})
 				if err != nil {
 					t.Fatal(err)
@@ -645,7 +605,7 @@ func TestInterruptedCommitIsUnknownAndRetryConverges(t *testing.T) {
 				if !errors.Is(err, tc.retry) {
 					t.Errorf("retry: %v, want %v", err, tc.retry)
 				}
-				if n := b.countRows(t, p.TransactionID); n != 1 {
+				if n := testkit.PaymentRows(t, b.admin, p.TransactionID); n != 1 {
 					t.Errorf("%d rows, want 1", n)
 				}
 			})
@@ -664,7 +624,7 @@ func TestPaymentNotFound(t *testing.T) {
 
 func TestReplicasMigrateTogether(t *testing.T) {
 	t.Parallel()
-	u := testenv.Schema(t)
+	u := testkit.Schema(t)
 	ctx := context.Background()
 
 	const replicas = 3
@@ -689,11 +649,7 @@ func TestReplicasMigrateTogether(t *testing.T) {
 		}
 	}
 
-	admin, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
+	admin := testkit.Connect(t, u)
 	migrations := func() (applied, versionOne int) {
 		t.Helper()
 		err := admin.QueryRow(ctx,
@@ -704,13 +660,7 @@ func TestReplicasMigrateTogether(t *testing.T) {
 		}
 		return applied, versionOne
 	}
-	var tables int
-	if err := admin.QueryRow(ctx,
-		"SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'payments'").
-		Scan(&tables); err != nil {
-		t.Fatal(err)
-	}
-	if tables != 1 {
+	if tables := testkit.Count(t, admin, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'payments'"); tables != 1 {
 		t.Errorf("%d payments tables, want 1", tables)
 	}
 	applied, versionOne := migrations()
@@ -728,7 +678,7 @@ func TestReplicasMigrateTogether(t *testing.T) {
 
 func TestOpenSetsSessionTimeoutsAndKeepsURLParameters(t *testing.T) {
 	t.Parallel()
-	u := testenv.Schema(t)
+	u := testkit.Schema(t)
 	ctx := context.Background()
 	s, err := Open(ctx, Config{URL: u + "&application_name=paylock-test", LockTimeout: 1500 * time.Millisecond})
 	if err != nil {
@@ -844,94 +794,9 @@ func TestCommitFailedOnlyWhenTheServerSaysSo(t *testing.T) {
 	}
 }
 
-// withHost returns dsn with its host:port replaced.
-func withHost(t *testing.T, dsn, hostport string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = hostport
-	if u.RawQuery == "" {
-		u.RawQuery = "sslmode=disable"
-	}
-	return u.String()
-}
-
-// proxy forwards TCP connections to a real server until Close, which drops
-// every connection and refuses new ones: the server, as the client sees it,
-// vanishes.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-	closed bool
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target}
-	p.wg.Go(p.serve)
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			client.Close()
-			continue
-		}
-		if !p.track(client, server) {
-			return
-		}
-		p.wg.Go(func() { io.Copy(server, client); server.Close() })
-		p.wg.Go(func() { io.Copy(client, server); client.Close() })
-	}
-}
-
-func (p *proxy) track(conns ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range conns {
-			c.Close()
-		}
-		return false
-	}
-	p.conns = append(p.conns, conns...)
-	return true
-}
-
-func (p *proxy) Close() {
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		p.ln.Close()
-		for _, c := range p.conns {
-			c.Close()
-		}
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 func TestMigrateWithoutSchemaFails(t *testing.T) {
 	t.Parallel()
-	u := testenv.WithSearchPath(t, testenv.DatabaseURL(t), "no_such_schema_for_paylock")
+	u := testkit.WithSearchPath(t, testkit.DatabaseURL(t), "no_such_schema_for_paylock")
 	s, err := Open(context.Background(), Config{URL: u})
 	if err != nil {
 		t.Fatal(err)
