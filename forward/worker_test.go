@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,73 +19,24 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/paylock/paylock/forward"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
 
 var forwardSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("forward-test-secret-0123456789"))
 
-// delivery is one request the receiver got.
-type delivery struct {
-	header http.Header
-	body   []byte
-	err    error // the signature check's
-}
-
-// receiver is the team's service: it verifies each forward with a Standard
-// Webhooks verifier and answers the scripted statuses in turn (the last one
-// for ever after).
-type receiver struct {
-	t        *testing.T
-	verifier *signature.Verifier
-
-	mu      sync.Mutex
-	answers []int
-	delay   time.Duration // before answering the first request
-	got     []delivery
-	arrived chan struct{}
-}
-
-func newReceiver(t *testing.T, answers ...int) *receiver {
-	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := signature.NewVerifier(signature.SchemeStandard, secrets, 5*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(answers) == 0 {
-		answers = []int{http.StatusOK}
-	}
-	return &receiver{t: t, verifier: v, answers: answers, arrived: make(chan struct{}, 100)}
-}
-
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	_, err := rc.verifier.Verify(r.Header, body)
-	rc.mu.Lock()
-	n := len(rc.got)
-	rc.got = append(rc.got, delivery{header: r.Header.Clone(), body: body, err: err})
-	status := rc.answers[min(n, len(rc.answers)-1)]
-	delay := rc.delay
-	rc.delay = 0
-	rc.mu.Unlock()
-	rc.arrived <- struct{}{}
-	if delay > 0 {
-		time.Sleep(delay)
-	}
-	if status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
-	}
-	w.WriteHeader(status)
-}
-
-func (rc *receiver) deliveries() []delivery {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]delivery(nil), rc.got...)
+// receiver is the team's service (testkit's, internal/fakereceiver): it
+// verifies each forward with forwardSecret and answers the scripted
+// statuses first, 2xx after (answers: none, 2xx from the first).
+func receiver(t *testing.T, answers ...int) *testkit.Receiver {
+	t.Helper()
+	return testkit.StartReceiver(t, testkit.ReceiverConfig{
+		Verifier:    testkit.Verifier(t, signature.SchemeStandard, forwardSecret),
+		Answers:     answers,
+		OtherEvents: true, // disbursement status changes too
+	})
 }
 
 // outcomes collects what the worker reports.
@@ -111,18 +61,6 @@ func (o *outcomes) list() []forward.Outcome {
 	return out
 }
 
-// waitFor polls cond for up to 15s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 type bundle struct {
 	store    *store.Store
 	outcomes *outcomes
@@ -135,15 +73,8 @@ type bundle struct {
 func setup(t *testing.T, maxAttempts int, url string) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	dsn := testenv.Schema(t)
-	st, err := store.Open(ctx, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dsn, _ := paylocktest.MigratedSchema(t)
+	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts})
 	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
 	if err != nil {
 		t.Fatal(err)
@@ -194,22 +125,20 @@ func payment(id string) store.Payment {
 
 func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 500, 500, 200)
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	b := setup(t, 25, srv.URL+"/paylock")
+	rc := receiver(t, 500, 500, 200)
+	b := setup(t, 25, rc.URL+"/paylock")
 	ctx := context.Background()
 
 	rec, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-fwd-1"), forward.DefaultDestination)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the delivered outcome", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the delivered outcome", func() bool {
 		o := b.outcomes.list()
 		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDelivered
 	})
 	time.Sleep(200 * time.Millisecond) // nothing more may come
-	got := rc.deliveries()
+	got := rc.Attempts()
 	if len(got) != 3 {
 		t.Fatalf("%d deliveries, want 3 (500, 500, 200)", len(got))
 	}
@@ -218,16 +147,16 @@ func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing
 	}
 	wantID := store.PaymentForwardID("acme", "tx-fwd-1")
 	for i, d := range got {
-		if d.err != nil {
-			t.Errorf("delivery %d does not verify: %v", i, d.err)
+		if d.Err != nil {
+			t.Errorf("delivery %d does not verify: %v", i, d.Err)
 		}
-		if id := d.header.Get("webhook-id"); id != wantID {
+		if id := d.Header.Get("webhook-id"); id != wantID {
 			t.Errorf("delivery %d: webhook-id %q, want %q", i, id, wantID)
 		}
-		if string(d.body) != string(got[0].body) {
+		if string(d.Body) != string(got[0].Body) {
 			t.Errorf("delivery %d's body differs from the first", i)
 		}
-		if ct := d.header.Get("Content-Type"); ct != "application/json" {
+		if ct := d.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("delivery %d: Content-Type %q", i, ct)
 		}
 	}
@@ -244,15 +173,15 @@ func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing
 			Payload       json.RawMessage `json:"payload"`
 		} `json:"data"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(got[0].body))
+	dec := json.NewDecoder(bytes.NewReader(got[0].Body))
 	dec.UseNumber()
 	if err := dec.Decode(&msg); err != nil {
-		t.Fatalf("body %s: %v", got[0].body, err)
+		t.Fatalf("body %s: %v", got[0].Body, err)
 	}
 	d := msg.Data
 	if msg.Type != "payment.recorded" || d.Source != "acme" || d.TransactionID != "tx-fwd-1" || d.Amount.String() != "1999" ||
 		d.Currency != "EUR" || d.EventID != "evt_tx-fwd-1" {
-		t.Fatalf("body %s", got[0].body)
+		t.Fatalf("body %s", got[0].Body)
 	}
 	at, err := time.Parse(time.RFC3339, d.ReceivedAt)
 	if err != nil || !at.Equal(rec.ReceivedAt) {
@@ -269,10 +198,7 @@ func TestARecordedPaymentIsForwardedSignedWithTheSameIDOnEveryAttempt(t *testing
 func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 	t.Parallel()
 	// A port nobody listens on yet: connections are refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testkit.Listen(t)
 	addr := ln.Addr().String()
 	ln.Close()
 	b := setup(t, 25, "http://"+addr+"/paylock")
@@ -280,10 +206,10 @@ func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-down"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two failed attempts", func() bool { return len(b.outcomes.list()) >= 2 })
+	testkit.WaitFor(t, 15*time.Second, "two failed attempts", func() bool { return len(b.outcomes.list()) >= 2 })
 
-	rc := newReceiver(t)
-	ln, err = net.Listen("tcp", addr)
+	rc := receiver(t) // served on a port of its own too; the worker knows addr
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("the port was taken meanwhile: %v", err)
 	}
@@ -292,51 +218,47 @@ func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
-	waitFor(t, "the delivery", func() bool { return len(rc.deliveries()) == 1 })
-	waitFor(t, "the delivered outcome", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the delivery", func() bool { return len(rc.Attempts()) == 1 })
+	testkit.WaitFor(t, 15*time.Second, "the delivered outcome", func() bool {
 		o := b.outcomes.list()
 		return o[len(o)-1] == forward.OutcomeDelivered
 	})
-	if err := rc.deliveries()[0].err; err != nil {
+	if err := rc.Attempts()[0].Err; err != nil {
 		t.Fatalf("the delivery does not verify: %v", err)
 	}
 }
 
 func TestASlowReceiverTimesOutAndIsTriedAgain(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t)
-	rc.delay = time.Second // past the 300ms timeout, once
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	b := setup(t, 25, srv.URL)
+	rc := receiver(t)
+	rc.DelayNext(time.Second) // past the 300ms timeout, once
+	b := setup(t, 25, rc.URL)
 	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-slow"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the delivered outcome", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the delivered outcome", func() bool {
 		o := b.outcomes.list()
 		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDelivered
 	})
 	if o := b.outcomes.list(); o[0] != forward.OutcomeFailedAttempt {
 		t.Fatalf("outcomes %v: the slow answer should have failed the first attempt", o)
 	}
-	got := rc.deliveries()
-	if len(got) != 2 || got[0].header.Get("webhook-id") != got[1].header.Get("webhook-id") {
+	got := rc.Attempts()
+	if len(got) != 2 || got[0].Header.Get("webhook-id") != got[1].Header.Get("webhook-id") {
 		t.Fatalf("%d deliveries; want 2 with one webhook-id", len(got))
 	}
 }
 
 func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 502, 502, 200)
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	b := setup(t, 2, srv.URL)
+	rc := receiver(t, 502, 502, 200)
+	b := setup(t, 2, rc.URL)
 	ctx := context.Background()
 	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-discard"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	var jobs []store.ForwardJob
-	waitFor(t, "the discarded job", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the discarded job", func() bool {
 		var err error
 		jobs, err = b.store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true})
 		return err == nil && len(jobs) == 1
@@ -356,11 +278,11 @@ func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 	if j.State != "available" || j.MaxAttempts != 3 {
 		t.Fatalf("retried job %+v: want available with one more attempt", j)
 	}
-	waitFor(t, "the delivered outcome", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the delivered outcome", func() bool {
 		o := b.outcomes.list()
 		return o[len(o)-1] == forward.OutcomeDelivered
 	})
-	if got := rc.deliveries(); len(got) != 3 || got[2].header.Get("webhook-id") != got[0].header.Get("webhook-id") {
+	if got := rc.Attempts(); len(got) != 3 || got[2].Header.Get("webhook-id") != got[0].Header.Get("webhook-id") {
 		t.Fatalf("%d deliveries, want 3 with one webhook-id", len(got))
 	}
 	if jobs, _ := b.store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: true}); len(jobs) != 0 {
@@ -370,15 +292,13 @@ func TestAForwardThatFailsEveryAttemptIsDiscardedAndCanBeRetried(t *testing.T) {
 
 func TestARetryAfterPostponesTheNextAttempt(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, http.StatusTooManyRequests, 200) // Retry-After: 1
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	b := setup(t, 25, srv.URL)
+	rc := receiver(t, http.StatusTooManyRequests, 200) // Retry-After: 1
+	b := setup(t, 25, rc.URL)
 	start := time.Now()
 	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), payment("tx-429"), forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two deliveries", func() bool { return len(rc.deliveries()) == 2 })
+	testkit.WaitFor(t, 15*time.Second, "two deliveries", func() bool { return len(rc.Attempts()) == 2 })
 	if waited := time.Since(start); waited < time.Second {
 		t.Fatalf("the second attempt came after %v, before the 1s Retry-After", waited)
 	}
@@ -386,10 +306,8 @@ func TestARetryAfterPostponesTheNextAttempt(t *testing.T) {
 
 func TestDisbursementStatusChangesAreForwarded(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t)
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	b := setup(t, 25, srv.URL)
+	rc := receiver(t)
+	b := setup(t, 25, rc.URL)
 	ctx := context.Background()
 	b.store.Disbursements().OnStatusChange(b.store.Outbox().ForwardStatusHook(forward.DefaultDestination))
 
@@ -403,22 +321,22 @@ func TestDisbursementStatusChangesAreForwarded(t *testing.T) {
 	if _, _, err := b.store.Disbursements().ApplyPayoutStatus(ctx, "pevt_7", "po_7", store.StatusPaid, ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two deliveries", func() bool { return len(rc.deliveries()) == 2 })
+	testkit.WaitFor(t, 15*time.Second, "two deliveries", func() bool { return len(rc.Attempts()) == 2 })
 	types := map[string]map[string]any{}
-	for _, dl := range rc.deliveries() {
-		if dl.err != nil {
-			t.Errorf("delivery does not verify: %v", dl.err)
+	for _, dl := range rc.Attempts() {
+		if dl.Err != nil {
+			t.Errorf("delivery does not verify: %v", dl.Err)
 		}
 		var msg struct {
 			Type string         `json:"type"`
 			Data map[string]any `json:"data"`
 		}
-		if err := json.Unmarshal(dl.body, &msg); err != nil {
+		if err := json.Unmarshal(dl.Body, &msg); err != nil {
 			t.Fatal(err)
 		}
 		types[msg.Type] = msg.Data
 		status := msg.Data["status"].(string)
-		if id := dl.header.Get("webhook-id"); id != store.DisbursementForwardID("L-7", 1, store.DisbursementStatus(status)) {
+		if id := dl.Header.Get("webhook-id"); id != store.DisbursementForwardID("L-7", 1, store.DisbursementStatus(status)) {
 			t.Errorf("%s: webhook-id %q", msg.Type, id)
 		}
 	}
@@ -443,11 +361,8 @@ func TestNewRefusesAMissingSecret(t *testing.T) {
 
 func TestAJobInsertedWithAURLIsStillForwardedThere(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t)
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	other := httptest.NewServer(newReceiver(t))
-	t.Cleanup(other.Close)
+	rc := receiver(t)
+	other := receiver(t)
 	b := setup(t, 25, other.URL) // the configured destination is elsewhere
 	ctx := context.Background()
 	p, err := b.store.Payments().RecordPayment(ctx, payment("tx-legacy"))
@@ -456,16 +371,16 @@ func TestAJobInsertedWithAURLIsStillForwardedThere(t *testing.T) {
 	}
 	// A job as paylock inserted them before destinations were named.
 	args := store.ForwardArgs{ID: store.PaymentForwardID(p.Source, p.TransactionID), Type: store.ForwardPaymentRecorded,
-		URL: srv.URL + "/old", Source: p.Source, TransactionID: p.TransactionID}
+		URL: rc.URL + "/old", Source: p.Source, TransactionID: p.TransactionID}
 	if _, err := b.store.JobClient().Insert(ctx, args, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the delivered outcome", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the delivered outcome", func() bool {
 		o := b.outcomes.list()
 		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDelivered
 	})
-	got := rc.deliveries()
-	if len(got) != 1 || got[0].err != nil || got[0].header.Get("webhook-id") != args.ID {
+	got := rc.Attempts()
+	if len(got) != 1 || got[0].Err != nil || got[0].Header.Get("webhook-id") != args.ID {
 		t.Fatalf("deliveries at the job's own URL: %+v", got)
 	}
 	b.outcomes.mu.Lock()
@@ -477,14 +392,12 @@ func TestAJobInsertedWithAURLIsStillForwardedThere(t *testing.T) {
 
 func TestAJobNamingAnUnknownDestinationFailsItsAttemptAndIsTriedAgain(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(newReceiver(t))
-	t.Cleanup(srv.Close)
-	b := setup(t, 2, srv.URL)
+	b := setup(t, 2, receiver(t).URL)
 	ctx := context.Background()
 	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-nowhere"), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the discarded outcome", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the discarded outcome", func() bool {
 		o := b.outcomes.list()
 		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDiscarded
 	})

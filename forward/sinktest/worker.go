@@ -14,7 +14,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/paylock/paylock/forward"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -55,14 +56,8 @@ func (w *worker) outcomes(id string) []forward.Outcome {
 func startWorker(t *testing.T, h Harness) *worker {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t), ForwardMaxAttempts: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dsn, _ := paylocktest.MigratedSchema(t)
+	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: 5})
 	w := &worker{st: st}
 	quiet := slog.New(slog.DiscardHandler)
 	fw, err := forward.New(forward.Config{Secret: secret(t), Destinations: forward.Destinations{destination: h.URL},
@@ -92,20 +87,19 @@ func startWorker(t *testing.T, h Harness) *worker {
 // (completed, cancelled or discarded) and returns it.
 func (w *worker) finished(t *testing.T, tx string) store.ForwardJob {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		jobs, err := w.st.Outbox().PaymentForwards(context.Background(), destination, tx)
+	var job store.ForwardJob
+	testkit.Eventually(t, 30*time.Second, "the forward job of "+tx+" finished", func(ctx context.Context) error {
+		jobs, err := w.st.Outbox().PaymentForwards(ctx, destination, tx)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if len(jobs) == 1 && !jobs[0].FinalizedAt.IsZero() {
-			return jobs[0]
+		if len(jobs) != 1 || jobs[0].FinalizedAt.IsZero() {
+			return fmt.Errorf("%+v", jobs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the forward job of %s did not finish within 30s: %+v", tx, jobs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		job = jobs[0]
+		return nil
+	})
+	return job
 }
 
 // workerCase is one row of the worker's table.
