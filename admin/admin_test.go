@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/admin"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 const adminTestToken = "s3cret-admin-token-0123"
@@ -25,7 +26,7 @@ func startAdmin(t *testing.T, token string, tls bool) *httptest.Server {
 	mount := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "mounted "+r.Method+" "+r.URL.Path)
 	})
-	h := admin.New(admin.Config{Token: token, Logger: testLogger(t),
+	h := admin.New(admin.Config{Token: token, Logger: testkit.Logger(),
 		Mounts: map[string]http.Handler{"/admin/river/": mount}})
 	srv := httptest.NewUnstartedServer(h)
 	if tls {

@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"github.com/paylock/paylock/admin"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/review"
 	"github.com/paylock/paylock/store"
 )
 
 func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, store.Config{URL: migratedSchema(t)})
+	_, st := paylocktest.MigratedSchema(t)
 	ctx := context.Background()
 	if err := st.Payments().RecordMismatch(ctx, store.Mismatch{Source: "acme", TransactionID: "tx-<b>", Amount: 101, Currency: "EUR",
 		RequestID: "req-1", Body: []byte(`{"amount":101,"note":"<script>x</script>"}`)}); err != nil {
@@ -26,7 +28,7 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 		t.Fatalf("items %v, %v", items, err)
 	}
 	id := items[0].ID
-	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t),
+	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
 		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}}, Console: consoleStore(st), Review: review.New(st.Review(), nil)}))
 	t.Cleanup(srv.Close)
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -31,7 +33,7 @@ func consoleStore(st *store.Store) admin.ConsoleStore {
 // holding a stripe payment with a forward job and a hostile one.
 func startConsole(t *testing.T) (*httptest.Server, *store.Store) {
 	t.Helper()
-	st := openStore(t, store.Config{URL: migratedSchema(t)})
+	_, st := paylocktest.MigratedSchema(t)
 	ctx := context.Background()
 	for _, p := range []store.Payment{
 		{Source: "stripe", TransactionID: "pi_console_1", Amount: 4200, Currency: "EUR", EventID: "evt_console_1",
@@ -43,7 +45,7 @@ func startConsole(t *testing.T) (*httptest.Server, *store.Store) {
 			t.Fatal(err)
 		}
 	}
-	h := admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t), Console: consoleStore(st),
+	h := admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(), Console: consoleStore(st),
 		Forwards:     map[string]string{"stripe": forward.DefaultDestination, "acme": forward.DefaultDestination},
 		Destinations: forward.Destinations{forward.DefaultDestination: consoleForwardURL}})
 	srv := httptest.NewServer(h)
@@ -211,12 +213,12 @@ func TestConsolePOSTNeedsTheCSRFToken(t *testing.T) {
 
 func TestConsoleShowsAForwardsDestinationWithoutItsCredentials(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, store.Config{URL: migratedSchema(t)})
+	_, st := paylocktest.MigratedSchema(t)
 	p := store.Payment{Source: "acme", TransactionID: "tx-dest", Amount: 1, Currency: "EUR", Payload: []byte(`{}`)}
 	if _, err := st.Payments().RecordPaymentForwarded(context.Background(), p, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	h := admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t), Console: consoleStore(st),
+	h := admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(), Console: consoleStore(st),
 		Forwards:     map[string]string{"acme": "acme"},
 		Destinations: forward.Destinations{"acme": "https://paylock:s3cret@acme.internal/hook?token=s3cret"}})
 	srv := httptest.NewServer(h)

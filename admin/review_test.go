@@ -11,6 +11,8 @@ import (
 
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/internal/fakeprovider"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/review"
 	"github.com/paylock/paylock/store"
@@ -29,7 +31,7 @@ const aliceToken = "alice-token-0123456789"
 
 func setupReview(t *testing.T, providerURL string) *reviewBundle {
 	t.Helper()
-	st := openStore(t, store.Config{URL: migratedSchema(t)})
+	_, st := paylocktest.MigratedSchema(t)
 	fake := fakeprovider.New(fakeprovider.Config{})
 	t.Cleanup(fake.Close)
 	fsrv := httptest.NewServer(fake)
@@ -39,7 +41,7 @@ func setupReview(t *testing.T, providerURL string) *reviewBundle {
 	}
 	pc := payout.NewClient(fsrv.URL, nil)
 	q := review.New(st.Review(), payout.NewClient(providerURL, nil))
-	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t),
+	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
 		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}}, Review: q}))
 	t.Cleanup(srv.Close)
 	return &reviewBundle{st: st, srv: srv, fake: fake, pc: pc}
@@ -172,9 +174,7 @@ func TestAdminReviewRefusesAdoptAndFailWhenTheProviderIsUnreachable(t *testing.T
 	if err != nil || d.Status != store.StatusPending || d.ReviewReason == "" {
 		t.Fatalf("row changed: %+v, %v", d, err)
 	}
-	var n int
-	_ = b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM review_resolutions`).Scan(&n)
-	if n != 0 {
+	if n := testkit.Count(t, b.st.Pool(), `SELECT count(*) FROM review_resolutions`); n != 0 {
 		t.Errorf("%d resolutions recorded, want 0", n)
 	}
 }
@@ -182,7 +182,7 @@ func TestAdminReviewRefusesAdoptAndFailWhenTheProviderIsUnreachable(t *testing.T
 func TestAdminIdentityIsTheNameOfTheTokenOrSession(t *testing.T) {
 	t.Parallel()
 	who := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(admin.Identity(r.Context()))) })
-	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testLogger(t),
+	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
 		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}, {Name: "bob", Token: "bob-token-0123456789ab"}},
 		Mounts: map[string]http.Handler{"/who": who}}))
 	t.Cleanup(srv.Close)
@@ -201,7 +201,7 @@ func TestAdminIdentityIsTheNameOfTheTokenOrSession(t *testing.T) {
 	if a := adminDo(t, srv, http.MethodGet, "/who", nil, map[string]string{"Authorization": "Bearer not-a-token-0123456789"}, nil); a.status != 401 {
 		t.Errorf("wrong token: %d", a.status)
 	}
-	open := httptest.NewServer(admin.New(admin.Config{Logger: testLogger(t), Mounts: map[string]http.Handler{"/who": who}}))
+	open := httptest.NewServer(admin.New(admin.Config{Logger: testkit.Logger(), Mounts: map[string]http.Handler{"/who": who}}))
 	t.Cleanup(open.Close)
 	if a := adminDo(t, open, http.MethodGet, "/who", nil, nil, nil); a.body != admin.Anonymous {
 		t.Errorf("without tokens: %q", a.body)
