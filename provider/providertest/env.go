@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -15,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
@@ -54,9 +53,12 @@ func start(t *testing.T, name string, p provider.Provider, s provider.Samples) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A migrated schema of the test's own, made here rather than by
+	// paylocktest: the providers' own tests import this package, and
+	// paylocktest imports every provider.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t)})
+	st, err := store.Open(ctx, store.Config{URL: testkit.Schema(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +67,10 @@ func start(t *testing.T, name string, p provider.Provider, s provider.Samples) *
 		t.Fatal(err)
 	}
 	e := &env{name: name, p: p, samples: s, scheme: scheme, secret: secret, st: st,
-		rdb: testenv.Redis(t), prefix: testenv.Key(t, "") + ":"}
+		rdb: testkit.Redis(t), prefix: testkit.Key(t, "") + ":"}
 	h, err := handler.New(handler.Config{
 		LockPrefix: e.prefix,
-		Logger:     slog.New(slog.DiscardHandler),
+		Logger:     testkit.Logger(),
 		Sources: []handler.Source{
 			{Name: signedSource, Provider: name, Settings: s.Settings, Verifier: v},
 			{Name: unsignedSource, Provider: name, Settings: s.Settings},

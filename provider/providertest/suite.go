@@ -1,7 +1,7 @@
 // Package providertest is the one conformance suite of paylock's
 // providers: Run delivers each registered provider's Samples through the
 // real webhook pipeline (package handler) to a real Postgres and Redis
-// (internal/testenv: a schema and lock keys of the test's own), and checks
+// (internal/testkit: a schema and lock keys of the test's own), and checks
 // what a provider's author promises:
 //
 //   - every sample delivery, signed with the provider's first scheme, is
