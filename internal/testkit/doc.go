@@ -43,6 +43,7 @@
 // importers move here.
 //
 // It is for tests: only _test.go files and the test support packages
-// (internal/scaletest, internal/testenv) import it, and the bench module's
-// load generator, which reads /metrics with ParseMetrics.
+// (internal/scaletest, internal/testenv, forward/sinktest,
+// provider/providertest) import it, and the bench module's load
+// generator, which reads /metrics with ParseMetrics.
 package testkit
