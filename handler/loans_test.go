@@ -113,14 +113,9 @@ func approve(t *testing.T, base, eventID, loanID string, tranche int, amount int
 	return post(t, base, "/webhooks/loans", "application/json", loanJSON(eventID, loanID, tranche, amount, "JPY"))
 }
 
-func (l *lending) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	return testkit.Count(t, l.admin.Pool(), sql, args...)
-}
-
 func (l *lending) disbursements(t *testing.T, loanID string) int {
 	t.Helper()
-	return l.count(t, "SELECT count(*) FROM disbursements WHERE loan_id = $1", loanID)
+	return testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM disbursements WHERE loan_id = $1", loanID)
 }
 
 // waitStatus polls GET /disbursements/{loan}/{tranche} until the status.
@@ -161,7 +156,7 @@ func TestTheSameLoanEventDeliveredTwiceIsOneDisbursement(t *testing.T) {
 	if n := l.disbursements(t, "L-1"); n != 1 {
 		t.Fatalf("%d disbursements, want 1", n)
 	}
-	if n := l.count(t, "SELECT count(*) FROM webhook_events WHERE source = 'loans'"); n != 1 {
+	if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events WHERE source = 'loans'"); n != 1 {
 		t.Fatalf("%d events recorded, want 1", n)
 	}
 	a := get(t, l.adminURL, "/disbursements/L-1/1")
@@ -231,7 +226,7 @@ func TestANewEventIdForTheSameLoanMakesNoSecondDisbursement(t *testing.T) {
 	t.Run("WithAnotherAmountIsAMismatchThatChangesNothing", func(t *testing.T) {
 		a := approve(t, base, "evt_c", "L-2", 1, 600000)
 		wantProblem(t, a, http.StatusUnprocessableEntity)
-		if n := l.count(t, "SELECT count(*) FROM webhook_events WHERE event_id = 'evt_c'"); n != 0 {
+		if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events WHERE event_id = 'evt_c'"); n != 0 {
 			t.Fatalf("a mismatched event was recorded")
 		}
 		// and it stays a mismatch when redelivered
@@ -325,10 +320,10 @@ func TestLoanWebhookInputRules(t *testing.T) {
 		a := get(t, l.reps[0].URL, "/webhooks/loans")
 		wantProblem(t, a, http.StatusMethodNotAllowed)
 	})
-	if n := l.count(t, "SELECT count(*) FROM disbursements"); n != 0 {
+	if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM disbursements"); n != 0 {
 		t.Fatalf("bad input wrote %d disbursements", n)
 	}
-	if n := l.count(t, "SELECT count(*) FROM webhook_events"); n != 0 {
+	if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events"); n != 0 {
 		t.Fatalf("bad input wrote %d events", n)
 	}
 }
@@ -348,7 +343,7 @@ func TestSignedLoanWebhookUsesTheWebhookIdAsEventId(t *testing.T) {
 	}
 	wantResult(t, send("msg_1"), "accepted")
 	wantResult(t, send("msg_1"), "duplicate")
-	if n := l.count(t, "SELECT count(*) FROM webhook_events WHERE event_id = 'msg_1'"); n != 1 {
+	if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events WHERE event_id = 'msg_1'"); n != 1 {
 		t.Fatalf("webhook-id not recorded as the event id")
 	}
 	unsigned := post(t, l.reps[0].URL, "/webhooks/loans", "application/json", body)

@@ -78,7 +78,7 @@ func TestStatusBeforeProviderRefIsSavedIs404ThenAppliedOnRetry(t *testing.T) {
 	if a.str("field") != "payout_id" {
 		t.Fatalf("404 without the field: %s", a.raw)
 	}
-	if n := l.count(t, "SELECT count(*) FROM webhook_events WHERE event_id = 'pe_early'"); n != 0 {
+	if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events WHERE event_id = 'pe_early'"); n != 0 {
 		t.Fatalf("the 404'd event was recorded; its retry would be a duplicate")
 	}
 
@@ -109,7 +109,7 @@ func TestProviderWebhooksDuplicatedAndDroppedAnswersStillConverge(t *testing.T) 
 	}
 	s := l.fake.Stats()
 	t.Logf("webhook answers by status: %v", s.WebhookStatuses)
-	if n := l.count(t, "SELECT count(*) FROM webhook_events WHERE source = $1", store.SourcePayouts); n != 3 {
+	if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events WHERE source = $1", store.SourcePayouts); n != 3 {
 		t.Fatalf("%d payout events recorded, want 3 (one per payout, duplicates dropped)", n)
 	}
 }
@@ -136,7 +136,7 @@ func TestPayoutWebhookInputRules(t *testing.T) {
 			}
 		})
 	}
-	if n := l.count(t, "SELECT count(*) FROM webhook_events"); n != 0 {
+	if n := testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events"); n != 0 {
 		t.Fatalf("bad input recorded %d events", n)
 	}
 }

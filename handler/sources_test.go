@@ -88,9 +88,9 @@ func TestASecretVerifiesOnlyItsOwnSource(t *testing.T) {
 		}
 	}
 	for table, n := range map[string]int{
-		"payments":       l.count(t, "SELECT count(*) FROM payments"),
-		"disbursements":  l.count(t, "SELECT count(*) FROM disbursements"),
-		"webhook_events": l.count(t, "SELECT count(*) FROM webhook_events"),
+		"payments":       testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM payments"),
+		"disbursements":  testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM disbursements"),
+		"webhook_events": testkit.Count(t, l.admin.Pool(), "SELECT count(*) FROM webhook_events"),
 	} {
 		if n != 0 {
 			t.Errorf("forged deliveries wrote %d rows to %s", n, table)
