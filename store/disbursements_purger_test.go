@@ -1,33 +1,16 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
-
-// lockedBuffer is a log sink safe for the purger's goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // seedRetention puts in b's schema a payment, a disbursement and its loan
 // event, all received 100 days ago, a payout event 10 days old and a loan
@@ -42,10 +25,10 @@ func seedRetention(t *testing.T, b *bundle) {
 	if _, err := b.store.Disbursements().AcceptDisbursement(ctx, Disbursement{LoanID: "L-old", Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_old"}); err != nil {
 		t.Fatal(err)
 	}
-	b.exec(t, `UPDATE payments SET received_at = now() - interval '100 days'`)
-	b.exec(t, `UPDATE disbursements SET created_at = now() - interval '100 days', status_since = now() - interval '100 days'`)
-	b.exec(t, `UPDATE webhook_events SET received_at = now() - interval '100 days'`)
-	b.exec(t, `INSERT INTO webhook_events (source, event_id, subject, received_at) VALUES
+	testkit.Exec(t, b.admin, `UPDATE payments SET received_at = now() - interval '100 days'`)
+	testkit.Exec(t, b.admin, `UPDATE disbursements SET created_at = now() - interval '100 days', status_since = now() - interval '100 days'`)
+	testkit.Exec(t, b.admin, `UPDATE webhook_events SET received_at = now() - interval '100 days'`)
+	testkit.Exec(t, b.admin, `INSERT INTO webhook_events (source, event_id, subject, received_at) VALUES
 			('payouts', 'evt_po_10d', 'po_1', now() - interval '10 days'),
 			('loans', 'evt_today', 'L-new-1', now())`)
 }
@@ -54,16 +37,15 @@ func TestPeriodicPurgeDeletesOldEventsAndLogsWhatItDeleted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	seedRetention(t, b)
-	var logs lockedBuffer
+	var logs testkit.LogBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	stop := b.store.Disbursements().StartPurger(context.Background(), 30*24*time.Hour, 20*time.Millisecond, logger)
-	deadline := time.Now().Add(10 * time.Second)
-	for b.count(t, "SELECT count(*) FROM webhook_events") != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the periodic purge never ran: %d events left\n%s", b.count(t, "SELECT count(*) FROM webhook_events"), logs.String())
+	testkit.Eventually(t, 10*time.Second, "the periodic purge", func(context.Context) error {
+		if n := testkit.Count(t, b.admin, "SELECT count(*) FROM webhook_events"); n != 2 {
+			return fmt.Errorf("%d events left", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	stop()
 	var purged int
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -85,7 +67,7 @@ func TestPeriodicPurgeDeletesOldEventsAndLogsWhatItDeleted(t *testing.T) {
 	if purged != 1 {
 		t.Errorf("%d info lines for the purge, want 1 (empty purges log at debug):\n%s", purged, logs.String())
 	}
-	if b.count(t, "SELECT count(*) FROM payments") != 1 || b.count(t, "SELECT count(*) FROM disbursements") != 1 {
+	if testkit.Count(t, b.admin, "SELECT count(*) FROM payments") != 1 || testkit.Count(t, b.admin, "SELECT count(*) FROM disbursements") != 1 {
 		t.Error("the periodic purge touched payments or disbursements")
 	}
 }
