@@ -44,13 +44,20 @@ func OpenStore(t testing.TB, cfg store.Config) *store.Store {
 func MigratedSchema(t testing.TB) (string, *store.Store) {
 	t.Helper()
 	dsn := testkit.Schema(t)
+	return dsn, Migrated(t, dsn)
+}
+
+// Migrated migrates the database (or schema) of dsn, a URL the test
+// already has, and returns the store that did, open until the test ends.
+func Migrated(t testing.TB, dsn string) *store.Store {
+	t.Helper()
 	st := OpenStore(t, store.Config{URL: dsn})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return dsn, st
+	return st
 }
 
 // Options configure a test's replicas; the zero value serves the built-in
