@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/riverdemo"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/store"
 )
 
@@ -23,11 +23,11 @@ import (
 // a "browser" that logged in at /admin/login.
 func TestAdminServesRiverUIBehindTheTokenOrASession(t *testing.T) {
 	const token = "admin-token-of-the-river-ui-test"
-	dsn := testenv.Schema(t)
+	dsn := testkit.Schema(t)
 	env := map[string]string{
 		"DATABASE_URL":           dsn,
-		"REDIS_URL":              testenv.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"REDIS_URL":              testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testkit.Key(t, "") + ":",
 		"PAYLOCK_ALLOW_UNSIGNED": "true",
 		"PAYLOCK_ADMIN_TOKEN":    token,
 	}

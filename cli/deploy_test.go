@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -14,10 +13,10 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/reconcile"
-	"github.com/paylock/paylock/store"
 )
 
 // describer is a Registerer that records the names of what registers.
@@ -47,19 +46,10 @@ func (d describer) Unregister(prometheus.Collector) bool { return false }
 // exportedMetrics lists every metric family paylock serve exports.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	// A migrated schema of its own: the disbursement gauges are read from
 	// the database at scrape time.
-	st, err := store.Open(ctx, store.Config{URL: testenv.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rdb, err := (&RedisConfig{URL: testenv.RedisURL(t), Timeout: time.Second}).open()
+	_, st := paylocktest.MigratedSchema(t)
+	rdb, err := (&RedisConfig{URL: testkit.RedisURL(t), Timeout: time.Second}).open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,56 +5,30 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
-
-// scraped fetches url (a /metrics page) and returns its series as gathered
-// does.
-func scraped(t *testing.T, url string) map[string]float64 {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out
-}
 
 func TestPaylockWorkerServesMetricsAndCountsItsAttempts(t *testing.T) {
 	t.Parallel()
 	env, fake := lendingEnv(t)
-	st := migratedStore(t, env["DATABASE_URL"])
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
 	cfg, _, err := loadConfig("paylock worker", nil, envMap(env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
+	mln := testkit.Listen(t)
+	testkit.Run(t, "paylock worker", func(ctx context.Context) error {
+		return runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln)
+	})
 	url := "http://" + mln.Addr().String() + "/metrics"
+	ctx := context.Background()
 
 	fake.FailNext(1, http.StatusServiceUnavailable) // one attempt to retry
 	for _, loan := range []string{"L-m1", "L-m2"} {
@@ -65,14 +39,11 @@ func TestPaylockWorkerServesMetricsAndCountsItsAttempts(t *testing.T) {
 	waitForStatus(t, st, "L-m1", store.StatusSent)
 	waitForStatus(t, st, "L-m2", store.StatusSent)
 	var got map[string]float64
-	deadline := time.Now().Add(5 * time.Second)
-	for { // Observe runs just after the row is saved
-		got = scraped(t, url)
-		if got[`paylock_payout_attempts_total{outcome="sent"}`] == 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Observe runs just after the row is saved.
+	testkit.WaitFor(t, 5*time.Second, `paylock_payout_attempts_total{outcome="sent"} = 2`, func() bool {
+		got = testkit.Scrape(t, url).Map()
+		return got[`paylock_payout_attempts_total{outcome="sent"}`] == 2
+	})
 	for series, want := range map[string]float64{
 		`paylock_payout_attempts_total{outcome="sent"}`:   2,
 		`paylock_payout_attempts_total{outcome="retry"}`:  1,
@@ -90,25 +61,12 @@ func TestPaylockWorkerServesMetricsAndCountsItsAttempts(t *testing.T) {
 	if _, ok := got[`paylock_redis_pool_connections{state="total"}`]; ok {
 		t.Error("paylock worker has no Redis but exports Redis pool statistics")
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the worker did not stop")
-	}
 }
 
 func TestPaylockWorkerRefusesAMetricsAddressInUse(t *testing.T) {
 	t.Parallel()
 	env, _ := lendingEnv(t)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := testkit.Listen(t)
 	env["PAYLOCK_METRICS_ADDR"] = taken.Addr().String()
 	var stderr bytes.Buffer
 	code := Main(context.Background(), []string{"worker"}, envMap(env), nil, io.Discard, &stderr)
@@ -128,31 +86,15 @@ func TestServeExportsDisbursementGaugesAndItsWorkersAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, cfg.Log.logger(&logs), ln, mln) }()
+	ln, mln := testkit.Listen(t), testkit.Listen(t)
+	var logs testkit.LogBuffer
+	running := testkit.Run(t, "serve", func(ctx context.Context) error { return serve(ctx, cfg, cfg.Log.logger(&logs), ln, mln) })
 	base := "http://" + ln.Addr().String()
 	url := "http://" + mln.Addr().String() + "/metrics"
+	testkit.WaitReady(t, base+"/healthz", 10*time.Second, running)
 
 	body := `{"event_id":"evt_m","loan_id":"L-metrics","tranche":1,"amount":500000,"currency":"JPY"}`
-	var res *http.Response
-	for i := 0; ; i++ {
-		res, err = http.Post(base+"/webhooks/loans", "application/json", strings.NewReader(body))
-		if err == nil || i > 100 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	res, err := http.Post(base+"/webhooks/loans", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,20 +102,16 @@ func TestServeExportsDisbursementGaugesAndItsWorkersAttempts(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("loan webhook: %d", res.StatusCode)
 	}
-	st := migratedStore(t, env["DATABASE_URL"])
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
 	waitForStatus(t, st, "L-metrics", store.StatusSent)
 	if fake.Created("L-metrics-1") != 1 {
 		t.Fatalf("%d payouts", fake.Created("L-metrics-1"))
 	}
 	var got map[string]float64
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got = scraped(t, url)
-		if got[`paylock_payout_attempts_total{outcome="sent"}`] == 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, `paylock_payout_attempts_total{outcome="sent"} = 1`, func() bool {
+		got = testkit.Scrape(t, url).Map()
+		return got[`paylock_payout_attempts_total{outcome="sent"}`] == 1
+	})
 	for series, want := range map[string]float64{
 		`paylock_payout_attempts_total{outcome="sent"}`: 1,
 		`paylock_disbursement_stats_up`:                 1,
@@ -193,14 +131,5 @@ func TestServeExportsDisbursementGaugesAndItsWorkersAttempts(t *testing.T) {
 	if !strings.Contains(logs.String(), `"msg":"purging webhook events periodically"`) ||
 		!strings.Contains(logs.String(), `"older_than":"30d"`) {
 		t.Errorf("serve with PAYLOCK_EVENT_RETENTION=30d did not start purging:\n%s", logs.String())
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
 	}
 }

@@ -4,91 +4,63 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/paylock/paylock/forward"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
 
-// forwardReceiver verifies each forward and answers the scripted statuses
-// in turn, the last one for ever after.
-type forwardReceiver struct {
-	verifier *signature.Verifier
-	mu       sync.Mutex
-	answers  []int
-	types    []string
-	ids      []string // webhook-id of each delivery
-	bad      int      // deliveries that did not verify
-}
-
-func newForwardReceiver(t *testing.T, answers ...int) (*forwardReceiver, string) {
+// newForwardReceiver starts the team's service (testkit's receiver): it
+// verifies each forward with forwardSecret and answers the scripted
+// statuses first, 2xx after. It returns the receiver and its URL.
+func newForwardReceiver(t *testing.T, answers ...int) (*testkit.Receiver, string) {
 	t.Helper()
-	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := signature.NewVerifier(signature.SchemeStandard, secrets, 5*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := &forwardReceiver{verifier: v, answers: append(answers, http.StatusOK)}
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	return rc, srv.URL
+	rc := testkit.StartReceiver(t, testkit.ReceiverConfig{
+		Verifier:    testkit.Verifier(t, signature.SchemeStandard, forwardSecret),
+		Answers:     answers,
+		OtherEvents: true, // disbursement status changes too
+	})
+	return rc, rc.URL
 }
 
-func (rc *forwardReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	_, err := rc.verifier.Verify(r.Header, body)
-	var msg struct{ Type string }
-	_ = json.Unmarshal(body, &msg)
-	rc.mu.Lock()
-	n := len(rc.types)
-	rc.types = append(rc.types, msg.Type)
-	rc.ids = append(rc.ids, r.Header.Get(signature.HeaderWebhookID))
-	if err != nil {
-		rc.bad++
-	}
-	status := rc.answers[min(n, len(rc.answers)-1)]
-	rc.mu.Unlock()
-	w.WriteHeader(status)
-}
-
-func (rc *forwardReceiver) got() (types []string, bad int) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]string(nil), rc.types...), rc.bad
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// received returns the event type of each forward rc got, in order, and
+// how many did not verify.
+func received(rc *testkit.Receiver) (types []string, bad int) {
+	for _, a := range rc.Attempts() {
+		var msg struct{ Type string }
+		_ = json.Unmarshal(a.Body, &msg)
+		types = append(types, msg.Type)
+		if a.Err != nil {
+			bad++
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	return types, bad
+}
+
+// idCounts returns how many forwards rc got under each webhook-id.
+func idCounts(rc *testkit.Receiver) map[string]int {
+	n := map[string]int{}
+	for _, a := range rc.Attempts() {
+		n[a.Header.Get(signature.HeaderWebhookID)]++
+	}
+	return n
 }
 
 func forwardEnv(t *testing.T, url string) map[string]string {
 	return map[string]string{
-		"DATABASE_URL":                 testenv.Schema(t),
-		"REDIS_URL":                    testenv.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":          testenv.Key(t, "") + ":",
+		"DATABASE_URL":                 testkit.Schema(t),
+		"REDIS_URL":                    testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":          testkit.Key(t, "") + ":",
 		"PAYLOCK_ALLOW_UNSIGNED":       "true",
 		"PAYLOCK_METRICS_ADDR":         "off",
 		"PAYLOCK_ADMIN_ADDR":           "off",
@@ -115,23 +87,12 @@ func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, err := store.Open(ctx, cfg.storeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
+	ctx := context.Background()
+	paylocktest.Migrated(t, env["DATABASE_URL"])
+	st := paylocktest.OpenStore(t, cfg.storeConfig()) // its forward jobs get PAYLOCK_FORWARD_MAX_ATTEMPTS
+	mln := testkit.Listen(t)
 	// No PAYLOCK_PAYOUT_URL: the worker works the forward queue alone.
-	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
+	testkit.Run(t, "worker", func(ctx context.Context) error { return runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) })
 	metricsURL := "http://" + mln.Addr().String() + "/metrics"
 
 	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{Source: "acme", TransactionID: "tx-cli", Amount: 100, Currency: "EUR",
@@ -139,7 +100,7 @@ func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out string
-	waitUntil(t, "the discarded forward in 'forward list --discarded'", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the discarded forward in 'forward list --discarded'", func() bool {
 		var code int
 		code, out, _ = runCLI(env, "forward", "list", "--discarded")
 		return code == 0 && strings.Contains(out, "acme/tx-cli")
@@ -149,7 +110,7 @@ func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
 			t.Errorf("forward list --discarded printed %q; want %q in it", out, want)
 		}
 	}
-	if got := scraped(t, metricsURL)[`paylock_forward_total{outcome="discarded"}`]; got != 1 {
+	if got := testkit.Scrape(t, metricsURL).Map()[`paylock_forward_total{outcome="discarded"}`]; got != 1 {
 		t.Errorf("paylock_forward_total{outcome=discarded} = %v, want 1", got)
 	}
 
@@ -157,35 +118,25 @@ func TestForwardWorkerDiscardsAndForwardRetryPutsItBack(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "put 1 ") {
 		t.Fatalf("forward retry --discarded: exit %d, %q %q", code, out, errOut)
 	}
-	waitUntil(t, "the retried forward's delivery", func() bool {
-		types, _ := rc.got()
+	testkit.WaitFor(t, 15*time.Second, "the retried forward's delivery", func() bool {
+		types, _ := received(rc)
 		return len(types) == 2
 	})
-	waitUntil(t, "the completed job", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the completed job", func() bool {
 		_, out, _ = runCLI(env, "forward", "list")
 		return strings.Contains(out, "completed")
 	})
-	if types, bad := rc.got(); bad != 0 || types[0] != "payment.recorded" {
+	if types, bad := received(rc); bad != 0 || types[0] != "payment.recorded" {
 		t.Errorf("deliveries %v, %d unverified", types, bad)
 	}
-	waitUntil(t, "the delivered count", func() bool {
-		return scraped(t, metricsURL)[`paylock_forward_total{outcome="delivered"}`] == 1
+	testkit.WaitFor(t, 15*time.Second, "the delivered count", func() bool {
+		return testkit.Scrape(t, metricsURL).Map()[`paylock_forward_total{outcome="delivered"}`] == 1
 	})
 	if code, out, _ := runCLI(env, "forward", "list", "--discarded"); code != 0 || !strings.Contains(out, "no discarded") {
 		t.Errorf("after the retry, forward list --discarded: exit %d, %q", code, out)
 	}
 	if code, _, errOut := runCLI(env, "forward", "retry", "987654"); code != 1 || !strings.Contains(errOut, "not found") {
 		t.Errorf("retry of an unknown id: exit %d, %q; want 1 and not found", code, errOut)
-	}
-
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("worker: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not stop")
 	}
 }
 
@@ -198,9 +149,8 @@ func TestServeForwardsDisbursementStatusChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := migratedStore(t, env["DATABASE_URL"])
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
+	ctx := context.Background()
 	d, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-sf", Tranche: 1, Amount: 1000, Currency: "JPY", EventID: "evt_sf"})
 	if err != nil {
 		t.Fatal(err)
@@ -208,23 +158,14 @@ func TestServeForwardsDisbursementStatusChanges(t *testing.T) {
 	if err := st.Disbursements().MarkSent(ctx, d.ID, "po_sf", store.StatusSent); err != nil { // this store has no hook: nothing forwarded
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
+	ln := testkit.Listen(t)
 	// Without PAYLOCK_WORKER: serve runs the forward queue, not the payouts.
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
+	running := testkit.Run(t, "serve", func(ctx context.Context) error { return serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) })
+	base := "http://" + ln.Addr().String()
+	testkit.WaitReady(t, base+"/healthz", 10*time.Second, running)
 
 	body := `{"event_id":"pevt_sf","payout_id":"po_sf","status":"paid"}`
-	var res *http.Response
-	for i := 0; ; i++ {
-		res, err = http.Post("http://"+ln.Addr().String()+"/webhooks/payouts", "application/json", strings.NewReader(body))
-		if err == nil || i > 100 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	res, err := http.Post(base+"/webhooks/payouts", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,22 +177,13 @@ func TestServeForwardsDisbursementStatusChanges(t *testing.T) {
 	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{TransactionID: "tx-sf", Amount: 5, Currency: "EUR", Payload: []byte(`{}`)}, forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "two forwards", func() bool {
-		types, _ := rc.got()
+	testkit.WaitFor(t, 15*time.Second, "two forwards", func() bool {
+		types, _ := received(rc)
 		return len(types) == 2
 	})
-	types, bad := rc.got()
+	types, bad := received(rc)
 	if bad != 0 || !strings.Contains(strings.Join(types, " "), "disbursement.paid") || !strings.Contains(strings.Join(types, " "), "payment.recorded") {
 		t.Fatalf("forwards %v (%d unverified); want disbursement.paid and payment.recorded", types, bad)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
 	}
 }
 
@@ -314,16 +246,16 @@ func TestServeForwardsEachRecordedPaymentOnceAndNothingForDuplicatesOrRefusals(t
 	if code := pay(`{"transaction_id":"tx-fwd-bad","amount":-1,"currency":"JPY"}`); code != 422 {
 		t.Fatalf("a refused payment: %d, want 422", code)
 	}
-	waitUntil(t, "the forward", func() bool {
-		types, _ := rc.got()
+	testkit.WaitFor(t, 15*time.Second, "the forward", func() bool {
+		types, _ := received(rc)
 		return len(types) == 2 // the failed attempt and the delivered one
 	})
 	time.Sleep(300 * time.Millisecond) // room for a forward that should not exist
-	types, bad := rc.got()
+	types, bad := received(rc)
 	if len(types) != 2 || bad != 0 || types[0] != "payment.recorded" || types[1] != "payment.recorded" {
 		t.Fatalf("receiver got %v (%d unverified); want one payment.recorded, sent twice (500, then 200)", types, bad)
 	}
-	st := migratedStore(t, env["DATABASE_URL"])
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
 	jobs, err := st.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -393,39 +325,30 @@ func TestWorkerForwardsEachSourceToItsOwnDestination(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st := migratedStore(t, env["DATABASE_URL"])
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
+	ctx := context.Background()
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
+	mln := testkit.Listen(t)
+	testkit.Run(t, "worker", func(ctx context.Context) error { return runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) })
 	for _, p := range []struct{ source, dest string }{{"acme", "acme"}, {"payments", forward.DefaultDestination}} {
 		if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{Source: p.source, TransactionID: "tx-" + p.source,
 			Amount: 100, Currency: "EUR", Payload: []byte(`{}`)}, p.dest); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "both forwards", func() bool {
-		a, _ := acme.got()
-		b, _ := all.got()
+	testkit.WaitFor(t, 15*time.Second, "both forwards", func() bool {
+		a, _ := received(acme)
+		b, _ := received(all)
 		return len(a) == 1 && len(b) == 1
 	})
-	if n := acme.idCounts()[store.PaymentForwardID("acme", "tx-acme")]; n != 1 {
+	if n := idCounts(acme)[store.PaymentForwardID("acme", "tx-acme")]; n != 1 {
 		t.Errorf("acme's receiver got acme's payment %d times, want 1", n)
 	}
 	// The attempt is counted once the receiver's answer is in.
-	waitUntil(t, `paylock_forward_destination_total{destination="acme",outcome="delivered"} = 1`, func() bool {
-		return scraped(t, "http://"+mln.Addr().String()+"/metrics")[`paylock_forward_destination_total{destination="acme",outcome="delivered"}`] == 1
+	testkit.WaitFor(t, 15*time.Second, `paylock_forward_destination_total{destination="acme",outcome="delivered"} = 1`, func() bool {
+		return testkit.Scrape(t, "http://"+mln.Addr().String()+"/metrics").Map()[`paylock_forward_destination_total{destination="acme",outcome="delivered"}`] == 1
 	})
 	if code, out, _ := runCLI(env, "forward", "list"); code != 0 || !strings.Contains(out, "DESTINATION") || !strings.Contains(out, " acme ") {
 		t.Errorf("forward list: exit %d, %q; want the acme destination named", code, out)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("worker: %v", err)
 	}
 }
 
@@ -433,7 +356,7 @@ func TestNoForwardOutputPrintsADestinationsCredentials(t *testing.T) {
 	t.Parallel()
 	const secretURL = "https://paylock:s3cret-pass@orders.internal/hook?token=s3cret-token"
 	env := forwardEnv(t, secretURL)
-	st := migratedStore(t, env["DATABASE_URL"])
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
 	ctx := context.Background()
 	p, err := st.Payments().RecordPayment(ctx, store.Payment{Source: "acme", TransactionID: "tx-old", Amount: 1, Currency: "EUR", Payload: []byte(`{}`)})
 	if err != nil {

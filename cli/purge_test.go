@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -17,8 +18,8 @@ import (
 // payout event 10 days old and a loan event of today.
 func seedRetention(t *testing.T) (map[string]string, *store.Store) {
 	t.Helper()
-	env := map[string]string{"DATABASE_URL": testenv.Schema(t), "PAYLOCK_LOG_LEVEL": "error"}
-	st := migratedStore(t, env["DATABASE_URL"])
+	dsn, st := paylocktest.MigratedSchema(t)
+	env := map[string]string{"DATABASE_URL": dsn, "PAYLOCK_LOG_LEVEL": "error"}
 	ctx := context.Background()
 	if _, err := st.Payments().RecordPayment(ctx, store.Payment{TransactionID: "tx-old", Amount: 1, Currency: "JPY",
 		Payload: []byte(`{"transaction_id":"tx-old","amount":1,"currency":"JPY"}`)}); err != nil {
@@ -42,15 +43,6 @@ func seedRetention(t *testing.T) (map[string]string, *store.Store) {
 	return env, st
 }
 
-func countRows(t *testing.T, st *store.Store, table string) int {
-	t.Helper()
-	var n int
-	if err := st.Pool().QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestPurgeCommandDeletesOnlyEventsPastTheWindow(t *testing.T) {
 	t.Parallel()
 	env, st := seedRetention(t)
@@ -61,7 +53,7 @@ func TestPurgeCommandDeletesOnlyEventsPastTheWindow(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "deleted 1 webhook events received before ") || !strings.Contains(out.String(), "(older than 90d)") {
 		t.Errorf("printed %q", out.String())
 	}
-	if n := countRows(t, st, "webhook_events"); n != 2 {
+	if n := testkit.Count(t, st.Pool(), "SELECT count(*) FROM webhook_events"); n != 2 {
 		t.Errorf("%d events left, want the 2 inside 90 days", n)
 	}
 
@@ -74,9 +66,11 @@ func TestPurgeCommandDeletesOnlyEventsPastTheWindow(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "deleted 1 ") {
 		t.Errorf("printed %q", out.String())
 	}
-	if countRows(t, st, "webhook_events") != 1 || countRows(t, st, "payments") != 1 || countRows(t, st, "disbursements") != 1 {
-		t.Errorf("left: %d events, %d payments, %d disbursements; want 1 each",
-			countRows(t, st, "webhook_events"), countRows(t, st, "payments"), countRows(t, st, "disbursements"))
+	events := testkit.Count(t, st.Pool(), "SELECT count(*) FROM webhook_events")
+	payments := testkit.Count(t, st.Pool(), "SELECT count(*) FROM payments")
+	disbursements := testkit.Count(t, st.Pool(), "SELECT count(*) FROM disbursements")
+	if events != 1 || payments != 1 || disbursements != 1 {
+		t.Errorf("left: %d events, %d payments, %d disbursements; want 1 each", events, payments, disbursements)
 	}
 }
 
@@ -88,8 +82,8 @@ func TestPurgeCommandTakesPaylockEventRetentionAsItsDefault(t *testing.T) {
 	if code := Main(context.Background(), []string{"purge"}, envMap(env), nil, &out, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(out.String(), "(older than 90d)") || countRows(t, st, "webhook_events") != 2 {
-		t.Errorf("printed %q, %d events left", out.String(), countRows(t, st, "webhook_events"))
+	if n := testkit.Count(t, st.Pool(), "SELECT count(*) FROM webhook_events"); !strings.Contains(out.String(), "(older than 90d)") || n != 2 {
+		t.Errorf("printed %q, %d events left", out.String(), n)
 	}
 }
 
@@ -126,7 +120,7 @@ func TestPurgeRefusesAWindowUnderSevenDaysWithOneLine(t *testing.T) {
 			t.Errorf("purge %v %v: exit %d, %q; want 2 and one line with %q", c.args, c.env, code, msg, c.want)
 		}
 	}
-	if n := countRows(t, st, "webhook_events"); n != 3 {
+	if n := testkit.Count(t, st.Pool(), "SELECT count(*) FROM webhook_events"); n != 3 {
 		t.Errorf("a refused purge deleted events: %d left of 3", n)
 	}
 }

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/fakestripe"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
 
@@ -47,10 +48,11 @@ sources:
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	dsn, st := paylocktest.MigratedSchema(t)
 	env := map[string]string{
-		"DATABASE_URL":            testenv.Schema(t),
-		"REDIS_URL":               testenv.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":     testenv.Key(t, "") + ":",
+		"DATABASE_URL":            dsn,
+		"REDIS_URL":               testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":     testkit.Key(t, "") + ":",
 		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret,
 		"PAYLOCK_SOURCES_FILE":    path,
 		"STRIPE_WEBHOOK_SECRETS":  stripeSecret,
@@ -59,7 +61,7 @@ sources:
 		"PAYLOCK_STRIPE_API_URL":  srv.URL,
 		"PAYLOCK_LOG_LEVEL":       "error",
 	}
-	return &stripeReconcileEnv{env: env, st: migratedStore(t, env["DATABASE_URL"]), api: api}
+	return &stripeReconcileEnv{env: env, st: st, api: api}
 }
 
 // run runs "paylock reconcile payments" with args.
@@ -86,15 +88,6 @@ func (e *stripeReconcileEnv) payment(t *testing.T, pi string, amount, recorded i
 	}
 }
 
-func (e *stripeReconcileEnv) count(t *testing.T, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := e.st.Pool().QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *testing.T) {
 	t.Parallel()
 	e := setupStripeReconcile(t)
@@ -116,7 +109,7 @@ func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *t
 		!strings.Contains(out, "122 events since") || !strings.Contains(out, "120 already recorded, 1 would record, 1 mismatched, 0 errors") {
 		t.Fatalf("--dry-run: exit %d\n%s", code, out)
 	}
-	if n := e.count(t, payments, "pi_missing"); n != 0 {
+	if n := testkit.Count(t, e.st.Pool(), payments, "pi_missing"); n != 0 {
 		t.Fatalf("--dry-run recorded pi_missing (%d rows)", n)
 	}
 
@@ -125,10 +118,10 @@ func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *t
 		!strings.Contains(out, "120 already recorded, 1 recorded now, 1 mismatched, 0 errors") {
 		t.Fatalf("first run: exit %d\n%s", code, out)
 	}
-	if n, f := e.count(t, payments, "pi_missing"), e.count(t, forwards, store.ForwardKind, "pi_missing"); n != 1 || f != 1 {
+	if n, f := testkit.Count(t, e.st.Pool(), payments, "pi_missing"), testkit.Count(t, e.st.Pool(), forwards, store.ForwardKind, "pi_missing"); n != 1 || f != 1 {
 		t.Fatalf("pi_missing: %d rows, %d forward jobs; want 1 and 1 (the webhook's pipeline, forward hook included)", n, f)
 	}
-	if n := e.count(t, payments, "pi_old"); n != 0 {
+	if n := testkit.Count(t, e.st.Pool(), payments, "pi_old"); n != 0 {
 		t.Errorf("pi_old, outside --since, was recorded")
 	}
 	var amount int64
@@ -149,7 +142,7 @@ func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *t
 	if code, out, _ = e.run(t); code != 0 || !strings.Contains(out, "122 already recorded, 0 recorded now, 0 mismatched, 0 errors") {
 		t.Fatalf("all recorded: exit %d, want 0\n%s", code, out)
 	}
-	if n, f := e.count(t, payments, "pi_missing"), e.count(t, forwards, store.ForwardKind, "pi_missing"); n != 1 || f != 1 {
+	if n, f := testkit.Count(t, e.st.Pool(), payments, "pi_missing"), testkit.Count(t, e.st.Pool(), forwards, store.ForwardKind, "pi_missing"); n != 1 || f != 1 {
 		t.Fatalf("pi_missing after three runs: %d rows, %d forward jobs; want 1 and 1", n, f)
 	}
 }
@@ -192,7 +185,7 @@ func TestReconcilePaymentsUsageAndRefusals(t *testing.T) {
 			}
 		})
 	}
-	if n := e.count(t, `SELECT count(*) FROM payments`); n != 0 {
+	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM payments`); n != 0 {
 		t.Errorf("%d payments recorded by refused runs", n)
 	}
 	var out bytes.Buffer
@@ -238,19 +231,8 @@ func reconcilesPeriodically(t *testing.T, run func(ctx context.Context, cfg Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, mln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the process returned %v", err)
-		}
-	})
+	mln := testkit.Listen(t)
+	testkit.Run(t, "the process", func(ctx context.Context) error { return run(ctx, cfg, mln) })
 	url := "http://" + mln.Addr().String() + "/metrics"
 	want := map[string]float64{
 		`paylock_reconcile_payments_total{outcome="seen",source="stripe"}`:       2,
@@ -259,18 +241,17 @@ func reconcilesPeriodically(t *testing.T, run func(ctx context.Context, cfg Conf
 		`paylock_reconcile_payments_total{outcome="error",source="stripe"}`:      0,
 	}
 	var got map[string]float64
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if got = scraped(t, url); got[`paylock_reconcile_payments_total{outcome="seen",source="stripe"}`] > 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+	testkit.WaitFor(t, 30*time.Second, "the first run's series", func() bool {
+		got = testkit.Scrape(t, url).Map()
+		return got[`paylock_reconcile_payments_total{outcome="seen",source="stripe"}`] > 0
+	})
 	for series, n := range want {
 		if got[series] != n {
 			t.Errorf("%s = %v, want %v", series, got[series], n)
 		}
 	}
-	if n, f := e.count(t, `SELECT count(*) FROM payments WHERE transaction_id = 'pi_missing'`),
-		e.count(t, `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'transaction_id' = 'pi_missing'`, store.ForwardKind); n != 1 || f != 1 {
+	if n, f := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM payments WHERE transaction_id = 'pi_missing'`),
+		testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'transaction_id' = 'pi_missing'`, store.ForwardKind); n != 1 || f != 1 {
 		t.Errorf("pi_missing: %d rows, %d forward jobs; want 1 and 1", n, f)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
@@ -40,12 +40,13 @@ func setupReconcile(t *testing.T, refuse ...string) *reconcileEnv {
 		fake.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	dsn, st := paylocktest.MigratedSchema(t)
 	env := map[string]string{
-		"DATABASE_URL":       testenv.Schema(t),
+		"DATABASE_URL":       dsn,
 		"PAYLOCK_PAYOUT_URL": srv.URL,
 		"PAYLOCK_LOG_LEVEL":  "error",
 	}
-	return &reconcileEnv{env: env, st: migratedStore(t, env["DATABASE_URL"]), fake: fake, client: payout.NewClient(srv.URL, nil)}
+	return &reconcileEnv{env: env, st: st, fake: fake, client: payout.NewClient(srv.URL, nil)}
 }
 
 // disbursement records loan's tranche 1 and applies the SQL set clause to it.

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/internal/scaletest"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 func mustConfig(t *testing.T, env map[string]string) Config {
@@ -212,19 +212,19 @@ func serveError(t *testing.T, env map[string]string) error {
 
 func TestServeOnARedisCluster(t *testing.T) {
 	cluster := scaletest.RedisCluster(t)
-	env := stormEnv(t, testenv.Schema(t))
+	env := stormEnv(t, testkit.Schema(t))
 	env["PAYLOCK_REDIS_MODE"] = "cluster"
 	env["PAYLOCK_REDIS_ADDRS"] = strings.Join(cluster.Seeds(), ",")
 	env["PAYLOCK_REDIS_PASSWORD"] = cluster.Password
 	reps := servePayments(t, env)
-	res := scrapeText(t, reps[0])
-	if metricSum(res, "paylock_redis_pool_connections", map[string]string{"state": "total"}) < 1 ||
-		metricSum(res, "paylock_lock_release_total", map[string]string{"outcome": "released"}) < 1 {
-		t.Errorf("metrics lack the cluster client's pool or the released lock:\n%s", res)
+	m := testkit.Scrape(t, reps[0].metricsURL)
+	if m.Sum("paylock_redis_pool_connections", `state="total"`) < 1 ||
+		m.Sum("paylock_lock_release_total", `outcome="released"`) < 1 {
+		t.Errorf("metrics lack the cluster client's pool or the released lock:\n%v", m.Map())
 	}
 
 	// One node's address as REDIS_URL, standalone: refused at start.
-	env = stormEnv(t, testenv.Schema(t))
+	env = stormEnv(t, testkit.Schema(t))
 	env["REDIS_URL"] = "redis://:" + cluster.Password + "@" + cluster.Nodes[0].Addr + "/0"
 	err := serveError(t, env)
 	if err == nil || !strings.Contains(err.Error(), "redis_mode:cluster") || !strings.Contains(err.Error(), "PAYLOCK_REDIS_MODE=cluster") {
@@ -234,7 +234,7 @@ func TestServeOnARedisCluster(t *testing.T) {
 
 func TestServeOnRedisSentinel(t *testing.T) {
 	group := scaletest.RedisSentinel(t)
-	env := stormEnv(t, testenv.Schema(t))
+	env := stormEnv(t, testkit.Schema(t))
 	env["PAYLOCK_REDIS_MODE"] = "sentinel"
 	env["PAYLOCK_REDIS_SENTINEL_MASTER"] = group.MasterName
 	env["PAYLOCK_REDIS_SENTINEL_ADDRS"] = strings.Join(group.Addrs, ",")
@@ -243,7 +243,7 @@ func TestServeOnRedisSentinel(t *testing.T) {
 	servePayments(t, env)
 
 	// A sentinel's address as REDIS_URL, standalone: refused at start.
-	env = stormEnv(t, testenv.Schema(t))
+	env = stormEnv(t, testkit.Schema(t))
 	env["REDIS_URL"] = "redis://:" + group.SentinelPassword + "@" + group.Addrs[0] + "/0"
 	err := serveError(t, env)
 	if err == nil || !strings.Contains(err.Error(), "redis_mode:sentinel") {
@@ -255,7 +255,7 @@ func TestServeBehindPgBouncer(t *testing.T) {
 	pgb := scaletest.PgBouncerEnv(t)
 	db := pgb.Database(t, serverTimeouts)
 	env := stormEnv(t, db.Pooled)
-	env["REDIS_URL"] = testenv.RedisURL(t)
+	env["REDIS_URL"] = testkit.RedisURL(t)
 	env["PAYLOCK_DB_EXEC_MODE"] = "exec"
 	env["PAYLOCK_MIGRATE_DATABASE_URL"] = db.Direct
 
@@ -272,15 +272,4 @@ func TestServeBehindPgBouncer(t *testing.T) {
 	if err := serveError(t, env); err == nil || !strings.Contains(err.Error(), "unsupported startup parameter") {
 		t.Fatalf("serve through PgBouncer in the default exec mode: %v; want PgBouncer's refusal", err)
 	}
-}
-
-func scrapeText(t *testing.T, r *stormReplica) string {
-	t.Helper()
-	res, err := stormClient.Get(r.metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
 }

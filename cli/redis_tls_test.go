@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lock"
 )
 
@@ -126,17 +127,14 @@ func startRedis(t *testing.T, port int, args ...string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	testkit.Eventually(t, 5*time.Second, fmt.Sprintf("redis-server %v: port %d open", args, port), func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err == nil {
 			c.Close()
-			return
 		}
-		if i == 100 {
-			t.Fatalf("redis-server %v: port %d never opened", args, port)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func tlsArgs(port int, caFile, certFile, keyFile string) []string {
@@ -163,16 +161,10 @@ func useLock(t *testing.T, cfg Config) {
 	for i := range 5 {
 		var lk *lock.Lock
 		// A new cluster or a sentinel's first answer can take a moment.
-		for attempt := 0; ; attempt++ {
+		testkit.Eventually(t, 5*time.Second, "Obtain over TLS", func(ctx context.Context) error {
 			lk, err = l.Obtain(ctx, fmt.Sprintf("tls-test:%d", i), time.Minute)
-			if err == nil || attempt == 50 {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("Obtain over TLS: %v", err)
-		}
+			return err
+		})
 		if err := lk.Refresh(ctx, time.Minute); err != nil {
 			t.Fatalf("Refresh over TLS: %v", err)
 		}
@@ -227,16 +219,13 @@ func TestRedisTLSAndPasswordsInEveryMode(t *testing.T) {
 		if err := admin.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; ; i++ {
+		testkit.Eventually(t, 10*time.Second, "the one-node cluster ok", func(ctx context.Context) error {
 			info, err := admin.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
+			if err == nil && !strings.Contains(info, "cluster_state:ok") {
+				err = fmt.Errorf("%s", info)
 			}
-			if i == 100 {
-				t.Fatalf("one-node cluster not ok: %v %s", err, info)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return err
+		})
 		useLock(t, mustConfig(t, map[string]string{
 			"PAYLOCK_REDIS_MODE":        "cluster",
 			"PAYLOCK_REDIS_ADDRS":       "127.0.0.1:" + strconv.Itoa(port),

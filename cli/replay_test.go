@@ -3,24 +3,15 @@ package cli
 import (
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
 )
-
-func (rc *forwardReceiver) idCounts() map[string]int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	n := map[string]int{}
-	for _, id := range rc.ids {
-		n[id]++
-	}
-	return n
-}
 
 func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
 	t.Parallel()
@@ -30,15 +21,10 @@ func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st := migratedStore(t, env["DATABASE_URL"])
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) }()
+	ctx := context.Background()
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
+	mln := testkit.Listen(t)
+	testkit.Run(t, "worker", func(ctx context.Context) error { return runWorker(ctx, cfg, slog.New(slog.DiscardHandler), mln) })
 
 	id1, id2 := store.PaymentForwardID("payments", "tx-r1"), store.PaymentForwardID("payments", "tx-r2")
 	for _, tx := range []string{"tx-r1", "tx-r2"} {
@@ -59,14 +45,14 @@ func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
 		}
 		return len(jobs) == 2
 	}
-	waitUntil(t, "the first forwards", completed)
+	testkit.WaitFor(t, 15*time.Second, "the first forwards", completed)
 
 	code, out, errOut := runCLI(env, "forward", "replay", "--source", "payments", "--since", "1h", "--dry-run")
 	if code != 0 || !strings.Contains(out, "would replay 2 payments") || !strings.Contains(out, "2 forward jobs run again") {
 		t.Fatalf("replay --dry-run: exit %d, %q %q", code, out, errOut)
 	}
 	time.Sleep(300 * time.Millisecond) // room for a forward that should not exist
-	if n := rc.idCounts(); n[id1] != 1 || n[id2] != 1 {
+	if n := idCounts(rc); n[id1] != 1 || n[id2] != 1 {
 		t.Fatalf("after the dry run the receiver saw %v, want each id once", n)
 	}
 
@@ -74,9 +60,9 @@ func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "replayed 1 payments") {
 		t.Fatalf("replay --transaction: exit %d, %q %q", code, out, errOut)
 	}
-	waitUntil(t, "tx-r1's replay", func() bool { return rc.idCounts()[id1] == 2 })
-	waitUntil(t, "the replayed job completed", completed)
-	if n := rc.idCounts(); n[id2] != 1 {
+	testkit.WaitFor(t, 15*time.Second, "tx-r1's replay", func() bool { return idCounts(rc)[id1] == 2 })
+	testkit.WaitFor(t, 15*time.Second, "the replayed job completed", completed)
+	if n := idCounts(rc); n[id2] != 1 {
 		t.Fatalf("--transaction tx-r1 also sent tx-r2: %v", n)
 	}
 
@@ -84,13 +70,9 @@ func TestForwardReplayResendsWithTheOriginalWebhookIDs(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "replayed 2 payments") {
 		t.Fatalf("replay --since: exit %d, %q %q", code, out, errOut)
 	}
-	waitUntil(t, "the window's replay", func() bool { n := rc.idCounts(); return n[id1] == 3 && n[id2] == 2 })
-	if types, bad := rc.got(); bad != 0 || len(types) != 5 || types[4] != "payment.recorded" {
+	testkit.WaitFor(t, 15*time.Second, "the window's replay", func() bool { n := idCounts(rc); return n[id1] == 3 && n[id2] == 2 })
+	if types, bad := received(rc); bad != 0 || len(types) != 5 || types[4] != "payment.recorded" {
 		t.Errorf("deliveries %v, %d unverified; want five payment.recorded", types, bad)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("worker: %v", err)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/paylock/paylock/forward"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/store"
 )
@@ -175,11 +175,11 @@ func TestReviewAdminTokensAreNamedAndNeverPrinted(t *testing.T) {
 // API under the token's name.
 func TestServeServesTheReviewQueueToNamedAdminTokens(t *testing.T) {
 	const alice = "alice-token-of-the-review-test"
-	dsn := testenv.Schema(t)
+	dsn := testkit.Schema(t)
 	env := map[string]string{
 		"DATABASE_URL":           dsn,
-		"REDIS_URL":              testenv.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"REDIS_URL":              testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testkit.Key(t, "") + ":",
 		"PAYLOCK_ALLOW_UNSIGNED": "true",
 		"PAYLOCK_ADMIN_TOKENS":   "alice:" + alice,
 	}

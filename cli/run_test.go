@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/fakestripe"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/signature"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -126,9 +126,9 @@ func TestConfigLogValueHidesPasswords(t *testing.T) {
 // request finish before returning.
 func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	env := map[string]string{
-		"DATABASE_URL":           testenv.Schema(t),
-		"REDIS_URL":              testenv.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"DATABASE_URL":           testkit.Schema(t),
+		"REDIS_URL":              testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testkit.Key(t, "") + ":",
 		"PAYLOCK_ALLOW_UNSIGNED": "true",
 		"PAYLOCK_PPROF":          "true",
 		"PAYLOCK_ADMIN_TOKEN":    "admin-token-of-the-test",
@@ -137,33 +137,18 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Admin.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Admin.listener = testkit.Listen(t)
 	adminBase := "http://" + cfg.Admin.listener.Addr().String()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, mln := testkit.Listen(t), testkit.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, mln) }()
 	base := "http://" + ln.Addr().String()
+	testkit.WaitReady(t, base+"/healthz", 10*time.Second, nil)
 
-	var res *http.Response
-	for i := 0; ; i++ {
-		res, err = http.Post(base+"/webhooks/payments", "application/json",
-			strings.NewReader(`{"transaction_id":"tx-serve","amount":100,"currency":"JPY"}`))
-		if err == nil || i > 100 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	res, err := http.Post(base+"/webhooks/payments", "application/json",
+		strings.NewReader(`{"transaction_id":"tx-serve","amount":100,"currency":"JPY"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +222,13 @@ func TestServeAnswersAndShutsDownGracefully(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the server is reading the body
 
 	cancel()
-	time.Sleep(100 * time.Millisecond) // shutdown has begun
+	testkit.WaitFor(t, 10*time.Second, "shutdown to begin (the listener closed)", func() bool {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
 	io.WriteString(pw, `"amount":100,"currency":"JPY"}`)
 	pw.Close()
 	if res := <-inflight; res == nil || res.StatusCode != 200 {
@@ -300,9 +291,9 @@ func TestServeAStripeSourceAloneNeedsNoWebhookSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		"DATABASE_URL":           testenv.Schema(t),
-		"REDIS_URL":              testenv.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"DATABASE_URL":           testkit.Schema(t),
+		"REDIS_URL":              testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testkit.Key(t, "") + ":",
 		"PAYLOCK_SOURCES_FILE":   path,
 		"STRIPE_WEBHOOK_SECRETS": stripeSecret,
 		"PAYLOCK_ADMIN_ADDR":     "off",

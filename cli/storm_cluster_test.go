@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/scaletest"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // TestClusterStormWithFailoverRecordsEachPaymentOnce: three replicas in
@@ -19,7 +19,7 @@ import (
 // what the failover cost the locks.
 func TestClusterStormWithFailoverRecordsEachPaymentOnce(t *testing.T) {
 	cluster := scaletest.RedisCluster(t)
-	dsn := testenv.Schema(t)
+	dsn := testkit.Schema(t)
 	env := stormEnv(t, dsn)
 	env["PAYLOCK_REDIS_MODE"] = "cluster"
 	env["PAYLOCK_REDIS_ADDRS"] = strings.Join(cluster.Seeds(), ",")

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/scaletest"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // serverTimeouts are the session settings paylock sends as startup
@@ -37,7 +37,7 @@ func TestPgBouncerStormWithFailoverRecordsEachPaymentOnce(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			db := pgb.Database(t, serverTimeouts)
 			env := stormEnv(t, db.Pooled)
-			env["REDIS_URL"] = testenv.RedisURL(t)
+			env["REDIS_URL"] = testkit.RedisURL(t)
 			env["PAYLOCK_DB_EXEC_MODE"] = mode
 			env["PAYLOCK_MIGRATE_DATABASE_URL"] = db.Direct
 			reps := startServeReplicas(t, 3, env)

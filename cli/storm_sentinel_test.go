@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/scaletest"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // TestSentinelStormWithFailoverRecordsEachPaymentOnce: three replicas in
@@ -18,7 +18,7 @@ import (
 // exactly once; the metrics show what the failover cost the locks.
 func TestSentinelStormWithFailoverRecordsEachPaymentOnce(t *testing.T) {
 	group := scaletest.RedisSentinel(t)
-	dsn := testenv.Schema(t)
+	dsn := testkit.Schema(t)
 	env := stormEnv(t, dsn)
 	env["PAYLOCK_REDIS_MODE"] = "sentinel"
 	env["PAYLOCK_REDIS_SENTINEL_MASTER"] = group.MasterName

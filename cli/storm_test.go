@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -25,14 +24,14 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/scaletest"
-	"github.com/paylock/paylock/store"
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // stormReplica is one paylock serve running in-process, with listeners,
 // pools and a metrics registry of its own, like a pod.
 type stormReplica struct {
 	url, metricsURL string
-	logs            *lockedBuffer
+	logs            *testkit.LogBuffer
 }
 
 // startServeReplicas starts n replicas of paylock serve configured by env
@@ -51,55 +50,18 @@ func startServeReplicas(t *testing.T, n int, env map[string]string) []*stormRepl
 		t.Fatal(err)
 	}
 	reps := make([]*stormReplica, n)
-	dones := make([]chan error, n)
+	running := make([]*testkit.Running, n)
 	for i := range reps {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		mln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs := &lockedBuffer{}
+		ln, mln := testkit.Listen(t), testkit.Listen(t)
+		logs := &testkit.LogBuffer{}
 		logger := slog.New(slog.NewJSONHandler(logs, nil))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- serve(ctx, cfg, logger, ln, mln) }()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("replica %d: serve: %v", i, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("replica %d: serve did not stop", i)
-			}
+		running[i] = testkit.Run(t, fmt.Sprintf("replica %d: serve", i), func(ctx context.Context) error {
+			return serve(ctx, cfg, logger, ln, mln)
 		})
 		reps[i] = &stormReplica{url: "http://" + ln.Addr().String(), metricsURL: "http://" + mln.Addr().String() + "/metrics", logs: logs}
-		dones[i] = done
 	}
 	for i, r := range reps {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			select {
-			case err := <-dones[i]:
-				t.Fatalf("replica %d stopped before it was ready: %v\n%s", i, err, r.logs.String())
-			default:
-			}
-			res, err := http.Get(r.url + "/readyz")
-			if err == nil {
-				res.Body.Close()
-				if res.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("replica %d not ready after 60s: %v\n%s", i, err, r.logs.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testkit.WaitReady(t, r.url+"/readyz", 60*time.Second, running[i])
 	}
 	return reps
 }
@@ -126,23 +88,8 @@ func stormEnv(t *testing.T, databaseURL string) map[string]string {
 // take slow, so that some requests hold their locks across a fault.
 func slowInserts(t *testing.T, databaseURL string, fast, slow time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: databaseURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_, err = st.Pool().Exec(ctx, fmt.Sprintf(`
-		CREATE FUNCTION storm_slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-			PERFORM pg_sleep(CASE WHEN NEW.transaction_id LIKE '%%7' THEN %g ELSE %g END);
-			RETURN NEW;
-		END $$;
-		CREATE TRIGGER storm_slow_insert BEFORE INSERT ON payments
-			FOR EACH ROW EXECUTE FUNCTION storm_slow_insert()`, slow.Seconds(), fast.Seconds()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.SlowInsert{Name: "storm_slow_insert", Sleep: fast, Slow: slow, SlowWhere: "NEW.transaction_id LIKE '%7'"}.
+		Install(t, testkit.Connect(t, databaseURL))
 }
 
 // isSlow reports whether slowInserts makes tx's insert slow.
@@ -303,19 +250,19 @@ func runStorm(t *testing.T, reps []*stormReplica, s storm) stormOutcome {
 // duplicates it caught.
 var failoverSignals = []struct {
 	name   string
-	labels map[string]string
+	labels []string
 	label  string
 }{
-	{"paylock_lock_obtain_total", map[string]string{"outcome": "error"}, "obtain errors"},
+	{"paylock_lock_obtain_total", []string{`outcome="error"`}, "obtain errors"},
 	{"paylock_redis_unavailable_total", nil, "backstop (redis unavailable)"},
-	{"paylock_lock_refresh_total", map[string]string{"outcome": "error"}, "refresh errors"},
-	{"paylock_lock_refresh_total", map[string]string{"outcome": "not_held"}, "refresh not held"},
+	{"paylock_lock_refresh_total", []string{`outcome="error"`}, "refresh errors"},
+	{"paylock_lock_refresh_total", []string{`outcome="not_held"`}, "refresh not held"},
 	{"paylock_lock_lease_lost_total", nil, "leases lost"},
-	{"paylock_lock_release_total", map[string]string{"outcome": "lost"}, "releases finding the lock lost"},
-	{"paylock_lock_release_total", map[string]string{"outcome": "expired"}, "releases expired"},
-	{"paylock_lock_release_total", map[string]string{"outcome": "error"}, "release errors"},
+	{"paylock_lock_release_total", []string{`outcome="lost"`}, "releases finding the lock lost"},
+	{"paylock_lock_release_total", []string{`outcome="expired"`}, "releases expired"},
+	{"paylock_lock_release_total", []string{`outcome="error"`}, "release errors"},
 	{"paylock_backstop_duplicates_total", nil, "backstop duplicates"},
-	{"paylock_webhook_requests_total", map[string]string{"code": "503"}, "503 answers"},
+	{"paylock_webhook_requests_total", []string{`code="503"`}, "503 answers"},
 }
 
 // scrape sums, over the replicas' /metrics, each series of failoverSignals.
@@ -323,14 +270,9 @@ func scrape(t *testing.T, reps []*stormReplica) (values []float64, total float64
 	t.Helper()
 	values = make([]float64, len(failoverSignals))
 	for _, r := range reps {
-		res, err := http.Get(r.metricsURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		m := testkit.Scrape(t, r.metricsURL)
 		for i, s := range failoverSignals {
-			values[i] += metricSum(string(text), s.name, s.labels)
+			values[i] += m.Sum(s.name, s.labels...)
 		}
 	}
 	for i, v := range values {
@@ -339,69 +281,6 @@ func scrape(t *testing.T, reps []*stormReplica) (values []float64, total float64
 		}
 	}
 	return values, total
-}
-
-// metricSum adds up the samples of name whose labels include labels, in
-// Prometheus text format.
-func metricSum(text, name string, labels map[string]string) float64 {
-	sum := 0.0
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
-			continue
-		}
-		rest := line[len(name):]
-		var set string
-		switch {
-		case strings.HasPrefix(rest, "{"):
-			end := strings.Index(rest, "}")
-			if end < 0 {
-				continue
-			}
-			set, rest = rest[1:end], rest[end+1:]
-		case strings.HasPrefix(rest, " "):
-		default:
-			continue // another metric with this prefix
-		}
-		ok := true
-		for k, v := range labels {
-			ok = ok && strings.Contains(","+set+",", ","+k+`="`+v+`",`)
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); ok && err == nil {
-			sum += f
-		}
-	}
-	return sum
-}
-
-// recordedRows returns, per transaction with the prefix, how many rows
-// the payments table holds.
-func recordedRows(t *testing.T, databaseURL, prefix string) map[string]int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: databaseURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rows, err := st.Pool().Query(ctx, `SELECT transaction_id, count(*) FROM payments WHERE transaction_id LIKE $1 || '%' GROUP BY 1`, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var tx string
-		var n int
-		if err := rows.Scan(&tx, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[tx] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // verdict checks the storm's outcome: every delivery acknowledged with
@@ -422,7 +301,7 @@ func verdict(t *testing.T, topology string, reps []*stormReplica, databaseURL st
 			t.Errorf("%s never acknowledged: %d %s after %d attempts", a.tx, a.status, a.raw, a.attempts)
 		}
 	}
-	rows := recordedRows(t, databaseURL, s.txPrefix)
+	rows := testkit.PaymentRowsByTx(t, testkit.Connect(t, databaseURL), s.txPrefix)
 	once, noProcessed := 0, 0
 	for i := range o.txs {
 		tx := fmt.Sprintf("%s-%04d", s.txPrefix, i)

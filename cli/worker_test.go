@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/fakeprovider"
-	"github.com/paylock/paylock/internal/testenv"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -28,9 +29,9 @@ func lendingEnv(t *testing.T) (map[string]string, *fakeprovider.Provider) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(fake.Close)
 	return map[string]string{
-		"DATABASE_URL":           testenv.Schema(t),
-		"REDIS_URL":              testenv.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":    testenv.Key(t, "") + ":",
+		"DATABASE_URL":           testkit.Schema(t),
+		"REDIS_URL":              testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":    testkit.Key(t, "") + ":",
 		"PAYLOCK_ALLOW_UNSIGNED": "true",
 		"PAYLOCK_METRICS_ADDR":   "off",
 		"PAYLOCK_PAYOUT_URL":     srv.URL,
@@ -39,37 +40,27 @@ func lendingEnv(t *testing.T) (map[string]string, *fakeprovider.Provider) {
 	}, fake
 }
 
-func migratedStore(t *testing.T, dsn string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), store.Config{URL: dsn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
+// waitForStatus waits until loanID's first tranche has status want, and
+// returns it.
 func waitForStatus(t *testing.T, st *store.Store, loanID string, want store.DisbursementStatus) store.Disbursement {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		d, err := st.Disbursements().Disbursement(context.Background(), loanID, 1)
-		if err == nil && d.Status == want {
-			return d
+	var d store.Disbursement
+	testkit.Eventually(t, 15*time.Second, loanID+" "+string(want), func(ctx context.Context) error {
+		var err error
+		if d, err = st.Disbursements().Disbursement(ctx, loanID, 1); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never became %s: %+v %v", loanID, want, d, err)
+		if d.Status != want {
+			return fmt.Errorf("%+v", d)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return d
 }
 
 func TestWorkerCommandPaysOutAndStopsOnSIGTERM(t *testing.T) {
 	env, fake := lendingEnv(t)
-	st := migratedStore(t, env["DATABASE_URL"])
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	exit := make(chan int, 1)
@@ -103,29 +94,15 @@ func TestServeWithWorkerTakesALoanFromWebhookToPayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Admin.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Admin.listener = testkit.Listen(t)
 	admin := "http://" + cfg.Admin.listener.Addr().String()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) }()
+	ln := testkit.Listen(t)
+	running := testkit.Run(t, "serve", func(ctx context.Context) error { return serve(ctx, cfg, slog.New(slog.DiscardHandler), ln, nil) })
 	base := "http://" + ln.Addr().String()
+	testkit.WaitReady(t, base+"/healthz", 10*time.Second, running)
 
 	body := `{"event_id":"evt_serve","loan_id":"L-serve","tranche":1,"amount":500000,"currency":"JPY"}`
-	var res *http.Response
-	for i := 0; ; i++ {
-		res, err = http.Post(base+"/webhooks/loans", "application/json", strings.NewReader(body))
-		if err == nil || i > 100 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	res, err := http.Post(base+"/webhooks/loans", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,34 +110,25 @@ func TestServeWithWorkerTakesALoanFromWebhookToPayout(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("loan webhook: %d", res.StatusCode)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		res, err := http.Get(admin + "/disbursements/L-serve/1")
+	testkit.Eventually(t, 15*time.Second, "L-serve sent", func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/disbursements/L-serve/1", nil)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
 		var row map[string]any
 		json.NewDecoder(res.Body).Decode(&row)
-		res.Body.Close()
-		if row["status"] == "sent" {
-			break
+		if row["status"] != "sent" {
+			return fmt.Errorf("%v", row)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never sent: %v", row)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := fake.Created("L-serve-1"); n != 1 {
 		t.Fatalf("%d payouts", n)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
 	}
 }
 
@@ -196,7 +164,7 @@ func TestBadPayoutSettingsStopStartWithOneLineNamingTheVariable(t *testing.T) {
 
 func TestDisbursementsStuckListsOldAndFlaggedRows(t *testing.T) {
 	env, _ := lendingEnv(t)
-	st := migratedStore(t, env["DATABASE_URL"])
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
 	ctx := context.Background()
 	for _, loan := range []string{"L-fresh", "L-old", "L-flagged"} {
 		if _, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: loan, Tranche: 1, Amount: 1, Currency: "JPY", EventID: "evt_" + loan}); err != nil {
@@ -270,14 +238,7 @@ func TestServeGivesEachBuiltinSourceItsOwnSecret(t *testing.T) {
 			req.Header[k] = vs
 		}
 		req.Header.Set("Content-Type", "application/json")
-		var res *http.Response
-		for i := 0; ; i++ {
-			if res, err = http.DefaultClient.Do(req); err == nil || i > 100 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-			req.Body, _ = req.GetBody()
-		}
+		res, err := http.DefaultClient.Do(req) // startServe has waited until serve answers
 		if err != nil {
 			t.Fatal(err)
 		}
