@@ -38,12 +38,10 @@
 // internal/fakereceiver, so that the internal tests of store, lock and
 // handler may use it. Whatever needs paylock itself (a migrated schema, a
 // store, in-process replicas of the webhook handler) is in
-// internal/testkit/paylocktest. internal/testenv, where the servers and
-// isolation used to live, forwards to this package until its last
-// importers move here.
+// internal/testkit/paylocktest.
 //
 // It is for tests: only _test.go files and the test support packages
-// (internal/scaletest, internal/testenv, forward/sinktest,
-// provider/providertest) import it, and the bench module's load
-// generator, which reads /metrics with ParseMetrics.
+// (internal/scaletest, forward/sinktest, provider/providertest) import it,
+// and the bench module's load generator, which reads /metrics with
+// ParseMetrics.
 package testkit
