@@ -34,6 +34,8 @@ Usage:
                             list forward jobs (recorded payments and disbursement changes sent on)
   paylock forward retry <id>|--discarded
                             put a discarded (or cancelled) forward back in the queue
+  paylock forward replay --source S [--since 72h] [--transaction T] [--dry-run]
+                            send recorded payments' forwards again, with the same webhook-id
   paylock review list|show|resolve
                             the review queue: mismatches, flagged disbursements, discarded forwards
   paylock disbursements stuck [--older-than 1h]
