@@ -77,6 +77,33 @@ type ForwardArgs struct {
 	Source        string                 `json:"source,omitempty"`
 	TransactionID string                 `json:"transaction_id,omitempty"`
 	Disbursement  *ForwardedDisbursement `json:"disbursement,omitempty"`
+	// State is the payment's state after the change a lifecycle message
+	// (payment.failed, .refunded, ...) says, and after a payment.recorded
+	// folded with events that arrived before it; nil for a payment.recorded
+	// of a payment recorded first (succeeded, version 1).
+	State *ForwardedState `json:"state,omitempty"`
+}
+
+// ForwardedState is a payment's state as a change left it, as a forward
+// job carries it.
+type ForwardedState struct {
+	Status         string `json:"status"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	AmountRefunded int64  `json:"amount_refunded"`
+	Dispute        string `json:"dispute,omitempty"`
+	Version        int    `json:"version"`
+	// EventID is the provider's event that made the change.
+	EventID string `json:"event_id"`
+}
+
+// forwardedState is c's state as a forward job carries it.
+func forwardedState(c *Change) *ForwardedState {
+	if c == nil {
+		return nil
+	}
+	return &ForwardedState{Status: string(c.State.Status), Amount: c.State.Amount, Currency: c.State.Currency,
+		AmountRefunded: c.State.AmountRefunded, Dispute: string(c.State.Dispute), Version: c.Version, EventID: c.EventID}
 }
 
 // Kind is ForwardKind.
@@ -135,6 +162,18 @@ func PaymentForwardID(source, transactionID string) string {
 	return "pay_" + hash32(source+"\n"+transactionID)
 }
 
+// EventForwardID is the webhook-id of the forward of a payment's change of
+// state made by a provider event (payment.failed, .refunded, ...): "pev_"
+// and the first 32 hex digits of SHA-256(source + "\n" + event_id). The
+// same on every attempt and every replica: an event is recorded once per
+// source and event id, and forwards at most one change.
+func EventForwardID(source, eventID string) string {
+	if source == "" {
+		source = DefaultSource
+	}
+	return "pev_" + hash32(source+"\n"+eventID)
+}
+
 // DisbursementForwardID is the webhook-id of a disbursement status change's
 // forward: "dsb_" and the first 32 hex digits of SHA-256(loan_id + "\n" +
 // tranche + "\n" + status). Tranche and status hold no newline, so the input
@@ -153,6 +192,9 @@ type Forward struct {
 	Source        string // "" is DefaultSource
 	TransactionID string
 	Destination   string // the destination's name: the source's own, or "default" (package forward)
+	// Lifecycle is the payment's change of state when its success was
+	// folded with earlier events (Payment.Lifecycle); nil: none.
+	Lifecycle *Change
 }
 
 // ErrForward means a forward could not be enqueued as asked (no
@@ -180,6 +222,7 @@ func (s *Outbox) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) err
 		Destination:   f.Destination,
 		Source:        f.Source,
 		TransactionID: f.TransactionID,
+		State:         forwardedState(f.Lifecycle),
 	}
 	return s.insertForward(ctx, tx, args)
 }
@@ -195,7 +238,25 @@ func (s *Outbox) ForwardRecordHook(destination string) func(ctx context.Context,
 		return nil
 	}
 	return func(ctx context.Context, tx pgx.Tx, p Payment) error {
-		return s.EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, Destination: destination})
+		return s.EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, Destination: destination,
+			Lifecycle: p.Lifecycle})
+	}
+}
+
+// ForwardChangeHook returns the hook of an event's recording transaction
+// (RecordEvent's fn; a handler.Source's OnChange) that inserts the forward
+// job of the change of state it makes to destination: its type is the
+// change's message, its webhook-id EventForwardID, and it carries the
+// state. A destination of "" returns nil: nothing is forwarded.
+func (s *Outbox) ForwardChangeHook(destination string) func(ctx context.Context, tx pgx.Tx, c Change) error {
+	if destination == "" {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx, c Change) error {
+		return s.insertForward(ctx, tx, ForwardArgs{
+			ID: EventForwardID(c.Source, c.EventID), Type: c.Message, Destination: destination,
+			Source: c.Source, TransactionID: c.TransactionID, State: forwardedState(&c),
+		})
 	}
 }
 

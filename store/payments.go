@@ -46,6 +46,11 @@ type Payment struct {
 	Payload    []byte
 	EventID    string    // the delivery id, for audit; "" is stored as NULL
 	ReceivedAt time.Time // set by the database
+	// Lifecycle, set on a payment as recorded, is its change of state
+	// when its success arrived after other events (a refund, a failure)
+	// and was folded with them (RecordEvent); nil for a payment recorded
+	// first, which is succeeded at version 1.
+	Lifecycle *Change
 }
 
 // withSource returns p with an empty Source replaced by DefaultSource.
@@ -81,14 +86,14 @@ RETURNING received_at`
 // selectSummarySQL reads what decides duplicate or mismatch, never the
 // payload: a small jsonb can expand to a large text form.
 const selectSummarySQL = `
-SELECT source, transaction_id, amount, currency::text, coalesce(event_id, ''), received_at
+SELECT source, transaction_id, coalesce(amount, 0), coalesce(currency::text, ''), coalesce(event_id, ''), received_at, amount IS NULL
 FROM payments
 WHERE source = $1 AND transaction_id = $2`
 
 const selectPaymentSQL = `
 SELECT source, transaction_id, amount, currency::text, payload, coalesce(event_id, ''), received_at
 FROM payments
-WHERE source = $1 AND transaction_id = $2`
+WHERE source = $1 AND transaction_id = $2 AND amount IS NOT NULL`
 
 // RecordPayment records p with one statement in autocommit (one round trip):
 // RecordPaymentFunc(ctx, p, nil).
@@ -143,7 +148,7 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 		rec, err = s.recordInTx(ctx, p, fn)
 	}
 	if errors.Is(err, errConflict) {
-		return s.confirmConflict(ctx, p)
+		return s.confirmConflictFunc(ctx, p, fn)
 	}
 	return rec, err
 }
@@ -159,7 +164,7 @@ func (s *Payments) recordAutocommit(ctx context.Context, p Payment) (Payment, er
 		return Payment{}, translate("record payment: acquire", err)
 	}
 	defer conn.Release()
-	rec, err := s.insertPayment(ctx, conn, p)
+	rec, err := s.insertPaymentQ(ctx, conn, p)
 	switch {
 	case err == nil, errors.Is(err, errConflict):
 		return rec, err
@@ -171,6 +176,13 @@ func (s *Payments) recordAutocommit(ctx context.Context, p Payment) (Payment, er
 
 // recordInTx inserts p in a transaction, runs fn in it and commits.
 func (s *Payments) recordInTx(ctx context.Context, p Payment, fn func(context.Context, pgx.Tx, Payment) error) (Payment, error) {
+	return s.inTx(ctx, p, s.insertPayment, fn)
+}
+
+// inTx writes p with write in a transaction, runs fn (when not nil) in it
+// and commits.
+func (s *Payments) inTx(ctx context.Context, p Payment, write func(context.Context, pgx.Tx, Payment) (Payment, error),
+	fn func(context.Context, pgx.Tx, Payment) error) (Payment, error) {
 	// BEGIN is a round trip of its own: pgx offers no way to send it in one
 	// with the insert and still hand fn a pgx.Tx.
 	tx, err := s.pool.Begin(ctx)
@@ -185,7 +197,7 @@ func (s *Payments) recordInTx(ctx context.Context, p Payment, fn func(context.Co
 			panic(r)
 		}
 	}()
-	rec, err := s.insertPayment(ctx, tx, p)
+	rec, err := write(ctx, tx, p)
 	if err != nil {
 		// After a conflict the transaction is aborted (25P02 for any further
 		// statement), so the stored row is read outside it, afresh.
@@ -194,6 +206,9 @@ func (s *Payments) recordInTx(ctx context.Context, p Payment, fn func(context.Co
 			return Payment{}, err
 		}
 		return Payment{}, translate("record payment: insert", err)
+	}
+	if fn == nil {
+		fn = func(context.Context, pgx.Tx, Payment) error { return nil }
 	}
 	if err := fn(ctx, tx, rec); err != nil {
 		s.rollback(ctx, tx)
@@ -219,7 +234,12 @@ func (s *Payments) recordInTx(ctx context.Context, p Payment, fn func(context.Co
 // whether the insert said so by returning no row or by raising a unique
 // violation (at the statement or, in autocommit, at its commit); any other
 // error is the driver's, untranslated.
-func (s *Payments) insertPayment(ctx context.Context, q querier, p Payment) (Payment, error) {
+func (s *Payments) insertPayment(ctx context.Context, q pgx.Tx, p Payment) (Payment, error) {
+	return s.insertPaymentQ(ctx, q, p)
+}
+
+// insertPaymentQ is insertPayment on a pool connection or a transaction.
+func (s *Payments) insertPaymentQ(ctx context.Context, q querier, p Payment) (Payment, error) {
 	// json.RawMessage, not []byte: in the exec and simple_protocol modes
 	// (behind PgBouncer) pgx types a parameter by its Go type, and would
 	// send a []byte as bytea, which is no JSON.
@@ -253,8 +273,18 @@ func sentWithoutAnswer(err error) bool {
 // confirmConflict confirms that p's source and transaction id conflicted
 // with a stored row. A conflict whose row cannot be found (the conflicting
 // transaction rolled back, say) is ErrUnavailable: the sender must retry.
+// A row of a payment known only by its events (RecordEvent) is p's to
+// fill in: claim records p there, with fn.
 func (s *Payments) confirmConflict(ctx context.Context, p Payment) (Payment, error) {
+	return s.confirmConflictFunc(ctx, p, nil)
+}
+
+// confirmConflictFunc is confirmConflict, claiming a pending row with fn.
+func (s *Payments) confirmConflictFunc(ctx context.Context, p Payment, fn func(context.Context, pgx.Tx, Payment) error) (Payment, error) {
 	stored, err := s.Confirm(ctx, p)
+	if errors.Is(err, errPending) {
+		return s.claim(ctx, p, fn)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return Payment{}, fmt.Errorf("%w: transaction %q of source %q conflicted on %s but no stored row was found",
 			ErrUnavailable, p.TransactionID, p.Source, txIDConstraint)
@@ -265,19 +295,23 @@ func (s *Payments) confirmConflict(ctx context.Context, p Payment) (Payment, err
 // Confirm reads the stored payment with p's source (DefaultSource when
 // empty) and transaction id and compares it with p: an error wrapping
 // ErrDuplicate when amount and currency match, ErrMismatch when they differ,
-// ErrNotFound when nothing is stored, and ErrUnavailable for transient
+// ErrNotFound when nothing is stored (or only a payment's lifecycle events,
+// its success not yet: RecordEvent), and ErrUnavailable for transient
 // failures. The returned Payment (set with ErrDuplicate and ErrMismatch) has
 // no Payload.
 func (s *Payments) Confirm(ctx context.Context, p Payment) (Payment, error) {
 	p = p.withSource()
 	var stored Payment
+	var pending bool
 	err := s.pool.QueryRow(ctx, selectSummarySQL, p.Source, p.TransactionID).Scan(
-		&stored.Source, &stored.TransactionID, &stored.Amount, &stored.Currency, &stored.EventID, &stored.ReceivedAt)
+		&stored.Source, &stored.TransactionID, &stored.Amount, &stored.Currency, &stored.EventID, &stored.ReceivedAt, &pending)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return Payment{}, fmt.Errorf("%w: transaction %q of source %q", ErrNotFound, p.TransactionID, p.Source)
 	case err != nil:
 		return Payment{}, translate("confirm payment", err)
+	case pending:
+		return Payment{}, fmt.Errorf("%w: %w: transaction %q of source %q", ErrNotFound, errPending, p.TransactionID, p.Source)
 	}
 	// char(3) compares ignoring trailing blanks; so does this.
 	if stored.Amount != p.Amount || stored.Currency != strings.TrimRight(p.Currency, " ") {

@@ -1,0 +1,295 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/lifecycle"
+)
+
+// delivery is one of a lifecycle's events as the store records it: the
+// success through RecordPaymentForwarded's path, the rest through
+// RecordEvent.
+type delivery struct {
+	success *Payment
+	event   *PaymentEvent
+}
+
+var lifeDay = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+// sixDeliveries is issue #23's lifecycle of transaction tx: a failure, a
+// success, two partial refunds, a dispute opened and lost.
+func sixDeliveries(tx string) []delivery {
+	ev := func(id string, k lifecycle.Kind, amount int64, refund string, h int) delivery {
+		return delivery{event: &PaymentEvent{Source: "stripe", TransactionID: tx, EventID: "evt_" + id + "_" + tx, Kind: k,
+			Amount: amount, Currency: "EUR", RefundID: refund, At: lifeDay.Add(time.Duration(h) * time.Hour),
+			Payload: []byte(`{"id":"` + id + `"}`)}}
+	}
+	ok := Payment{Source: "stripe", TransactionID: tx, Amount: 1000, Currency: "EUR", EventID: "evt_ok_" + tx,
+		Payload: []byte(`{"id":"ok"}`)}
+	return []delivery{
+		ev("fail", lifecycle.Failed, 1000, "", 0),
+		{success: &ok},
+		ev("r1", lifecycle.Refund, 300, "re_1", 2),
+		ev("r2", lifecycle.Refund, 200, "re_2", 3),
+		ev("dp", lifecycle.DisputeOpened, 1000, "", 24),
+		ev("dl", lifecycle.DisputeLost, 1000, "", 48),
+	}
+}
+
+// deliver records d the way the handler does, forwarding to "dest".
+func deliver(ctx context.Context, p *Payments, d delivery) error {
+	if d.success != nil {
+		_, err := p.RecordPaymentForwarded(ctx, *d.success, "dest")
+		if errors.Is(err, ErrDuplicate) {
+			return nil
+		}
+		return err
+	}
+	_, err := p.RecordEvent(ctx, *d.event, p.outbox.ForwardChangeHook("dest"))
+	if errors.Is(err, ErrDuplicate) {
+		return nil
+	}
+	return err
+}
+
+// forwardsOf are the forward jobs of transaction tx, by insertion.
+func forwardsOf(t *testing.T, db *pgx.Conn, tx string) []ForwardArgs {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT args FROM river_job WHERE kind = 'forward' AND args->>'transaction_id' = $1 ORDER BY id`, tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ForwardArgs, error) {
+		var raw []byte
+		var a ForwardArgs
+		if err := r.Scan(&raw); err != nil {
+			return a, err
+		}
+		return a, json.Unmarshal(raw, &a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var wantLifecycle = lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR",
+	AmountRefunded: 500, Dispute: lifecycle.Lost}
+
+// checkLifecycle checks tx's final state and its forwards: one per change,
+// versions 1..n, the newest carrying the final state, one payment.recorded.
+func checkLifecycle(t *testing.T, b *bundle, tx, name string) {
+	t.Helper()
+	st, err := b.store.Payments().PaymentState(context.Background(), "stripe", tx)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if st.State != wantLifecycle || !st.Recorded || len(st.Events) != 5 {
+		t.Fatalf("%s: state %+v recorded %v with %d events, want %+v, recorded, 5 events", name, st.State, st.Recorded, len(st.Events), wantLifecycle)
+	}
+	jobs := forwardsOf(t, b.admin, tx)
+	if len(jobs) != st.Version {
+		t.Fatalf("%s: %d forwards, version %d", name, len(jobs), st.Version)
+	}
+	recorded, ids := 0, map[string]bool{}
+	versions := map[int]bool{}
+	var newest *ForwardedState
+	for _, j := range jobs {
+		if ids[j.ID] {
+			t.Fatalf("%s: forward id %s twice", name, j.ID)
+		}
+		ids[j.ID] = true
+		v := 1
+		if j.State != nil {
+			v = j.State.Version
+		}
+		if versions[v] || v < 1 || v > st.Version {
+			t.Fatalf("%s: version %d repeated or out of 1..%d", name, v, st.Version)
+		}
+		versions[v] = true
+		if v == st.Version {
+			newest = j.State
+		}
+		if j.Type == ForwardPaymentRecorded {
+			recorded++
+		}
+	}
+	if recorded != 1 {
+		t.Fatalf("%s: %d payment.recorded forwards, want 1", name, recorded)
+	}
+	want := ForwardedState{Status: "partially_refunded", Amount: 1000, Currency: "EUR", AmountRefunded: 500, Dispute: "lost", Version: st.Version}
+	if newest == nil || newest.EventID == "" {
+		t.Fatalf("%s: the newest forward carries no state: %+v", name, newest)
+	}
+	want.EventID = newest.EventID
+	if *newest != want {
+		t.Fatalf("%s: the newest forward carries %+v, want %+v", name, *newest, want)
+	}
+}
+
+// TestLifecycleInEveryOrderThroughPostgres records issue #23's six-event
+// lifecycle in many orders (every one of the 720 with
+// PAYLOCK_ALL_ORDERS=1), each event delivered 1-3 times, through the
+// store's real transactions: the same final state, one forward per change.
+func TestLifecycleInEveryOrderThroughPostgres(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	orders := permutationsOf(6)
+	r := rand.New(rand.NewPCG(10, 23))
+	if os.Getenv("PAYLOCK_ALL_ORDERS") == "" {
+		r.Shuffle(len(orders), func(i, j int) { orders[i], orders[j] = orders[j], orders[i] })
+		orders = orders[:60]
+	}
+	ctx := context.Background()
+	for n, order := range orders {
+		tx := fmt.Sprintf("pi_order_%d", n)
+		all := sixDeliveries(tx)
+		var seq []delivery
+		for _, i := range order {
+			for range 1 + r.IntN(3) {
+				seq = append(seq, all[i])
+			}
+		}
+		for _, d := range seq {
+			if err := deliver(ctx, b.store.Payments(), d); err != nil {
+				t.Fatalf("order %v: %v", order, err)
+			}
+		}
+		checkLifecycle(t, b, tx, fmt.Sprint("order ", order))
+	}
+}
+
+// TestConcurrentDuplicatesOfEveryEventRecordEachOnce delivers each event of
+// the lifecycle three times at once, every delivery on its own goroutine:
+// the transactions race on the event's constraint and the payment's row,
+// and the outcome is that of one delivery each.
+func TestConcurrentDuplicatesOfEveryEventRecordEachOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for round := range 8 {
+		tx := fmt.Sprintf("pi_race_%d", round)
+		var wg sync.WaitGroup
+		errs := make(chan error, 18)
+		for _, d := range sixDeliveries(tx) {
+			for range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						err := deliver(ctx, b.store.Payments(), d)
+						if errors.Is(err, ErrUnavailable) {
+							continue // a deadlock or serialization failure: the PSP retries
+						}
+						errs <- err
+						return
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLifecycle(t, b, tx, tx)
+	}
+}
+
+func TestARefundBeforeItsPaymentWaitsAsAnOrphan(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := b.store.Payments()
+	refund := PaymentEvent{TransactionID: "tx_orphan", EventID: "re_evt", Kind: lifecycle.Refund, RefundID: "re_1", Amount: 500}
+	c, err := p.RecordEvent(ctx, refund, nil)
+	if err != nil || c != nil {
+		t.Fatalf("the refund: change %+v, %v; want none forwarded", c, err)
+	}
+	if _, err := p.Confirm(ctx, newPayment("tx_orphan")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Confirm of a payment known by a refund alone: %v, want ErrNotFound", err)
+	}
+	if _, err := p.Payment(ctx, "", "tx_orphan"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Payment of a payment known by a refund alone: %v, want ErrNotFound", err)
+	}
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payment_orphans WHERE transaction_id = 'tx_orphan'`); n != 1 {
+		t.Fatalf("%d orphans, want 1", n)
+	}
+	rec, err := p.RecordPayment(ctx, newPayment("tx_orphan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Lifecycle == nil || rec.Lifecycle.Version != 1 || rec.Lifecycle.State.Status != lifecycle.PartiallyRefunded ||
+		rec.Lifecycle.State.AmountRefunded != 500 {
+		t.Fatalf("the payment's change: %+v, want version 1, partially_refunded, 500 refunded", rec.Lifecycle)
+	}
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payment_orphans`); n != 0 {
+		t.Fatalf("%d orphans after the payment, want 0", n)
+	}
+	if _, err := p.RecordPayment(ctx, newPayment("tx_orphan")); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("the payment again: %v, want ErrDuplicate", err)
+	}
+	if _, err := p.RecordEvent(ctx, refund, nil); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("the refund again: %v, want ErrDuplicate", err)
+	}
+}
+
+func TestAPaymentRecordedFirstIsSucceededAtVersionOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	rec, err := b.store.Payments().RecordPayment(ctx, newPayment("tx_plain"))
+	if err != nil || rec.Lifecycle != nil {
+		t.Fatalf("RecordPayment: %+v, %v", rec.Lifecycle, err)
+	}
+	st, err := b.store.Payments().PaymentState(ctx, "", "tx_plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != lifecycle.StatusSucceeded || st.Version != 1 || !st.Recorded || st.Amount != 1999 {
+		t.Fatalf("state %+v, want succeeded, version 1, 1999", st)
+	}
+	failed := PaymentEvent{TransactionID: "tx_plain", EventID: "evt_fail", Kind: lifecycle.Failed, Amount: 1999}
+	if c, err := b.store.Payments().RecordEvent(ctx, failed, nil); err != nil || c != nil {
+		t.Fatalf("a failure after the success: %+v, %v; want nothing changed", c, err)
+	}
+	if _, err := b.store.Payments().PaymentState(ctx, "", "tx_unknown"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown payment: %v, want ErrNotFound", err)
+	}
+}
+
+// permutationsOf lists every order of 0..n-1.
+func permutationsOf(n int) [][]int {
+	var out [][]int
+	cur := make([]int, n)
+	for i := range cur {
+		cur[i] = i
+	}
+	var rec func(k int)
+	rec = func(k int) {
+		if k == n {
+			out = append(out, append([]int(nil), cur...))
+			return
+		}
+		for i := k; i < n; i++ {
+			cur[k], cur[i] = cur[i], cur[k]
+			rec(k + 1)
+			cur[k], cur[i] = cur[i], cur[k]
+		}
+	}
+	rec(0)
+	return out
+}
