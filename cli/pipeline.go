@@ -76,12 +76,14 @@ func sourceVerifier(spec sourceSpec, tolerance time.Duration) (*signature.Verifi
 }
 
 // forwardOnRecord makes each source that forwards insert every newly
-// recorded payment's forward job, naming the source's destination, in the
-// recording transaction (store.Outbox.ForwardRecordHook).
+// recorded payment's forward job, and the forward job of every change of
+// state its lifecycle events make, naming the source's destination, in the
+// recording transaction (store.Outbox.ForwardRecordHook, ForwardChangeHook).
 func forwardOnRecord(sources []handler.Source, routes forward.Routes, st *store.Store) {
 	for i := range sources {
 		if dest := routes.BySource[sources[i].Name]; dest != "" {
 			sources[i].OnRecord = st.Outbox().ForwardRecordHook(dest)
+			sources[i].OnChange = st.Outbox().ForwardChangeHook(dest)
 		}
 	}
 }

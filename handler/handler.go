@@ -31,7 +31,21 @@ type Recorder interface {
 	// RecordMismatch keeps a mismatching delivery as a review item (once
 	// per distinct body); the delivery is answered 422 whatever it returns.
 	RecordMismatch(ctx context.Context, m store.Mismatch) error
+	// RecordEvent records a lifecycle event once and folds its payment's
+	// state (ErrDuplicate when already recorded); fn runs in its
+	// transaction with the change it forwards.
+	RecordEvent(ctx context.Context, e store.PaymentEvent, fn func(ctx context.Context, tx pgx.Tx, c store.Change) error) (*store.Change, error)
+	// EventRecorded says whether a lifecycle event is recorded: an error
+	// wrapping ErrDuplicate when it is, ErrNotFound when not.
+	EventRecorded(ctx context.Context, source, eventID string) error
 }
+
+// A ChangeHook runs inside the transaction that records a lifecycle event
+// (a refund, a failure, a dispute) when it changes its payment's state in a
+// way that is forwarded, with the change: what it writes through tx commits
+// if and only if the event does. An error rolls the event back (503, the
+// PSP retries). The rules of RecordHook apply.
+type ChangeHook func(ctx context.Context, tx pgx.Tx, c store.Change) error
 
 // A RecordHook runs inside the transaction that records a payment, after
 // the insert and before COMMIT, only for a newly recorded payment (never

@@ -46,6 +46,10 @@ type Source struct {
 	// source's newly recorded payments (see RecordHook): paylock inserts the
 	// payment's forward job there.
 	OnRecord RecordHook
+	// OnChange, when set, runs in the recording transaction of each of this
+	// source's lifecycle events that changes its payment's state (see
+	// ChangeHook): paylock inserts the change's forward job there.
+	OnChange ChangeHook
 	// LegacyLockKey keeps the lock key of paylock's first releases,
 	// <prefix>payment:<transaction_id>, so that replicas of the old and
 	// the new release exclude each other during a rolling upgrade. Only the
@@ -124,6 +128,10 @@ func (h *Handler) paymentParser(s Source, a provider.Adapter) func(body []byte, 
 		}
 		units := make([]unit, len(events))
 		for i, e := range events {
+			if !e.Succeeded() {
+				units[i] = h.eventUnit(s, e, keyPrefix+e.TransactionID)
+				continue
+			}
 			p := store.Payment{Source: s.Name, TransactionID: e.TransactionID, Amount: e.Amount,
 				Currency: e.Currency, EventID: e.EventID, Payload: e.Payload}
 			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID, hook: hook, body: body}

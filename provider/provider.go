@@ -2,13 +2,21 @@ package provider
 
 import (
 	"encoding/json"
+	"time"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/signature"
 )
 
-// Event is one record a delivery carries: today, a payment that succeeded.
+// Event is one record a delivery carries: a payment that succeeded, or
+// another event of a payment's lifecycle (a failure, a cancellation, a
+// refund, a dispute), which paylock records once per source and EventID
+// and folds into the payment's state (package lifecycle).
 type Event struct {
+	// Kind is what happened; "" (or lifecycle.Succeeded) is a payment that
+	// succeeded, recorded as a payment row, as before lifecycles.
+	Kind lifecycle.Kind
 	// TransactionID is the payment's id at the provider (pi_..., an Adyen
 	// pspReference); with the source's name it identifies the payment.
 	TransactionID string
@@ -22,7 +30,22 @@ type Event struct {
 	// Payload is what is stored with the payment: the whole body, or the
 	// part of it that is this event (an Adyen notification item).
 	Payload []byte
+	// RefundID names the refund of a refund or refund_failed event ("":
+	// the event's own id).
+	RefundID string
+	// Cumulative says a refund event's Amount is the total refunded so
+	// far (Stripe's charge.amount_refunded), not one refund's.
+	Cumulative bool
+	// At is when the provider says the event happened (it orders dispute
+	// outcomes); zero when the body says nothing.
+	At time.Time
 }
+
+// Succeeded reports whether e is a payment that succeeded (a payment row)
+// rather than a later lifecycle event. A lifecycle event always has an
+// EventID and a TransactionID naming the payment it belongs to; its Amount
+// is 0 when the provider sends none (a dispute's outcome, say).
+func (e Event) Succeeded() bool { return e.Kind == "" || e.Kind == lifecycle.Succeeded }
 
 // Payment is what the payment rules check of e (payload.Rules.CheckPayment).
 func (e Event) Payment() payload.Payment {

@@ -416,3 +416,21 @@ func (s *Payments) claimRow(ctx context.Context, tx pgx.Tx, p Payment) (Payment,
 	p.Lifecycle = c
 	return p, nil
 }
+
+// EventRecorded reports whether the event of source ("" is DefaultSource)
+// and event id is recorded: an error wrapping ErrDuplicate when it is,
+// ErrNotFound when not, ErrUnavailable for transient failures.
+func (s *Payments) EventRecorded(ctx context.Context, source, eventID string) error {
+	if source == "" {
+		source = DefaultSource
+	}
+	var one int
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM payment_events WHERE source = $1 AND event_id = $2`, source, eventID).Scan(&one)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: event %q of source %q", ErrNotFound, eventID, source)
+	case err != nil:
+		return translate("read event", err)
+	}
+	return fmt.Errorf("%w: event %q of source %q", ErrDuplicate, eventID, source)
+}

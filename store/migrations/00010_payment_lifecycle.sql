@@ -9,8 +9,10 @@
 -- amount, currency and payload become nullable (also catalog-only): a row
 -- whose amount is NULL is a payment known only by later events (a refund
 -- before its payment, a failure), whose success has not been recorded; the
--- success fills it in (Payments.RecordPaymentFunc). No index is added to
--- payments. As in 00004, the ACCESS EXCLUSIVE lock is waited for at most
+-- success fills it in (Payments.RecordPaymentFunc); a recorded payment
+-- still needs its currency and payload (payments_recorded_complete, NOT
+-- VALID: checked for new and changed rows, no scan of the existing ones,
+-- which all have them). No index is added to payments. As in 00004, the ACCESS EXCLUSIVE lock is waited for at most
 -- 100ms at a time, 20 times, so that inserts never queue behind it for long.
 -- +goose StatementBegin
 DO $$
@@ -29,7 +31,9 @@ BEGIN
                 ADD COLUMN IF NOT EXISTS updated_at      timestamptz NULL,
                 ALTER COLUMN amount DROP NOT NULL,
                 ALTER COLUMN currency DROP NOT NULL,
-                ALTER COLUMN payload DROP NOT NULL;
+                ALTER COLUMN payload DROP NOT NULL,
+                ADD CONSTRAINT payments_recorded_complete
+                    CHECK (amount IS NULL OR (currency IS NOT NULL AND payload IS NOT NULL)) NOT VALID;
             EXIT;
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
@@ -81,6 +85,7 @@ DROP TABLE payment_orphans;
 DROP TABLE payment_events;
 DELETE FROM payments WHERE amount IS NULL;
 ALTER TABLE payments
+    DROP CONSTRAINT payments_recorded_complete,
     ALTER COLUMN amount SET NOT NULL,
     ALTER COLUMN currency SET NOT NULL,
     ALTER COLUMN payload SET NOT NULL,
