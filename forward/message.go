@@ -12,15 +12,44 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// paymentData is the data of a payment.recorded forward.
+// paymentData is the data of a payment.recorded forward: the payment as
+// recorded, and its state then (succeeded at version 1, unless events that
+// arrived before it were folded with it).
 type paymentData struct {
-	Source        string          `json:"source"`
-	TransactionID string          `json:"transaction_id"`
-	Amount        int64           `json:"amount"`
-	Currency      string          `json:"currency"`
-	EventID       string          `json:"event_id"`
-	ReceivedAt    string          `json:"received_at"`
-	Payload       json.RawMessage `json:"payload"`
+	Source         string          `json:"source"`
+	TransactionID  string          `json:"transaction_id"`
+	Amount         int64           `json:"amount"`
+	Currency       string          `json:"currency"`
+	EventID        string          `json:"event_id"`
+	ReceivedAt     string          `json:"received_at"`
+	Payload        json.RawMessage `json:"payload"`
+	Status         string          `json:"status"`
+	AmountRefunded int64           `json:"amount_refunded"`
+	Dispute        *string         `json:"dispute"`
+	Version        int             `json:"version"`
+}
+
+// changeData is the data of a lifecycle forward (payment.failed,
+// .canceled, .refunded, .dispute.opened, .dispute.closed): the payment's
+// state after the change, and the provider event that made it.
+type changeData struct {
+	Source         string  `json:"source"`
+	TransactionID  string  `json:"transaction_id"`
+	Status         string  `json:"status"`
+	Amount         int64   `json:"amount"`
+	Currency       string  `json:"currency"`
+	AmountRefunded int64   `json:"amount_refunded"`
+	Dispute        *string `json:"dispute"`
+	Version        int     `json:"version"`
+	EventID        string  `json:"event_id"`
+}
+
+// dispute is a state's dispute as the messages say it: null for none.
+func dispute(d string) *string {
+	if d == "" {
+		return nil
+	}
+	return &d
 }
 
 type envelope struct {
@@ -66,9 +95,20 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 		if !json.Valid(payload) {
 			payload = json.RawMessage("null")
 		}
-		return json.Marshal(envelope{Type: a.Type, Data: paymentData{
+		d := paymentData{
 			Source: p.Source, TransactionID: p.TransactionID, Amount: p.Amount, Currency: p.Currency,
 			EventID: p.EventID, ReceivedAt: p.ReceivedAt.UTC().Format(time.RFC3339Nano), Payload: payload,
+			Status: "succeeded", Version: 1,
+		}
+		if st := a.State; st != nil {
+			d.Status, d.AmountRefunded, d.Dispute, d.Version = st.Status, st.AmountRefunded, dispute(st.Dispute), st.Version
+		}
+		return json.Marshal(envelope{Type: a.Type, Data: d})
+	case strings.HasPrefix(a.Type, "payment.") && a.State != nil:
+		st := a.State
+		return json.Marshal(envelope{Type: a.Type, Data: changeData{
+			Source: a.Source, TransactionID: a.TransactionID, Status: st.Status, Amount: st.Amount, Currency: st.Currency,
+			AmountRefunded: st.AmountRefunded, Dispute: dispute(st.Dispute), Version: st.Version, EventID: st.EventID,
 		}})
 	case strings.HasPrefix(a.Type, store.ForwardDisbursementPrefix) && a.Disbursement != nil:
 		return json.Marshal(envelope{Type: a.Type, Data: a.Disbursement})

@@ -1,13 +1,18 @@
 // Package native is paylock's own provider, registered as "paylock": the
 // flat body {"transaction_id","amount","currency"} that the built-in
 // payments source (POST /webhooks/payments) reads, and any source of the
-// sources file with adapter paylock. Its sources are signed in headers,
+// sources file with adapter paylock. An optional "type" says what the body
+// is: "payment" (the default, the body of paylock's first releases), or a
+// later event of the payment's lifecycle: "refund" (of amount, with its
+// "refund_id"), "failed" or "canceled". Its sources are signed in headers,
 // Standard Webhooks (the default) or Stripe's scheme, and take no setting
 // of their own.
 package native
 
 import (
 	"strings"
+
+	"github.com/paylock/paylock/lifecycle"
 
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
@@ -42,11 +47,19 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 // adapter reads paylock's own flat body
 // {"transaction_id","amount","currency"}: one event, its payload the whole
 // body, its event id the delivery's header id or, failing that, the body's
-// top-level "id" when it is a string (kept for audit, never refused).
+// top-level "id" when it is a string (kept for audit, never refused). A
+// lifecycle event without either is identified by what it is about:
+// "refund:<refund_id>", "failed:<transaction_id>", "canceled:<transaction_id>".
 type adapter struct{ rules *payload.Rules }
 
+// kinds are the values of "type" and the events they are.
+var kinds = map[string]lifecycle.Kind{
+	"payment": lifecycle.Succeeded, "refund": lifecycle.Refund,
+	"failed": lifecycle.Failed, "canceled": lifecycle.Canceled,
+}
+
 func (a adapter) Adapt(body []byte, headerID string) ([]provider.Event, error) {
-	in, err := decodePayment(a.rules, body)
+	in, typ, refundID, err := decodeEvent(a.rules, body)
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +67,48 @@ func (a adapter) Adapt(body []byte, headerID string) ([]provider.Event, error) {
 	if eventID == "" {
 		eventID = in.EventID
 	}
-	return []provider.Event{{
+	e := provider.Event{
 		TransactionID: in.TransactionID, Amount: in.Amount, Currency: in.Currency,
 		Payload: body, EventID: eventID,
-	}}, nil
+	}
+	if typ == "" || typ == "payment" {
+		return []provider.Event{e}, nil
+	}
+	e.Kind, e.RefundID = kinds[typ], refundID
+	if e.EventID == "" {
+		e.EventID = typ + ":" + in.TransactionID
+		if refundID != "" {
+			e.EventID = "refund:" + refundID
+		}
+	}
+	return []provider.Event{e}, nil
+}
+
+// decodeEvent decodes a flat body as decodePayment does, with its optional
+// "type" and, for a refund, its required "refund_id".
+func decodeEvent(r *payload.Rules, body []byte) (payload.Payment, string, string, error) {
+	var typ, refundID string
+	err := payload.DecodeObject(body, []payload.Field{
+		{Name: "type", Str: &typ},
+		{Name: "refund_id", Str: &refundID},
+	})
+	if err != nil {
+		return payload.Payment{}, "", "", err
+	}
+	if _, ok := kinds[typ]; typ != "" && !ok {
+		return payload.Payment{}, "", "", payload.Invalid("type", `type must be "payment", "refund", "failed" or "canceled"`)
+	}
+	refundID = strings.TrimSpace(refundID)
+	switch {
+	case typ == "refund" && refundID == "":
+		return payload.Payment{}, "", "", payload.Invalid("refund_id", "refund_id is required for a refund")
+	case len(refundID) > 255:
+		return payload.Payment{}, "", "", payload.Invalid("refund_id", "refund_id must be at most 255 characters")
+	case typ != "refund" && refundID != "":
+		return payload.Payment{}, "", "", payload.Invalid("refund_id", "refund_id is for a refund only")
+	}
+	in, err := decodePayment(r, body)
+	return in, typ, refundID, err
 }
 
 // decodePayment decodes and checks a flat payment body: transaction_id

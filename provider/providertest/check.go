@@ -29,6 +29,10 @@ func WantEvents(t testing.TB, got, want []provider.Event) {
 		if !bytes.Equal(g.Payload, w.Payload) {
 			t.Errorf("event %d payload = %s, want %s", i, g.Payload, w.Payload)
 		}
+		if g.Kind != w.Kind || g.RefundID != w.RefundID || g.Cumulative != w.Cumulative || !g.At.Equal(w.At) {
+			t.Errorf("event %d = kind %q refund %q cumulative %v at %v, want kind %q refund %q cumulative %v at %v", i,
+				g.Kind, g.RefundID, g.Cumulative, g.At, w.Kind, w.RefundID, w.Cumulative, w.At)
+		}
 	}
 }
 
@@ -75,6 +79,9 @@ func CheckAdapted(t testing.TB, events []provider.Event, err error) {
 		}
 		if len(e.EventID) > 255 {
 			t.Fatalf("accepted an event id of %d bytes", len(e.EventID))
+		}
+		if !e.Succeeded() && (e.EventID == "" || !e.Kind.Valid()) {
+			t.Fatalf("accepted a lifecycle event of kind %q without an event id (%q) or of no known kind", e.Kind, e.EventID)
 		}
 		if !utf8.Valid(e.Payload) || !json.Valid(e.Payload) || payload.Storable(e.Payload) != nil {
 			t.Fatalf("accepted a payload jsonb cannot store: %q", e.Payload)

@@ -44,10 +44,14 @@ func (e *env) authentic(t *testing.T, i int, d provider.Delivery) {
 			n = 0 // delivered again: nothing more
 		}
 		if after-rows != n {
-			t.Fatalf("delivery %d recorded %d payments, want %d", attempt+1, after-rows, n)
+			t.Fatalf("delivery %d recorded %d payments and events, want %d", attempt+1, after-rows, n)
 		}
 	}
 	for _, want := range wanted(d) {
+		if !want.Succeeded() {
+			e.wantEvent(t, want)
+			continue
+		}
 		got, err := e.st.Payments().Payment(context.Background(), signedSource, want.TransactionID)
 		if err != nil {
 			t.Fatalf("payment %s: %v", want.TransactionID, err)
@@ -60,6 +64,29 @@ func (e *env) authentic(t *testing.T, i int, d provider.Delivery) {
 			t.Errorf("payment %s stored payload %s, want %s", want.TransactionID, got.Payload, want.Payload)
 		}
 	}
+}
+
+// wantEvent checks that the lifecycle event want is recorded as it is.
+func (e *env) wantEvent(t *testing.T, want provider.Event) {
+	t.Helper()
+	st, err := e.st.Payments().PaymentState(context.Background(), signedSource, want.TransactionID)
+	if err != nil {
+		t.Fatalf("payment %s of event %s: %v", want.TransactionID, want.EventID, err)
+	}
+	for _, got := range st.Events {
+		if got.EventID != want.EventID {
+			continue
+		}
+		if got.Kind != want.Kind || got.Amount != want.Amount || got.Currency != want.Currency ||
+			got.RefundID != want.RefundID || got.Cumulative != want.Cumulative || !got.At.Equal(want.At) {
+			t.Errorf("event %s recorded as %+v, want %+v", want.EventID, got, want)
+		}
+		if !sameJSON(got.Payload, want.Payload) {
+			t.Errorf("event %s stored payload %s, want %s", want.EventID, got.Payload, want.Payload)
+		}
+		return
+	}
+	t.Errorf("event %s of payment %s is not recorded", want.EventID, want.TransactionID)
 }
 
 // wantAnswer checks a 200's body: the provider's acknowledgement, or

@@ -119,12 +119,13 @@ func (e *env) post(t *testing.T, source string, h http.Header, body []byte) (int
 	return res.StatusCode, res.Header, raw
 }
 
-// written counts the payments recorded and the lock keys in Redis: what a
-// refused delivery must leave as it was.
+// written counts the payments and lifecycle events recorded and the lock
+// keys in Redis: what a refused delivery must leave as it was.
 func (e *env) written(t *testing.T) (rows, keys int) {
 	t.Helper()
 	ctx := context.Background()
-	if err := e.st.Pool().QueryRow(ctx, "SELECT count(*) FROM payments").Scan(&rows); err != nil {
+	if err := e.st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM payments WHERE amount IS NOT NULL)
+		+ (SELECT count(*) FROM payment_events)`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	k, err := e.rdb.Keys(ctx, e.prefix+"*").Result()
