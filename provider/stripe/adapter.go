@@ -2,7 +2,10 @@ package stripe
 
 import (
 	"fmt"
+	"strconv"
+	"time"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 )
@@ -18,7 +21,21 @@ import (
 //     not null) is ignored: its PaymentIntent's event records that money,
 //     and recording both would count it twice under two ids.
 //
-// Every other event type is acknowledged and written nowhere. The event id
+// and the lifecycle of a payment (package lifecycle), each named by the
+// PaymentIntent it belongs to:
+//
+//   - payment_intent.payment_failed and payment_intent.canceled: failed
+//     and canceled, data.object.id with data.object.amount;
+//   - charge.refunded: a refund of the Charge's data.object.payment_intent
+//     (the Charge's own id when it has none), data.object.amount_refunded
+//     being the cumulative amount refunded so far;
+//   - charge.dispute.created: a dispute opened, data.object.payment_intent
+//     (else data.object.charge) with data.object.amount;
+//   - charge.dispute.closed: the dispute won (data.object.status "won" or
+//     "warning_closed") or lost ("lost").
+//
+// Their date is the event's created. Every other event type is
+// acknowledged and written nowhere. The event id
 // is the event's own "id" (evt_...): Stripe's signature header carries none,
 // and Stripe resends an event with the same id. The stored payload is the
 // whole event body.
@@ -73,8 +90,78 @@ func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.kind != "" {
+		if e, err = lifecycleEvent(root, obj, objName, rec, e); err != nil {
+			return nil, err
+		}
+	}
 	e.Payload = body
 	return []provider.Event{e}, nil
+}
+
+// lifecycleEvent completes e, read from a lifecycle event type's object:
+// its kind, the payment it belongs to, its date.
+func lifecycleEvent(root, obj *payload.Node, objName string, rec record, e provider.Event) (provider.Event, error) {
+	e.Kind, e.Cumulative = rec.kind, rec.kind == lifecycle.Refund
+	if rec.linked {
+		ref, err := paymentOf(obj, objName, rec)
+		if err != nil {
+			return e, err
+		}
+		if ref != "" {
+			e.TransactionID = ref
+		}
+	}
+	if rec.kind == lifecycle.DisputeWon {
+		status, name, err := obj.RequiredString(objName, "status")
+		if err != nil {
+			return e, err
+		}
+		switch status {
+		case "won", "warning_closed":
+		case "lost":
+			e.Kind = lifecycle.DisputeLost
+		default:
+			return e, payload.Invalid(name, name+` must be "won", "warning_closed" or "lost" for a closed dispute`)
+		}
+	}
+	created, _, err := root.Child("", "created")
+	if err != nil {
+		return e, err
+	}
+	if created != nil && created.Kind() == payload.Number {
+		if sec, err := strconv.ParseInt(string(created.Raw()), 10, 64); err == nil && sec > 0 {
+			e.At = time.Unix(sec, 0).UTC()
+		}
+	}
+	return e, nil
+}
+
+// paymentOf is the PaymentIntent a Charge or a Dispute belongs to, else a
+// Dispute's Charge; "" for a Charge without a PaymentIntent (recorded
+// under its own id).
+func paymentOf(obj *payload.Node, objName string, rec record) (string, error) {
+	keys := []string{"payment_intent"}
+	if rec.object == "dispute" {
+		keys = append(keys, "charge")
+	}
+	for _, key := range keys {
+		n, name, err := obj.Child(objName, key)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case n == nil || n.Kind() == payload.Null:
+			continue
+		case n.Kind() != payload.String:
+			return "", payload.Malformed(name, name+" must be a string (an id)")
+		}
+		return n.Text(), nil
+	}
+	if rec.object == "dispute" {
+		return "", payload.Invalid(objName+".charge", "a dispute must name its payment_intent or its charge")
+	}
+	return "", nil
 }
 
 // event reads the payment of data.object and checks it, naming each field

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"embed"
 	"strings"
+	"time"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/provider"
 )
 
@@ -45,8 +47,9 @@ func (Provider) Samples() provider.Samples {
 	chOfPI := bytes.Replace(ch, []byte(`"payment_intent": null`), []byte(`"payment_intent": "pi_3QpaylockPI0001"`), 1)
 	chOfPI = bytes.Replace(chOfPI, []byte(`"evt_3QpaylockCH0001"`), []byte(`"evt_3QpaylockCH0002"`), 1)
 	return provider.Samples{
-		Settings: provider.Settings{"events": []byte(`["payment_intent.succeeded","charge.succeeded"]`)},
-		Secret:   "whsec_stripe-sample-secret-0123456789",
+		Settings: provider.Settings{"events": []byte(`["payment_intent.succeeded","charge.succeeded","payment_intent.payment_failed",` +
+			`"payment_intent.canceled","charge.refunded","charge.dispute.created","charge.dispute.closed"]`)},
+		Secret: "whsec_stripe-sample-secret-0123456789",
 		Deliveries: []provider.Delivery{
 			{Name: "payment_intent.succeeded", Body: sample("payment_intent.succeeded.json"), Events: []provider.Event{
 				{TransactionID: "pi_3QpaylockPI0001", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockPI0001"}}},
@@ -54,6 +57,16 @@ func (Provider) Samples() provider.Samples {
 				{TransactionID: "ch_3QpaylockCH0001", Amount: 1500, Currency: "EUR", EventID: "evt_3QpaylockCH0001"}}},
 			{Name: "charge of a PaymentIntent: its PaymentIntent's event records it", Body: chOfPI},
 			{Name: "customer.created is not recorded", Body: sample("customer.created.json")},
+			{Name: "payment_intent.payment_failed", Body: sample("payment_intent.payment_failed.json"), Events: []provider.Event{
+				{Kind: lifecycle.Failed, TransactionID: "pi_3QpaylockPI0002", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockPF0001", At: unix(1764500100)}}},
+			{Name: "payment_intent.canceled", Body: sample("payment_intent.canceled.json"), Events: []provider.Event{
+				{Kind: lifecycle.Canceled, TransactionID: "pi_3QpaylockPI0002", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockPC0001", At: unix(1764500200)}}},
+			{Name: "charge.refunded: the cumulative amount refunded, of the Charge's PaymentIntent", Body: sample("charge.refunded.json"), Events: []provider.Event{
+				{Kind: lifecycle.Refund, Cumulative: true, TransactionID: "pi_3QpaylockPI0001", Amount: 500, Currency: "JPY", EventID: "evt_3QpaylockRF0001", At: unix(1764503600)}}},
+			{Name: "charge.dispute.created", Body: sample("charge.dispute.created.json"), Events: []provider.Event{
+				{Kind: lifecycle.DisputeOpened, TransactionID: "pi_3QpaylockPI0001", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockDP0001", At: unix(1764590000)}}},
+			{Name: "charge.dispute.closed, lost", Body: sample("charge.dispute.closed.json"), Events: []provider.Event{
+				{Kind: lifecycle.DisputeLost, TransactionID: "pi_3QpaylockPI0001", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockDC0001", At: unix(1765500000)}}},
 		},
 		Refused: []provider.Refusal{
 			{Name: "not an event", Body: []byte(`{"id":"pi_1","object":"payment_intent","amount_received":1,"currency":"jpy"}`), Status: 422},
@@ -66,7 +79,16 @@ func (Provider) Samples() provider.Samples {
 			{Name: "amount_received zero", Body: piEvent(`"amount_received":2000`, `"amount_received":0`), Status: 422},
 			{Name: "currency unknown", Body: piEvent(`"jpy"`, `"abc"`), Status: 422},
 			{Name: "amount_received case-variant", Body: piEvent(`"amount_received":2000`, `"amount_received":2000,"Amount_Received":1`), Status: 400},
+			{Name: "a closed dispute neither won nor lost", Status: 422,
+				Body: bytes.Replace(sample("charge.dispute.closed.json"), []byte(`"status": "lost"`), []byte(`"status": "needs_response"`), 1)},
+			{Name: "a dispute of no payment", Status: 422, Body: bytes.Replace(bytes.Replace(sample("charge.dispute.created.json"),
+				[]byte(`"charge": "ch_3QpaylockCH0002"`), []byte(`"charge": null`), 1), []byte(`"payment_intent": "pi_3QpaylockPI0001"`), []byte(`"payment_intent": null`), 1)},
+			{Name: "a refund's payment_intent a number", Status: 400,
+				Body: bytes.Replace(sample("charge.refunded.json"), []byte(`"payment_intent": "pi_3QpaylockPI0001"`), []byte(`"payment_intent": 1`), 1)},
 			{Name: "repeated key elsewhere", Body: piEvent(`"status":"succeeded"`, `"metadata":{"k":"1","k":"2"}`), Status: 400},
 		},
 	}
 }
+
+// unix is a Stripe timestamp as an event's date.
+func unix(sec int64) time.Time { return time.Unix(sec, 0).UTC() }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
@@ -22,11 +23,16 @@ func init() { provider.Register("stripe", Provider{}) }
 // Provider is Stripe.
 type Provider struct{}
 
-// record says how a Stripe event type carries a payment: the type of its
-// data.object and the member holding the amount received.
+// record says how a Stripe event type carries a payment or an event of its
+// lifecycle: the type of its data.object, the member holding the amount,
+// the lifecycle kind ("" for a payment that succeeded), and whether the
+// payment is named by the object's payment_intent rather than by its id
+// (a Charge's refund, a Dispute).
 type record struct {
 	object string
 	amount string
+	kind   lifecycle.Kind
+	linked bool
 }
 
 // records are the Stripe event types a source may record, in the order
@@ -39,10 +45,28 @@ var records = []struct {
 }{
 	{"payment_intent.succeeded", record{object: "payment_intent", amount: "amount_received"}},
 	{"charge.succeeded", record{object: "charge", amount: "amount"}},
+	{"payment_intent.payment_failed", record{object: "payment_intent", amount: "amount", kind: lifecycle.Failed}},
+	{"payment_intent.canceled", record{object: "payment_intent", amount: "amount", kind: lifecycle.Canceled}},
+	{"charge.refunded", record{object: "charge", amount: "amount_refunded", kind: lifecycle.Refund, linked: true}},
+	{"charge.dispute.created", record{object: "dispute", amount: "amount", kind: lifecycle.DisputeOpened, linked: true}},
+	{"charge.dispute.closed", record{object: "dispute", amount: "amount", kind: lifecycle.DisputeWon, linked: true}},
 }
 
-// defaultEvent is what a source records when its settings name no events.
+// defaultEvent is the payment a source records when its settings name no
+// events; it records every lifecycle event type too (lifecycleEvents).
 const defaultEvent = "payment_intent.succeeded"
+
+// lifecycleEvents are the event types of a payment's lifecycle after (or
+// instead of) its success.
+func lifecycleEvents() []string {
+	var out []string
+	for _, r := range records {
+		if r.kind != "" {
+			out = append(out, r.typ)
+		}
+	}
+	return out
+}
 
 // Schemes are Stripe's, then Standard Webhooks.
 func (Provider) Schemes() []signature.Scheme {
@@ -50,8 +74,10 @@ func (Provider) Schemes() []signature.Scheme {
 }
 
 // Keys: events, the event types the source records (default
-// [payment_intent.succeeded]); every other type is acknowledged and
-// written nowhere.
+// payment_intent.succeeded and every lifecycle type:
+// payment_intent.payment_failed, payment_intent.canceled, charge.refunded,
+// charge.dispute.created, charge.dispute.closed); every other type is
+// acknowledged and written nowhere.
 func (Provider) Keys() []string { return []string{"events"} }
 
 // New returns the adapter of s's events, or a *provider.SettingError for
@@ -79,7 +105,7 @@ func eventTypes(s provider.Settings) ([]string, error) {
 	}
 	raw, ok := s["events"]
 	if !ok {
-		return []string{defaultEvent}, nil
+		return append([]string{defaultEvent}, lifecycleEvents()...), nil
 	}
 	fail := func(err error) error { return &provider.SettingError{Key: "events", Err: err} }
 	var events []string
@@ -87,7 +113,7 @@ func eventTypes(s provider.Settings) ([]string, error) {
 		return nil, fail(errors.New("want a list of event types"))
 	}
 	if len(events) == 0 {
-		return nil, fail(errors.New("empty: omit it for the default, " + defaultEvent))
+		return nil, fail(errors.New("empty: omit it for the default, " + defaultEvent + " and every lifecycle event"))
 	}
 	known := make([]string, len(records))
 	for i, r := range records {
@@ -95,7 +121,8 @@ func eventTypes(s provider.Settings) ([]string, error) {
 	}
 	for i, e := range events {
 		if !slices.Contains(known, e) {
-			return nil, fail(fmt.Errorf("unknown Stripe event %q (want %s)", e, strings.Join(known, " or ")))
+			return nil, fail(fmt.Errorf("unknown Stripe event %q (want %s or charge.succeeded), or a lifecycle event (%s)",
+				e, defaultEvent, strings.Join(lifecycleEvents(), ", ")))
 		}
 		if slices.Contains(events[:i], e) {
 			return nil, fail(fmt.Errorf("%q listed twice", e))

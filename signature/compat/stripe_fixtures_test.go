@@ -54,6 +54,39 @@ func TestStripeFixturesAreStripeEvents(t *testing.T) {
 				}
 				knownKeys(t, "data.object", raw, cu)
 			}},
+		{"payment_intent.payment_failed.json", stripe.EventTypePaymentIntentPaymentFailed, "evt_3QpaylockPF0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var pi stripe.PaymentIntent
+				mustUnmarshal(t, raw, &pi)
+				if pi.ID != "pi_3QpaylockPI0002" || pi.Amount != 2000 || pi.Currency != stripe.CurrencyJPY ||
+					pi.Status != stripe.PaymentIntentStatusRequiresPaymentMethod || pi.LastPaymentError == nil {
+					t.Errorf("PaymentIntent = %s %d %s %s", pi.ID, pi.Amount, pi.Currency, pi.Status)
+				}
+				knownKeys(t, "data.object", raw, pi)
+			}},
+		{"payment_intent.canceled.json", stripe.EventTypePaymentIntentCanceled, "evt_3QpaylockPC0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var pi stripe.PaymentIntent
+				mustUnmarshal(t, raw, &pi)
+				if pi.ID != "pi_3QpaylockPI0002" || pi.Amount != 2000 || pi.Status != stripe.PaymentIntentStatusCanceled {
+					t.Errorf("PaymentIntent = %s %d %s", pi.ID, pi.Amount, pi.Status)
+				}
+				knownKeys(t, "data.object", raw, pi)
+			}},
+		{"charge.refunded.json", stripe.EventTypeChargeRefunded, "evt_3QpaylockRF0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var ch stripe.Charge
+				mustUnmarshal(t, raw, &ch)
+				if ch.ID != "ch_3QpaylockCH0002" || ch.AmountRefunded != 500 || ch.Currency != stripe.CurrencyJPY ||
+					ch.PaymentIntent == nil || ch.PaymentIntent.ID != "pi_3QpaylockPI0001" {
+					t.Errorf("Charge = %s refunded %d %s pi=%v", ch.ID, ch.AmountRefunded, ch.Currency, ch.PaymentIntent)
+				}
+				knownKeys(t, "data.object", raw, ch)
+			}},
+		{"charge.dispute.created.json", stripe.EventTypeChargeDisputeCreated, "evt_3QpaylockDP0001",
+			func(t *testing.T, raw json.RawMessage) { checkDispute(t, raw, stripe.DisputeStatusNeedsResponse) }},
+		{"charge.dispute.closed.json", stripe.EventTypeChargeDisputeClosed, "evt_3QpaylockDC0001",
+			func(t *testing.T, raw json.RawMessage) { checkDispute(t, raw, stripe.DisputeStatusLost) }},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -133,4 +166,18 @@ func unknownKeys(path string, fixture, typed any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkDispute checks a Dispute fixture: of PaymentIntent pi_3QpaylockPI0001
+// through Charge ch_3QpaylockCH0002, 2000 JPY, in status.
+func checkDispute(t *testing.T, raw json.RawMessage, status stripe.DisputeStatus) {
+	t.Helper()
+	var du stripe.Dispute
+	mustUnmarshal(t, raw, &du)
+	if du.ID != "du_3QpaylockDU0001" || du.Object != "dispute" || du.Amount != 2000 || du.Currency != stripe.CurrencyJPY ||
+		du.Status != status || du.Charge == nil || du.Charge.ID != "ch_3QpaylockCH0002" ||
+		du.PaymentIntent == nil || du.PaymentIntent.ID != "pi_3QpaylockPI0001" {
+		t.Errorf("Dispute = %s %s %d %s %s charge=%v pi=%v", du.ID, du.Object, du.Amount, du.Currency, du.Status, du.Charge, du.PaymentIntent)
+	}
+	knownKeys(t, "data.object", raw, du)
 }
