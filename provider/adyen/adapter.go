@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 )
@@ -43,8 +44,13 @@ func (adapter) Acknowledge() (string, []byte) {
 // must already be upper-case), event id pspReference+":AUTHORISATION"
 // (Adyen's own deduplication key, eventCode with pspReference, stable
 // across Adyen's retries of the same item), and as payload that item's
-// NotificationRequestItem object as received. Every other item is
-// acknowledged and written nowhere. A malformed item refuses the whole
+// NotificationRequestItem object as received. A refused AUTHORISATION
+// (success "false") naming its pspReference and amount is that payment's
+// failure, and a successful item of one of the lifecycle codes (codes) is
+// an event of the payment its originalReference names (else its own
+// pspReference, for a dispute notice), event id pspReference:eventCode,
+// dated by eventDate. Every other item is acknowledged and written
+// nowhere. A malformed item refuses the whole
 // batch (4xx, Adyen retries it), so does a batch of more than maxItems
 // items or one that names a pspReference twice with different amounts
 // (422); the same pspReference twice with the same amount is recorded once.
@@ -66,7 +72,8 @@ func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
 		return nil, payload.Invalid(name, fmt.Sprintf("%s must hold at most %d items", name, maxItems))
 	}
 	var events []provider.Event
-	seen := make(map[string]int) // pspReference -> index in events
+	seen := make(map[string]int) // a payment's pspReference -> index in events
+	seenEvents := make(map[string]bool)
 	for i, wrapper := range list.Items() {
 		prefix := name + "[" + strconv.Itoa(i) + "]"
 		if wrapper.Kind() != payload.Object {
@@ -80,7 +87,12 @@ func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e == nil {
+		if e == nil || seenEvents[e.EventID] {
+			continue
+		}
+		if !e.Succeeded() {
+			seenEvents[e.EventID] = true
+			events = append(events, *e)
 			continue
 		}
 		if j, dup := seen[e.TransactionID]; dup {
@@ -98,7 +110,7 @@ func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
 }
 
 // item reads one NotificationRequestItem: an event for a successful
-// AUTHORISATION, nil for any other item.
+// AUTHORISATION or a lifecycle code (codes), nil for any other item.
 func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, payload.Names, error) {
 	code, _, err := item.RequiredString(prefix, "eventCode")
 	if err != nil {
@@ -111,10 +123,16 @@ func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, paylo
 	if success != "true" && success != "false" {
 		return nil, nil, payload.Invalid(successName, successName+` must be "true" or "false"`)
 	}
-	if code != "AUTHORISATION" || success != "true" {
+	kind, ok := kindOf(code, success == "true")
+	if !ok {
 		return nil, nil, nil
 	}
-	p := provider.Event{Payload: item.Raw()}
+	if kind == lifecycle.Failed && !refusedWithPayment(item) {
+		// A refused authorisation that names no payment and amount says
+		// nothing paylock can record.
+		return nil, nil, nil
+	}
+	p := provider.Event{Payload: item.Raw(), Kind: kind}
 	var txName, amountName, currencyName string
 	if p.TransactionID, txName, err = item.RequiredString(prefix, "pspReference"); err != nil {
 		return nil, nil, err
@@ -131,6 +149,11 @@ func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, paylo
 	p.EventID = p.TransactionID + ":" + code
 	names := payload.Names{
 		"transaction_id": txName, "amount": amountName, "currency": currencyName, "event_id": txName,
+	}
+	if kind == lifecycle.Succeeded {
+		p.Kind = "" // a payment, as before lifecycles
+	} else if names["transaction_id"], err = link(item, prefix, &p); err != nil {
+		return nil, nil, err
 	}
 	if err := a.rules.CheckPayment(p.Payment(), names); err != nil {
 		return nil, nil, err

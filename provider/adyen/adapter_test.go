@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/paylock/paylock/lifecycle"
 
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
@@ -75,9 +78,13 @@ func TestAdyenAdapterRecordsSuccessfulAuthorisations(t *testing.T) {
 	}{
 		{"one authorisation", single, []provider.Event{
 			{TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "QFQTPCQ8HXSKGK82:AUTHORISATION"}}, []int{0}},
-		{"a batch: refused, capture skipped", batch, []provider.Event{
+		// Issue #23: a refused authorisation is the payment's failure (it
+		// was skipped before).
+		{"a batch: refused is a failure, capture skipped", batch, []provider.Event{
 			{TransactionID: "KHQC5N7G84BLNK43", Amount: 5000, Currency: "JPY", EventID: "KHQC5N7G84BLNK43:AUTHORISATION"},
-			{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION"}}, []int{0, 3}},
+			{Kind: lifecycle.Failed, TransactionID: "V4HZ4RBFJGXXGN82", Amount: 2500, Currency: "EUR", EventID: "V4HZ4RBFJGXXGN82:AUTHORISATION",
+				At: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC)},
+			{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION"}}, []int{0, 1, 3}},
 		{"no items", []byte(adyenBatch()), nil, nil},
 		{"only other events", []byte(adyenBatch(adyenItem("A1", "CAPTURE", "true"), adyenItem("A2", "REFUND", "false"),
 			adyenItem("A3", "REPORT_AVAILABLE", "true"))), nil, nil},

@@ -2,8 +2,10 @@
 // standard notification batches (Webhooks API NotificationRequestItem),
 // signed item by item with Adyen's HMAC inside the body (hex keys, as
 // Adyen's Customer Area shows them), one payment per successful
-// AUTHORISATION, answered with Adyen's literal "[accepted]". Its sources
-// take no setting of their own.
+// AUTHORISATION, and the payment's lifecycle (a refused AUTHORISATION, a
+// CANCELLATION, REFUND, REFUND_FAILED and the dispute codes: see codes),
+// answered with Adyen's literal "[accepted]". Its sources take no setting
+// of their own.
 package adyen
 
 import (

@@ -5,7 +5,9 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
@@ -55,6 +57,12 @@ func (Provider) Samples() provider.Samples {
 	for i := range tooMany {
 		tooMany[i] = item(fmt.Sprintf("PSP%013d", i), "AUTHORISATION", "true")
 	}
+	later := signed([]byte(batch(
+		item("RFND000000000001", "REFUND", "true", `"originalReference":""`, `"originalReference":"QFQTPCQ8HXSKGK82"`, `"value":1000`, `"value":300`),
+		item("DSPT000000000001", "NOTIFICATION_OF_CHARGEBACK", "true", `"originalReference":""`, `"originalReference":"QFQTPCQ8HXSKGK82"`))))
+	cancel := signed([]byte(batch(
+		item("CNCL000000000001", "CANCELLATION", "true", `"originalReference":""`, `"originalReference":"UNKNOWN000000001"`))))
+	noon := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
 	ok := item("A1", "AUTHORISATION", "true")
 	auth := func(replace ...string) []byte {
 		return []byte(batch(ok, item("B2", "AUTHORISATION", "true", replace...)))
@@ -64,9 +72,19 @@ func (Provider) Samples() provider.Samples {
 		Deliveries: []provider.Delivery{
 			{Name: "one authorisation", Body: one, Tampered: tampered(one), Events: []provider.Event{
 				{TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "QFQTPCQ8HXSKGK82:AUTHORISATION", Payload: itemOf(one, 0)}}},
-			{Name: "a batch: the refused authorisation and the capture are not recorded", Body: mixed, Tampered: tampered(mixed), Events: []provider.Event{
+			{Name: "a batch: the refused authorisation is a failure, the capture is not recorded", Body: mixed, Tampered: tampered(mixed), Events: []provider.Event{
 				{TransactionID: "KHQC5N7G84BLNK43", Amount: 5000, Currency: "JPY", EventID: "KHQC5N7G84BLNK43:AUTHORISATION", Payload: itemOf(mixed, 0)},
+				{Kind: lifecycle.Failed, TransactionID: "V4HZ4RBFJGXXGN82", Amount: 2500, Currency: "EUR", EventID: "V4HZ4RBFJGXXGN82:AUTHORISATION",
+					At: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC), Payload: itemOf(mixed, 1)},
 				{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION", Payload: itemOf(mixed, 3)}}},
+			{Name: "a refund and a chargeback notice of the authorised payment", Body: later, Tampered: tampered(later), Events: []provider.Event{
+				{Kind: lifecycle.Refund, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 300, Currency: "EUR", EventID: "RFND000000000001:REFUND",
+					RefundID: "RFND000000000001", At: noon, Payload: itemOf(later, 0)},
+				{Kind: lifecycle.DisputeOpened, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR",
+					EventID: "DSPT000000000001:NOTIFICATION_OF_CHARGEBACK", At: noon, Payload: itemOf(later, 1)}}},
+			{Name: "a cancellation of a payment paylock does not know yet", Body: cancel, Tampered: tampered(cancel), Events: []provider.Event{
+				{Kind: lifecycle.Canceled, TransactionID: "UNKNOWN000000001", Amount: 1000, Currency: "EUR", EventID: "CNCL000000000001:CANCELLATION",
+					At: noon, Payload: itemOf(cancel, 0)}}},
 			{Name: "a capture alone records nothing", Body: capture, Tampered: tampered(capture)},
 		},
 		Refused: []provider.Refusal{
@@ -79,6 +97,7 @@ func (Provider) Samples() provider.Samples {
 			{Name: "value a fraction", Body: auth(`"value":1000`, `"value":10.5`), Status: 422},
 			{Name: "value a string", Body: auth(`"value":1000`, `"value":"1000"`), Status: 400},
 			{Name: "currency lower case", Body: auth(`"EUR"`, `"eur"`), Status: 422},
+			{Name: "a refund naming no payment", Body: []byte(batch(item("R1", "REFUND", "true"))), Status: 422},
 			{Name: "pspReference repeated with another amount", Body: []byte(batch(ok, item("A1", "AUTHORISATION", "true", `"value":1000`, `"value":999`))), Status: 422},
 		},
 	}

@@ -1,0 +1,99 @@
+package adyen
+
+import (
+	"time"
+
+	"github.com/paylock/paylock/lifecycle"
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
+)
+
+// codes are the eventCodes of a payment's lifecycle that paylock records,
+// and what each is, per Adyen's documentation of its standard webhooks
+// (docs.adyen.com/development-resources/webhooks/webhook-types, and the
+// dispute notifications of docs.adyen.com/risk-management/disputes-api):
+// a CHARGEBACK debits the merchant (the dispute lost unless defended), a
+// CHARGEBACK_REVERSED credits it back (won), a SECOND_CHARGEBACK debits it
+// again (lost); pre-arbitration ends it either way. The codes alone are not
+// monotonic (lost, won, lost again): package lifecycle orders the outcomes
+// by eventDate. The notices of a dispute under way open it.
+var codes = map[string]lifecycle.Kind{
+	"CANCELLATION":                      lifecycle.Canceled,
+	"REFUND":                            lifecycle.Refund,
+	"REFUND_FAILED":                     lifecycle.RefundFailed,
+	"REFUNDED_REVERSED":                 lifecycle.RefundFailed,
+	"NOTIFICATION_OF_CHARGEBACK":        lifecycle.DisputeOpened,
+	"REQUEST_FOR_INFORMATION":           lifecycle.DisputeOpened,
+	"INFORMATION_SUPPLIED":              lifecycle.DisputeOpened,
+	"DISPUTE_DEFENSE_PERIOD_ENDED":      lifecycle.DisputeOpened,
+	"ISSUER_RESPONSE_TIMEFRAME_EXPIRED": lifecycle.DisputeOpened,
+	"CHARGEBACK":                        lifecycle.DisputeLost,
+	"SECOND_CHARGEBACK":                 lifecycle.DisputeLost,
+	"PREARBITRATION_LOST":               lifecycle.DisputeLost,
+	"CHARGEBACK_REVERSED":               lifecycle.DisputeWon,
+	"PREARBITRATION_WON":                lifecycle.DisputeWon,
+}
+
+// kindOf is what an item of code with success says: a payment that
+// succeeded (a successful AUTHORISATION), a failure (a refused one), a
+// lifecycle event (a successful modification or a dispute notice), or
+// nothing to record (ok false): another code, or a modification Adyen
+// could not make (a REFUND with success "false" changed nothing).
+func kindOf(code string, success bool) (lifecycle.Kind, bool) {
+	if code == "AUTHORISATION" {
+		if success {
+			return lifecycle.Succeeded, true
+		}
+		return lifecycle.Failed, true
+	}
+	k, ok := codes[code]
+	if !ok || !success {
+		return "", false
+	}
+	return k, true
+}
+
+// refusedWithPayment reports whether a refused AUTHORISATION item names
+// its pspReference and amount: what a failure needs to be recorded.
+func refusedWithPayment(item *payload.Node) bool {
+	psp, _, err := item.Child("", "pspReference")
+	if err != nil || psp == nil || psp.Kind() != payload.String {
+		return false
+	}
+	amount, _, err := item.Child("", "amount")
+	return err == nil && amount != nil && amount.Kind() == payload.Object
+}
+
+// link names the payment lifecycle event p belongs to: the item's
+// originalReference (a modification's, a dispute's), else its own
+// pspReference (a refused authorisation, a dispute notice naming the
+// payment itself). A refund's id is its pspReference. Its date is the
+// item's eventDate. It returns the name of the member holding the
+// transaction id.
+func link(item *payload.Node, prefix string, p *provider.Event) (string, error) {
+	name := prefix + ".pspReference"
+	if p.Kind == lifecycle.Refund || p.Kind == lifecycle.RefundFailed {
+		p.RefundID = p.TransactionID
+	}
+	orig, origName, err := item.Child(prefix, "originalReference")
+	switch {
+	case err != nil:
+		return "", err
+	case orig != nil && orig.Kind() != payload.String && orig.Kind() != payload.Null:
+		return "", payload.Malformed(origName, origName+" must be a string")
+	case orig != nil && orig.Kind() == payload.String && orig.Text() != "" && p.Kind != lifecycle.Failed:
+		p.TransactionID, name = orig.Text(), origName
+	case p.Kind == lifecycle.Canceled || p.Kind == lifecycle.Refund || p.Kind == lifecycle.RefundFailed:
+		return "", payload.Invalid(origName, origName+" is required: it names the payment a modification is of")
+	}
+	date, _, err := item.Child(prefix, "eventDate")
+	if err != nil {
+		return "", err
+	}
+	if date != nil && date.Kind() == payload.String {
+		if at, err := time.Parse(time.RFC3339, date.Text()); err == nil {
+			p.At = at.UTC()
+		}
+	}
+	return name, nil
+}
