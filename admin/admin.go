@@ -43,6 +43,12 @@ type Config struct {
 	// Console serves the admin console's pages under /admin/ (see
 	// console.go); nil leaves them out.
 	Console ConsoleStore
+	// Payments serves GET /admin/payments/{source}/{transaction_id} as
+	// JSON: a payment's lifecycle state and events (see payment.go). With
+	// the console, whose payment page is the same path, a request gets the
+	// JSON when it asks for it (Accept: application/json), and the page
+	// shows the events as a timeline; nil leaves both out.
+	Payments PaymentStates
 	// Forwards is each payment source's forward destination, by name,
 	// where the console's replay sends a payment whose forward job River
 	// no longer holds.
@@ -118,6 +124,8 @@ func New(cfg Config) *Admin {
 	}
 	if cfg.Console != nil {
 		a.mountConsole(cfg.Console, cfg.Forwards, cfg.Destinations.Redacted())
+	} else if cfg.Payments != nil {
+		a.mux.HandleFunc("GET /admin/payments/{source}/{transaction_id}", a.paymentJSON)
 	}
 	for pattern, h := range cfg.Mounts {
 		a.mux.Handle(pattern, h)

@@ -275,9 +275,16 @@ type paymentData struct {
 	Jobs         []store.ForwardJob
 	Destinations map[string]string // URL by destination name, redacted
 	CanReplay    bool
+	// Lifecycle is the payment's state and its events as a timeline; nil
+	// without Config.Payments.
+	Lifecycle *paymentView
 }
 
 func (c *console) payment(w http.ResponseWriter, r *http.Request) {
+	if c.a.cfg.Payments != nil && wantsJSON(r) {
+		c.a.paymentJSON(w, r)
+		return
+	}
 	source, txID := r.PathValue("source"), r.PathValue("transaction_id")
 	p, err := c.st.Payment(r.Context(), source, txID)
 	if err != nil {
@@ -291,6 +298,15 @@ func (c *console) payment(w http.ResponseWriter, r *http.Request) {
 	}
 	d := paymentData{Payment: p, WebhookID: store.PaymentForwardID(p.Source, p.TransactionID), Jobs: jobs,
 		Destinations: c.dests, CanReplay: len(jobs) > 0 || c.forwards[p.Source] != ""}
+	if c.a.cfg.Payments != nil {
+		ps, err := c.a.cfg.Payments.PaymentState(r.Context(), p.Source, p.TransactionID)
+		if err != nil {
+			c.storeFailed(w, r, "payment lifecycle", err)
+			return
+		}
+		v := paymentViewOf(ps)
+		d.Lifecycle = &v
+	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, p.Payload, "", "  ") == nil {
 		d.Body = pretty.String()

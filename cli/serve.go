@@ -169,6 +169,7 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	s.later(stopMounts)
 	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
+		Payments: s.st.Payments(),
 		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Logger: s.logger}), s.logger)
 	go asrv.Serve(aln)
 	s.later(func() { asrv.Close() })

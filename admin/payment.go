@@ -1,0 +1,102 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paylock/paylock/problem"
+	"github.com/paylock/paylock/store"
+)
+
+// PaymentStates is what GET /admin/payments/{source}/{transaction_id}
+// reads as JSON: a payment's lifecycle state and events. *store.Payments
+// is one.
+type PaymentStates interface {
+	PaymentState(ctx context.Context, source, transactionID string) (store.PaymentState, error)
+}
+
+// paymentView is the JSON of GET /admin/payments/{source}/{transaction_id}.
+type paymentView struct {
+	Source         string      `json:"source"`
+	TransactionID  string      `json:"transaction_id"`
+	Status         string      `json:"status"`
+	Amount         int64       `json:"amount"`
+	Currency       string      `json:"currency"`
+	AmountRefunded int64       `json:"amount_refunded"`
+	OverRefunded   bool        `json:"over_refunded"`
+	Dispute        *string     `json:"dispute"`
+	Version        int         `json:"version"`
+	Events         []eventView `json:"events"`
+}
+
+// eventView is one event of a payment's timeline: its success (kind
+// succeeded) or a lifecycle event, oldest first by arrival.
+type eventView struct {
+	EventID    string    `json:"event_id"`
+	Kind       string    `json:"kind"`
+	Amount     int64     `json:"amount"`
+	Currency   string    `json:"currency,omitempty"`
+	RefundID   string    `json:"refund_id,omitempty"`
+	Cumulative bool      `json:"cumulative,omitempty"`
+	At         time.Time `json:"at,omitzero"` // the provider's date
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// paymentViewOf is p as the JSON API and the console's timeline show it.
+func paymentViewOf(p store.PaymentState) paymentView {
+	v := paymentView{Source: p.Source, TransactionID: p.TransactionID, Status: string(p.Status), Amount: p.Amount,
+		Currency: p.Currency, AmountRefunded: p.AmountRefunded, OverRefunded: p.OverRefunded, Version: p.Version,
+		Events: []eventView{}}
+	if p.Dispute != "" {
+		d := string(p.Dispute)
+		v.Dispute = &d
+	}
+	if p.Recorded {
+		v.Events = append(v.Events, eventView{EventID: p.SuccessEventID, Kind: "succeeded", Amount: p.Amount,
+			Currency: p.Currency, ReceivedAt: p.ReceivedAt})
+	}
+	for _, e := range p.Events {
+		v.Events = append(v.Events, eventView{EventID: e.EventID, Kind: string(e.Kind), Amount: e.Amount, Currency: e.Currency,
+			RefundID: e.RefundID, Cumulative: e.Cumulative, At: e.At, ReceivedAt: e.ReceivedAt})
+	}
+	slices.SortStableFunc(v.Events, func(a, b eventView) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
+	return v
+}
+
+// paymentJSON answers GET /admin/payments/{source}/{transaction_id} with
+// the payment's state and events, or a 404 problem when paylock knows
+// nothing of it.
+func (a *Admin) paymentJSON(w http.ResponseWriter, r *http.Request) {
+	source, txID := r.PathValue("source"), r.PathValue("transaction_id")
+	p, err := a.cfg.Payments.PaymentState(r.Context(), source, txID)
+	if err != nil {
+		pr := problem.Write(w, err)
+		if pr.Status >= 500 || !errors.Is(err, store.ErrNotFound) {
+			a.log.ErrorContext(r.Context(), "reading a payment failed", "source", source, "transaction_id", txID, "error", err)
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, paymentViewOf(p))
+}
+
+// wantsJSON reports whether r asks for JSON (Accept: application/json
+// before any text/html): the console's payment page answers such a
+// request with the JSON API's answer.
+func wantsJSON(r *http.Request) bool {
+	for part := range strings.SplitSeq(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		switch {
+		case err != nil:
+		case mt == "application/json" || mt == "application/problem+json":
+			return true
+		case mt == "text/html":
+			return false
+		}
+	}
+	return false
+}
