@@ -23,6 +23,10 @@ type DatabaseConfig struct {
 	// EventRetention is PAYLOCK_EVENT_RETENTION; 0: serve does not purge
 	// webhook_events (purge.go).
 	EventRetention time.Duration
+	// OrphanAfter is PAYLOCK_ORPHAN_AFTER: how long a payment known only by
+	// later events (a refund before its payment) waits for it before it is
+	// a review item.
+	OrphanAfter time.Duration
 }
 
 func (c *DatabaseConfig) title() string { return "database" }
@@ -56,6 +60,13 @@ func (c *DatabaseConfig) settings() []setting {
 			parse: boolean(&c.Migrate)},
 		{env: "PAYLOCK_EVENT_RETENTION", flag: "event-retention", usage: "serve purges webhook_events older than this, hourly (e.g. 90d; at least 7d; empty: never)",
 			parse: func(v string) (err error) { c.EventRetention, err = parseRetention(v); return err }},
+		{env: "PAYLOCK_ORPHAN_AFTER", flag: "orphan-after", def: "24h", usage: "a payment known only by later events (a refund before its payment) is a review item after this (e.g. 24h, 2d)",
+			parse: func(v string) (err error) {
+				if c.OrphanAfter, err = parseAge(v); err == nil && c.OrphanAfter <= 0 {
+					err = errors.New("must be positive")
+				}
+				return err
+			}},
 	}
 }
 
@@ -79,6 +90,7 @@ func (c *DatabaseConfig) store(forwardMaxAttempts int) store.Config {
 		StatementTimeout: c.StatementTimeout,
 		ExecMode:         c.ExecMode,
 		MigrateURL:       c.MigrateURL,
+		OrphanAfter:      c.OrphanAfter,
 
 		ForwardMaxAttempts: forwardMaxAttempts,
 	}

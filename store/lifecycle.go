@@ -164,7 +164,7 @@ func (s *Payments) recordEventTx(ctx context.Context, tx pgx.Tx, e PaymentEvent,
 	if tag.RowsAffected() == 1 {
 		// A payment known by this event alone: an orphan until its success
 		// (or another outcome) arrives.
-		if _, err := tx.Exec(ctx, `INSERT INTO payment_orphans (source, transaction_id) VALUES ($1, $2)
+		if _, err := tx.Exec(ctx, `INSERT INTO payment_attention (source, transaction_id, reason) VALUES ($1, $2, 'orphan')
 			ON CONFLICT DO NOTHING`, e.Source, e.TransactionID); err != nil {
 			return nil, translate("record event: orphans", err)
 		}
@@ -222,18 +222,26 @@ const updateStateSQL = `
 UPDATE payments SET status = $3, amount_refunded = $4, over_refunded = $5, dispute = NULLIF($6, ''), version = $7, updated_at = now()
 WHERE source = $1 AND transaction_id = $2`
 
-// storeState writes step's state and version to the payment's row, and
-// takes it off payment_orphans once it is no longer pending.
+// storeState writes step's state and version to the payment's row, takes
+// it off the orphans once it is no longer pending, and puts it up for
+// review when its refunds exceed its amount.
 func (s *Payments) storeState(ctx context.Context, tx pgx.Tx, cur PaymentState, step lifecycle.Step) error {
 	st := step.State
 	if _, err := tx.Exec(ctx, updateStateSQL, cur.Source, cur.TransactionID, string(st.Status), st.AmountRefunded,
 		st.OverRefunded, string(st.Dispute), step.Version); err != nil {
 		return translate("record event: update payment", err)
 	}
+	if st.OverRefunded {
+		if _, err := tx.Exec(ctx, `INSERT INTO payment_attention (source, transaction_id, reason) VALUES ($1, $2, 'over_refunded')
+			ON CONFLICT DO NOTHING`, cur.Source, cur.TransactionID); err != nil {
+			return translate("record event: over-refunded", err)
+		}
+	}
 	if st.Status == lifecycle.Pending {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `DELETE FROM payment_orphans WHERE source = $1 AND transaction_id = $2`, cur.Source, cur.TransactionID)
+	_, err := tx.Exec(ctx, `DELETE FROM payment_attention WHERE source = $1 AND transaction_id = $2 AND reason = 'orphan'`,
+		cur.Source, cur.TransactionID)
 	return translate("record event: orphans", err)
 }
 

@@ -225,7 +225,7 @@ func TestARefundBeforeItsPaymentWaitsAsAnOrphan(t *testing.T) {
 	if _, err := p.Payment(ctx, "", "tx_orphan"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Payment of a payment known by a refund alone: %v, want ErrNotFound", err)
 	}
-	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payment_orphans WHERE transaction_id = 'tx_orphan'`); n != 1 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payment_attention WHERE transaction_id = 'tx_orphan' AND reason = 'orphan'`); n != 1 {
 		t.Fatalf("%d orphans, want 1", n)
 	}
 	rec, err := p.RecordPayment(ctx, newPayment("tx_orphan"))
@@ -236,7 +236,7 @@ func TestARefundBeforeItsPaymentWaitsAsAnOrphan(t *testing.T) {
 		rec.Lifecycle.State.AmountRefunded != 500 {
 		t.Fatalf("the payment's change: %+v, want version 1, partially_refunded, 500 refunded", rec.Lifecycle)
 	}
-	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payment_orphans`); n != 0 {
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payment_attention`); n != 0 {
 		t.Fatalf("%d orphans after the payment, want 0", n)
 	}
 	if _, err := p.RecordPayment(ctx, newPayment("tx_orphan")); !errors.Is(err, ErrDuplicate) {
@@ -292,4 +292,52 @@ func permutationsOf(n int) [][]int {
 	}
 	rec(0)
 	return out
+}
+
+func TestOrphansAndOverRefundsAreReviewItems(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.OrphanAfter = time.Millisecond })
+	ctx := context.Background()
+	p := b.store.Payments()
+	if _, err := p.RecordEvent(ctx, PaymentEvent{TransactionID: "tx_lost", EventID: "evt_lost_refund", Kind: lifecycle.Refund,
+		RefundID: "re_lost", Amount: 100}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RecordPayment(ctx, newPayment("tx_over")); err != nil {
+		t.Fatal(err)
+	}
+	for i, amount := range []int64{1500, 1000} {
+		if _, err := p.RecordEvent(ctx, PaymentEvent{TransactionID: "tx_over", EventID: fmt.Sprint("evt_over_", i), Kind: lifecycle.Refund,
+			RefundID: fmt.Sprint("re_", i), Amount: amount}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var items []ReviewItem
+	testkit.WaitFor(t, 5*time.Second, "two payment items", func() bool {
+		var err error
+		items, err = b.store.Review().ReviewItems(ctx, ReviewFilter{Kind: ReviewLifecycle})
+		return err == nil && len(items) == 2
+	})
+	reasons := map[string]string{}
+	for _, it := range items {
+		reasons[it.Details["transaction_id"].(string)] = it.Details["reason"].(string)
+	}
+	if reasons["tx_lost"] != "orphan" || reasons["tx_over"] != "over_refunded" {
+		t.Fatalf("items %v, want tx_lost orphaned and tx_over over-refunded", reasons)
+	}
+	st, err := p.PaymentState(ctx, "", "tx_over")
+	if err != nil || st.AmountRefunded != 1999 || !st.OverRefunded || st.Status != lifecycle.Refunded {
+		t.Fatalf("tx_over: %+v, %v; want refunded, capped at 1999, flagged", st.State, err)
+	}
+	it, err := b.store.Review().ResolveReview(ctx, items[0].ID, Resolve{Action: ActionAcknowledge, Note: "seen", Who: "alice"})
+	if err != nil || it.Resolution == nil {
+		t.Fatalf("acknowledge: %+v, %v", it, err)
+	}
+	if open, _ := b.store.Review().ReviewItems(ctx, ReviewFilter{Kind: ReviewLifecycle}); len(open) != 1 {
+		t.Fatalf("%d open payment items after acknowledging one, want 1", len(open))
+	}
+	stats, err := b.store.Review().ReviewQueueStats(ctx)
+	if err != nil || stats[ReviewLifecycle].Items != 1 {
+		t.Fatalf("stats %+v, %v; want one open payment item", stats, err)
+	}
 }

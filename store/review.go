@@ -25,6 +25,9 @@ import (
 //     payout job again).
 //   - forward-<id>: a River forward job that was discarded; resolved by
 //     retry (River's JobRetry) or acknowledge.
+//   - lifecycle-<id>: a payment whose lifecycle needs a person (ReviewLifecycle):
+//     an orphan older than Config.OrphanAfter, or refunds beyond its amount;
+//     resolved by acknowledging it.
 //
 // ReviewItems and ReviewItem list the queue, ReviewQueueStats sizes it, and
 // ResolveReview records every resolution in review_resolutions (item,
@@ -97,7 +100,7 @@ const (
 )
 
 // ReviewKinds are the kinds of review items, in listing order.
-var ReviewKinds = []ReviewKind{ReviewMismatch, ReviewDisbursement, ReviewForward}
+var ReviewKinds = []ReviewKind{ReviewMismatch, ReviewDisbursement, ReviewForward, ReviewLifecycle}
 
 // Resolution actions.
 const (
@@ -112,6 +115,7 @@ var ReviewActions = map[ReviewKind][]string{
 	ReviewMismatch:     {ActionAcknowledge},
 	ReviewDisbursement: {ActionAdopt, ActionFail, ActionRetry},
 	ReviewForward:      {ActionRetry, ActionAcknowledge},
+	ReviewLifecycle:    {ActionAcknowledge},
 }
 
 // Resolution is a recorded decision on a review item.
@@ -268,6 +272,13 @@ func (s *Review) ReviewItems(ctx context.Context, f ReviewFilter) ([]ReviewItem,
 		}
 		out = append(out, items...)
 	}
+	if want(ReviewLifecycle) {
+		items, err := s.paymentItems(ctx, f.All)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
 	slices.SortStableFunc(out, func(a, b ReviewItem) int { return a.Since.Compare(b.Since) })
 	return out, nil
 }
@@ -344,6 +355,8 @@ func (s *Review) reviewItem(ctx context.Context, q querier, id string) (ReviewIt
 			return ReviewItem{}, fmt.Errorf("%w (disbursement %d is %s and not flagged for review)", notFound, n, d.Status)
 		}
 		return disbursementItem(d), nil
+	case ReviewLifecycle:
+		return s.paymentItem(ctx, q, id, n)
 	default:
 		row, err := s.jobs.JobGet(ctx, n)
 		switch {
@@ -381,7 +394,11 @@ SELECT 'disbursement', count(*), min(updated_at) FROM disbursements WHERE review
 UNION ALL
 SELECT 'forward', count(*), min(j.finalized_at) FROM river_job j WHERE j.kind = $1 AND j.state = 'discarded'
 	AND NOT EXISTS (SELECT 1 FROM review_resolutions r WHERE r.item_id = 'forward-' || j.id
-		AND r.action = 'acknowledge' AND r.at >= j.finalized_at)`, ForwardKind)
+		AND r.action = 'acknowledge' AND r.at >= j.finalized_at)
+UNION ALL
+SELECT 'lifecycle', count(*), min(a.since) FROM payment_attention a
+	WHERE (a.reason <> 'orphan' OR a.since < now() - $2::bigint * interval '1 millisecond')
+	AND NOT EXISTS (SELECT 1 FROM review_resolutions r WHERE r.item_id = 'lifecycle-' || a.id)`, ForwardKind, s.cfg.OrphanAfter.Milliseconds())
 	if err != nil {
 		return nil, translate("review queue stats", err)
 	}

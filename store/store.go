@@ -53,6 +53,10 @@ type Config struct {
 	// ForwardMaxAttempts is how often River runs a forward job (ForwardArgs)
 	// before it discards it; 0 is DefaultForwardMaxAttempts.
 	ForwardMaxAttempts int
+	// OrphanAfter is how long a payment known only by later events (a
+	// refund before its payment) waits for its payment before it is a
+	// review item (ReviewLifecycle); 0 is DefaultOrphanAfter.
+	OrphanAfter time.Duration
 }
 
 // withDefaults returns c with zero durations replaced by the defaults, or an
@@ -82,6 +86,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"LockTimeout", &c.LockTimeout, DefaultLockTimeout},
 		{"IdleInTxTimeout", &c.IdleInTxTimeout, DefaultIdleInTxTimeout},
 		{"CommitTimeout", &c.CommitTimeout, DefaultCommitTimeout},
+		{"OrphanAfter", &c.OrphanAfter, DefaultOrphanAfter},
 	} {
 		switch {
 		case *d.v < 0:

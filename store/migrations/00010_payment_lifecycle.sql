@@ -68,20 +68,24 @@ CREATE TABLE payment_events (
 );
 CREATE INDEX payment_events_payment_idx ON payment_events (source, transaction_id);
 
--- payment_orphans lists the payments known only by events, whose success
--- has not arrived, while they are pending: a row is inserted with the
--- first event and deleted when the payment leaves pending. One still here
--- after PAYLOCK_ORPHAN_AFTER is a review item.
-CREATE TABLE payment_orphans (
+-- payment_attention lists the payments whose lifecycle needs a person
+-- (the review queue's lifecycle-<id> items): reason 'orphan' while a payment
+-- is known only by events whose payment has not arrived (inserted with its
+-- first event, deleted when it leaves pending; an item once older than
+-- PAYLOCK_ORPHAN_AFTER), reason 'over_refunded' once its refunds exceed its
+-- amount.
+CREATE TABLE payment_attention (
+    id             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     source         text        NOT NULL,
     transaction_id text        NOT NULL,
+    reason         text        NOT NULL CHECK (reason IN ('orphan', 'over_refunded')),
     since          timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT payment_orphans_pkey PRIMARY KEY (source, transaction_id)
+    CONSTRAINT payment_attention_key UNIQUE (source, transaction_id, reason)
 );
-CREATE INDEX payment_orphans_since_idx ON payment_orphans (since);
+CREATE INDEX payment_attention_since_idx ON payment_attention (since);
 
 -- +goose Down
-DROP TABLE payment_orphans;
+DROP TABLE payment_attention;
 DROP TABLE payment_events;
 DELETE FROM payments WHERE amount IS NULL;
 ALTER TABLE payments
