@@ -26,7 +26,8 @@ type lister struct {
 }
 
 // List lists each type's events in turn; an event's Ref is its
-// data.object.id.
+// data.object.id, or the data.object.payment_intent of a Charge or a
+// Dispute that has one (the payment its refund or dispute belongs to).
 func (l lister) List(ctx context.Context, since time.Time, fn func(provider.ListedEvent) error) error {
 	for _, typ := range l.types {
 		err := l.api.List(ctx, typ, since, func(ev json.RawMessage) error {
@@ -34,12 +35,20 @@ func (l lister) List(ctx context.Context, since time.Time, fn func(provider.List
 				ID   string `json:"id"`
 				Data struct {
 					Object struct {
-						ID string `json:"id"`
+						ID            string          `json:"id"`
+						PaymentIntent json.RawMessage `json:"payment_intent"`
 					} `json:"object"`
 				} `json:"data"`
 			}
 			_ = json.Unmarshal(ev, &head)
-			return fn(provider.ListedEvent{ID: head.ID, Ref: head.Data.Object.ID, Body: ev})
+			ref := head.Data.Object.ID
+			var pi string
+			if typ != "payment_intent.succeeded" && json.Unmarshal(head.Data.Object.PaymentIntent, &pi) == nil && pi != "" {
+				// A Charge's refund, a Dispute: the payment is its
+				// PaymentIntent's.
+				ref = pi
+			}
+			return fn(provider.ListedEvent{ID: head.ID, Ref: ref, Body: ev})
 		})
 		if err != nil {
 			return fmt.Errorf("listing %s events: %w", typ, err)
