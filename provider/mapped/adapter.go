@@ -3,6 +3,7 @@ package mapped
 import (
 	"fmt"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 )
@@ -21,7 +22,15 @@ type adapter struct {
 	rules                  *payload.Rules
 	txID, amount, currency payload.Pointer
 	eventID                *payload.Pointer
-	names                  payload.Names // field -> its pointer, for errors
+	typ, refundID          *payload.Pointer  // nil: every body is a payment
+	types                  map[string]string // the sender's type -> paylock's; nil: paylock's own
+	names                  payload.Names     // field -> its pointer, for errors
+}
+
+// kinds are paylock's type names and the events they are.
+var kinds = map[string]lifecycle.Kind{
+	"payment": lifecycle.Succeeded, "refund": lifecycle.Refund,
+	"failed": lifecycle.Failed, "canceled": lifecycle.Canceled,
 }
 
 func (a adapter) Adapt(body []byte, headerID string) ([]provider.Event, error) {
@@ -30,6 +39,10 @@ func (a adapter) Adapt(body []byte, headerID string) ([]provider.Event, error) {
 		return nil, err
 	}
 	e := provider.Event{Payload: body, EventID: headerID}
+	kind, ok, err := a.kind(root)
+	if err != nil || !ok {
+		return nil, err
+	}
 	if e.TransactionID, err = a.str(root, a.txID); err != nil {
 		return nil, err
 	}
@@ -47,7 +60,65 @@ func (a adapter) Adapt(body []byte, headerID string) ([]provider.Event, error) {
 	if err := a.rules.CheckPayment(e.Payment(), a.names); err != nil {
 		return nil, err
 	}
+	if kind != lifecycle.Succeeded {
+		if err := a.lifecycleEvent(root, kind, &e); err != nil {
+			return nil, err
+		}
+	}
 	return []provider.Event{e}, nil
+}
+
+// kind is what the body is: a payment without the type field or when its
+// pointer resolves to nothing, else the kind its type value names (ok false: a type the types setting does not
+// list, acknowledged and written nowhere).
+func (a adapter) kind(root *payload.Node) (lifecycle.Kind, bool, error) {
+	if a.typ == nil {
+		return lifecycle.Succeeded, true, nil
+	}
+	if n, err := a.typ.Resolve(root); err != nil || n == nil {
+		return lifecycle.Succeeded, err == nil, err // no type: a payment
+	}
+	v, err := a.str(root, *a.typ)
+	if err != nil {
+		return "", false, err
+	}
+	if a.types != nil {
+		name, ok := a.types[v]
+		return kinds[name], ok, nil
+	}
+	k, ok := kinds[v]
+	if !ok {
+		return "", false, payload.Invalid(a.typ.String(), a.typ.String()+` must be "payment", "refund", "failed" or "canceled"`)
+	}
+	return k, true, nil
+}
+
+// lifecycleEvent completes e, a lifecycle event of kind k: a refund's id
+// (required for a refund), and an event id when neither the event_id
+// pointer nor the delivery gave one ("refund:<refund_id>",
+// "failed:<transaction_id>", "canceled:<transaction_id>").
+func (a adapter) lifecycleEvent(root *payload.Node, k lifecycle.Kind, e *provider.Event) error {
+	e.Kind = k
+	if k == lifecycle.Refund {
+		if a.refundID == nil {
+			return payload.Invalid("refund_id", "a refund needs fields.refund_id, the pointer of its id")
+		}
+		id, err := a.str(root, *a.refundID)
+		if err != nil {
+			return err
+		}
+		if id == "" || len(id) > 255 {
+			return payload.Invalid(a.refundID.String(), a.refundID.String()+" must be 1 to 255 characters")
+		}
+		e.RefundID = id
+	}
+	if e.EventID == "" {
+		e.EventID = string(k) + ":" + e.TransactionID
+		if e.RefundID != "" {
+			e.EventID = "refund:" + e.RefundID
+		}
+	}
+	return nil
 }
 
 // value resolves ptr, refusing a pointer that resolves to nothing or to a

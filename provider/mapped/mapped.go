@@ -8,6 +8,19 @@
 //	  secrets_env: ACME_WEBHOOK_SECRETS
 //	  fields: {transaction_id: /data/id, amount: /data/amount/minor, currency: /data/amount/currency, event_id: /id}
 //
+// Two optional fields read a payment's lifecycle: type, the pointer of what
+// the body is, and refund_id, the pointer of a refund's id. The value at
+// type is one of paylock's kinds (payment, refund, failed, canceled), or
+// one the types setting maps to them:
+//
+//	fields: {..., type: /type, refund_id: /data/refund/id}
+//	types: {payment.completed: payment, payment.refunded: refund}
+//
+// With types, a body of any other type is acknowledged and written
+// nowhere; without it, another value is refused (422). A body where the
+// type pointer resolves to nothing, and every body without the type field,
+// is a payment, as before.
+//
 // Its sources are signed in headers: Standard Webhooks (the default) or
 // Stripe's scheme.
 package mapped
@@ -32,7 +45,7 @@ type Provider struct{}
 
 // fieldNames are the payment fields a mapping may name, in the order
 // messages list them; the first three are required.
-var fieldNames = []string{"transaction_id", "amount", "currency", "event_id"}
+var fieldNames = []string{"transaction_id", "amount", "currency", "event_id", "type", "refund_id"}
 
 const required = 3
 
@@ -42,8 +55,9 @@ func (Provider) Schemes() []signature.Scheme {
 }
 
 // Keys: fields, the JSON pointer of each payment field (transaction_id,
-// amount and currency required, event_id optional).
-func (Provider) Keys() []string { return []string{"fields"} }
+// amount and currency required; event_id, type and refund_id optional),
+// and types, the sender's type values mapped to paylock's kinds.
+func (Provider) Keys() []string { return []string{"fields", "types"} }
 
 // New returns the adapter of cfg's pointers, or a *provider.SettingError
 // naming the field ("fields.amount") of an unknown field, a pointer that is
@@ -61,12 +75,44 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 	if p, ok := ptrs["event_id"]; ok {
 		a.eventID = &p
 	}
+	if p, ok := ptrs["type"]; ok {
+		a.typ = &p
+	}
+	if p, ok := ptrs["refund_id"]; ok {
+		a.refundID = &p
+	}
+	if a.types, err = typeMap(cfg.Settings, a.typ != nil); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// typeMap reads the types setting: the sender's type values, each mapped
+// to one of paylock's kinds; nil when the setting is absent.
+func typeMap(s provider.Settings, typed bool) (map[string]string, error) {
+	raw, ok := s["types"]
+	if !ok {
+		return nil, nil
+	}
+	fail := func(err error) error { return &provider.SettingError{Key: "types", Err: err} }
+	if !typed {
+		return nil, fail(errors.New("needs fields.type, the pointer of the value it maps"))
+	}
+	var types map[string]string
+	if err := json.Unmarshal(raw, &types); err != nil || len(types) == 0 {
+		return nil, fail(errors.New("want a map of the sender's type to payment, refund, failed or canceled"))
+	}
+	for _, v := range slices.Sorted(maps.Keys(types)) {
+		if _, ok := kinds[types[v]]; !ok {
+			return nil, fail(fmt.Errorf("%q maps to %q (want payment, refund, failed or canceled)", v, types[v]))
+		}
+	}
+	return types, nil
 }
 
 // pointers are the parsed pointers of the fields setting, by field.
 func pointers(s provider.Settings) (map[string]payload.Pointer, error) {
-	if err := s.Only("fields"); err != nil {
+	if err := s.Only("fields", "types"); err != nil {
 		return nil, err
 	}
 	raw, ok := s["fields"]
@@ -82,7 +128,8 @@ func pointers(s provider.Settings) (map[string]payload.Pointer, error) {
 	for _, f := range slices.Sorted(maps.Keys(fields)) {
 		fail := func(err error) error { return &provider.SettingError{Key: "fields." + f, Err: err} }
 		if !slices.Contains(fieldNames, f) {
-			return nil, fail(fmt.Errorf("unknown field (want %s)", strings.Join(fieldNames, ", ")))
+			return nil, fail(fmt.Errorf("unknown field (want %s), or a lifecycle field (%s)",
+				strings.Join(fieldNames[:4], ", "), strings.Join(fieldNames[4:], ", ")))
 		}
 		p, err := payload.ParsePointer(fields[f])
 		if err != nil {
