@@ -47,7 +47,12 @@
 //
 //	{"type":"payment.recorded","data":{"source":"stripe","transaction_id":"tx_1",
 //	  "amount":1999,"currency":"EUR","event_id":"evt_1",
-//	  "received_at":"2026-11-30T22:00:00.123456Z","payload":{...the body as received...}}}
+//	  "received_at":"2026-11-30T22:00:00.123456Z","payload":{...the body as received...},
+//	  "status":"succeeded","amount_refunded":0,"dispute":null,"version":1}}
+//
+//	{"type":"payment.refunded","data":{"source":"stripe","transaction_id":"tx_1",
+//	  "status":"partially_refunded","amount":1999,"currency":"EUR","amount_refunded":500,
+//	  "dispute":null,"version":2,"event_id":"evt_2"}}
 //
 //	{"type":"disbursement.paid","data":{"id":7,"loan_id":"L-1","tranche":1,
 //	  "amount":500000,"currency":"EUR","status":"paid","previous_status":"sent",
@@ -56,12 +61,19 @@
 //
 // amount is an integer in the currency's minor unit; times are RFC 3339;
 // payload is the stored JSON body (jsonb: its own whitespace and key order).
+// A payment's lifecycle (package lifecycle) is forwarded as
+// payment.failed, payment.canceled, payment.refunded,
+// payment.dispute.opened and payment.dispute.closed, one per change of its
+// state, each carrying the state after the change (the job holds it:
+// store.ForwardedState); version orders them.
 //
 // Signed with Standard Webhooks (webhook-id, webhook-timestamp,
 // webhook-signature v1) with the first secret of PAYLOCK_FORWARD_SECRETS, so
 // any Standard Webhooks library verifies it. The webhook-id is the job's
 // unique key and the same on every attempt: store.PaymentForwardID
-// ("pay_" + 32 hex digits of SHA-256(source "\n" transaction_id)) or
+// ("pay_" + 32 hex digits of SHA-256(source "\n" transaction_id)),
+// store.EventForwardID for a lifecycle change ("pev_" + 32 hex digits of
+// SHA-256(source "\n" the provider's event id)) or
 // store.DisbursementForwardID ("dsb_" + 32 hex digits of SHA-256(loan_id
 // "\n" tranche "\n" status)). Receivers deduplicate on it: a forward is
 // delivered at least once (an answer lost after the receiver processed it,
