@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -307,4 +308,47 @@ func mustRequest(t *testing.T, url string) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// TestAdyenRefundSignedByAdyensLibraryIsRecordedAsARefund delivers the
+// refund that Adyen's own Node library signed (signature/testdata/adyen:
+// gen-vectors.sh) after its payment: the refund of 7914073381342284 is
+// recorded once, under its pspReference, and the payment is partially
+// refunded.
+func TestAdyenRefundSignedByAdyensLibraryIsRecordedAsARefund(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../signature/testdata/adyen/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Vectors []struct{ Name, Key, Body string }
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	bodies := map[string]string{}
+	keys := map[string]string{}
+	for _, v := range file.Vectors {
+		bodies[v.Name], keys[v.Name] = v.Body, v.Key
+	}
+	const payment, refund = "authorisation, second key", "refund with originalReference"
+	if bodies[payment] == "" || bodies[refund] == "" || keys[payment] != keys[refund] {
+		t.Fatal("the vectors lack the authorisation and the refund signed with the same key")
+	}
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{
+		{Name: "adyen", Provider: "adyen", Verifier: testkit.Verifier(t, signature.SchemeAdyen, keys[refund])}}}})
+	for _, name := range []string{refund, payment, refund} {
+		if a := postRaw(t, r.URL+"/webhooks/adyen", nil, []byte(bodies[name])); a.status != http.StatusOK || a.raw != "[accepted]" {
+			t.Fatalf("%s: %d %s", name, a.status, a.raw)
+		}
+	}
+	st, err := r.Store.Payments().PaymentState(context.Background(), "adyen", "7914073381342284")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != "partially_refunded" || st.AmountRefunded != 250 || len(st.Events) != 1 ||
+		st.Events[0].EventID != "8814073381342286:REFUND" || st.Events[0].RefundID != "8814073381342286" {
+		t.Errorf("payment %+v with events %+v, want partially_refunded by the one refund 8814073381342286 of 250", st.State, st.Events)
+	}
 }
