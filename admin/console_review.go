@@ -43,7 +43,7 @@ func (c *console) reviewList(w http.ResponseWriter, r *http.Request) {
 	d := reviewListData{Kinds: store.ReviewKinds, Kind: q.Get("kind"), All: q.Get("all") == "true"}
 	page := consolePage{Title: "Review queue", Nav: "review", Review: true, Data: &d}
 	if d.Kind != "" && !slices.Contains(store.ReviewKinds, store.ReviewKind(d.Kind)) {
-		page.Error = "Kind: want mismatch, disbursement or forward."
+		page.Error = "Kind: want mismatch, disbursement, forward or lifecycle."
 		c.render(w, r, http.StatusBadRequest, "review-list", page)
 		return
 	}

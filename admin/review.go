@@ -50,7 +50,7 @@ func (a *Admin) reviewList(w http.ResponseWriter, r *http.Request) {
 	f := store.ReviewFilter{Kind: store.ReviewKind(r.URL.Query().Get("kind")), All: r.URL.Query().Get("all") == "true"}
 	if f.Kind != "" && !slices.Contains(store.ReviewKinds, f.Kind) {
 		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "kind",
-			"kind must be mismatch, disbursement or forward"))
+			"kind must be mismatch, disbursement, forward or lifecycle"))
 		return
 	}
 	items, err := a.cfg.Review.ReviewItems(r.Context(), f)

@@ -128,7 +128,7 @@ func (o *reviewOpts) check() error {
 	switch o.sub {
 	case "list":
 		if o.kind != "" && !slices.Contains(store.ReviewKinds, store.ReviewKind(o.kind)) {
-			return fmt.Errorf("--kind must be mismatch, disbursement or forward, not %q", o.kind)
+			return fmt.Errorf("--kind must be mismatch, disbursement, forward or lifecycle, not %q", o.kind)
 		}
 		return nil
 	case "show", "resolve":

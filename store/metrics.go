@@ -26,7 +26,7 @@ var (
 		"1 when this scrape read the disbursement figures from the database, 0 when it could not within its timeout; the other disbursement gauges are then left out rather than reported wrong.",
 		nil, nil)
 	reviewItemsDesc = prometheus.NewDesc("paylock_review_queue_items",
-		"Open review items by kind (mismatch, disbursement, forward), read from the database at scrape time ('paylock review list'). Every replica reports the same figures: aggregate with max, not sum.",
+		"Open review items by kind (mismatch, disbursement, forward, lifecycle), read from the database at scrape time ('paylock review list'). Every replica reports the same figures: aggregate with max, not sum.",
 		[]string{"kind"}, nil)
 	reviewOldestDesc = prometheus.NewDesc("paylock_review_queue_oldest_seconds",
 		"How long the oldest open review item has waited; 0 when the queue is empty.",
