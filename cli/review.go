@@ -18,7 +18,7 @@ import (
 )
 
 const reviewUsage = `Usage:
-  paylock review list [--kind mismatch|disbursement|forward] [--all]
+  paylock review list [--kind mismatch|disbursement|forward|lifecycle] [--all]
       the review queue, oldest first: payload mismatches, disbursements flagged
       for review, discarded forward jobs (--all: acknowledged ones too)
   paylock review show ID
