@@ -341,3 +341,50 @@ func TestOrphansAndOverRefundsAreReviewItems(t *testing.T) {
 		t.Fatalf("stats %+v, %v; want one open payment item", stats, err)
 	}
 }
+
+// TestLifecycleMigrationMakesExistingPaymentsSucceededAtVersionOne migrates
+// a schema holding payments of the previous version (00009) to 00010
+// without rewriting the table: every existing row is succeeded at version
+// 1, nothing refunded, and a refund of one then folds onto it; an insert
+// of the previous version's shape still records after the migration.
+func TestLifecycleMigrationMakesExistingPaymentsSucceededAtVersionOne(t *testing.T) {
+	t.Parallel()
+	u := testkit.Schema(t)
+	ctx := context.Background()
+	s, err := Open(ctx, Config{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.migrate(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	admin := testkit.Connect(t, u)
+	const oldInsert = `INSERT INTO payments (source, transaction_id, amount, currency, payload, event_id) VALUES ('stripe', $1, 1000, 'EUR', '{}', $1)`
+	for _, tx := range []string{"pi_old_1", "pi_old_2"} {
+		if _, err := admin.Exec(ctx, oldInsert, tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relfile := queryString(t, admin, `SELECT pg_relation_filenode('payments')::text`)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := queryString(t, admin, `SELECT pg_relation_filenode('payments')::text`); after != relfile {
+		t.Errorf("payments was rewritten by the migration (filenode %s, then %s)", relfile, after)
+	}
+	for _, tx := range []string{"pi_old_1", "pi_old_2"} {
+		st, err := s.Payments().PaymentState(ctx, "stripe", tx)
+		if err != nil || st.Status != lifecycle.StatusSucceeded || st.Version != 1 || st.AmountRefunded != 0 || !st.Recorded {
+			t.Fatalf("%s after the migration: %+v, %v; want succeeded at version 1", tx, st, err)
+		}
+	}
+	c, err := s.Payments().RecordEvent(ctx, PaymentEvent{Source: "stripe", TransactionID: "pi_old_1", EventID: "evt_old_refund",
+		Kind: lifecycle.Refund, Amount: 1000, Cumulative: true}, nil)
+	if err != nil || c == nil || c.Version != 2 || c.State.Status != lifecycle.Refunded {
+		t.Fatalf("a refund of an existing payment: %+v, %v; want refunded at version 2", c, err)
+	}
+	if _, err := admin.Exec(ctx, oldInsert, "pi_old_3"); err != nil {
+		t.Fatalf("the previous version's insert after the migration: %v", err)
+	}
+}
