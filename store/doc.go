@@ -15,13 +15,19 @@
 //
 //   - Payments (Store.Payments): record, confirm, read and search
 //     payments, and keep a delivery that mismatches its stored payment for
-//     review (RecordMismatch).
+//     review (RecordMismatch); record each lifecycle event of a payment
+//     once (RecordEvent: a failure, a refund, a dispute), its state folded
+//     again from the set of its events (package lifecycle) under the
+//     payment row's lock in the same transaction, and read it back
+//     (PaymentState). A payment known only by later events is a row
+//     without amount that its success fills in.
 //   - Disbursements (Store.Disbursements): accept a loan tranche with its
 //     payout job, the payout worker's transitions and the provider's
 //     statuses, the status hook, stuck rows and statistics, and the
 //     retention of webhook_events.
 //   - Review (Store.Review): the review queue (mismatches, flagged
-//     disbursements, discarded forward jobs) and its resolutions.
+//     disbursements, discarded forward jobs, payments whose lifecycle needs
+//     a person) and its resolutions.
 //   - Outbox (Store.Outbox): the forward jobs: enqueue, list, retry,
 //     replay, and the webhook-ids they carry.
 //
