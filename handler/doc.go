@@ -17,7 +17,13 @@
 // A source's bodies are read by its provider (Source.Provider), looked up
 // by name in package provider's registry: the pipeline turns each
 // provider.Event into a store.Payment and never imports a provider's
-// package (the binary and the tests import provider/all). The loans and
+// package (the binary and the tests import provider/all). An event of a
+// payment's lifecycle (a failure, a refund, a dispute: provider.Event.Kind)
+// is a unit of its own (event.go), locked under its payment's key and
+// recorded once per source and event id (store.Payments.RecordEvent); the
+// same invariant holds: 2xx only once the database confirms it recorded,
+// and each change of state it makes is forwarded through Source.OnChange
+// in the same transaction. The loans and
 // payouts sources are paylock's own and are read here (loans.go,
 // payouts.go), on package payload's strict decoding.
 //
