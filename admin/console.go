@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -306,6 +308,10 @@ func (c *console) payment(w http.ResponseWriter, r *http.Request) {
 		}
 		v := paymentViewOf(ps)
 		d.Lifecycle = &v
+		if err := c.lifecycleJobs(r, &d, ps); err != nil {
+			c.storeFailed(w, r, "forward jobs", err)
+			return
+		}
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, p.Payload, "", "  ") == nil {
@@ -355,4 +361,30 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 
 func paymentPath(source, txID string) string {
 	return "/admin/payments/" + url.PathEscape(source) + "/" + url.PathEscape(txID)
+}
+
+// eventForwards is implemented by a ConsoleStore that can list the forward
+// jobs of a payment's lifecycle changes (*store.Outbox).
+type eventForwards interface {
+	EventForwards(ctx context.Context, source string, eventIDs []string) ([]store.ForwardJob, error)
+}
+
+// lifecycleJobs adds the forward jobs of ps's lifecycle changes to d's
+// jobs, newest first, when the store can list them.
+func (c *console) lifecycleJobs(r *http.Request, d *paymentData, ps store.PaymentState) error {
+	ef, ok := c.st.(eventForwards)
+	if !ok || len(ps.Events) == 0 {
+		return nil
+	}
+	ids := make([]string, len(ps.Events))
+	for i, e := range ps.Events {
+		ids[i] = e.EventID
+	}
+	jobs, err := ef.EventForwards(r.Context(), ps.Source, ids)
+	if err != nil {
+		return err
+	}
+	d.Jobs = append(d.Jobs, jobs...)
+	slices.SortFunc(d.Jobs, func(a, b store.ForwardJob) int { return cmp.Compare(b.ID, a.ID) })
+	return nil
 }

@@ -17,13 +17,14 @@ import (
 )
 
 // recordLifecycle records a stripe payment, a refund of it, a dispute
-// opened, and a refund of a payment paylock does not know.
+// opened, and a refund of a payment paylock does not know, each change
+// forwarded to the default destination.
 func recordLifecycle(t *testing.T, st *store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	p := st.Payments()
-	if _, err := p.RecordPayment(ctx, store.Payment{Source: "stripe", TransactionID: "pi_life", Amount: 1000, Currency: "EUR",
-		EventID: "evt_ok", Payload: []byte(`{"id":"evt_ok"}`)}); err != nil {
+	if _, err := p.RecordPaymentForwarded(ctx, store.Payment{Source: "stripe", TransactionID: "pi_life", Amount: 1000, Currency: "EUR",
+		EventID: "evt_ok", Payload: []byte(`{"id":"evt_ok"}`)}, forward.DefaultDestination); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []store.PaymentEvent{
@@ -31,7 +32,7 @@ func recordLifecycle(t *testing.T, st *store.Store) {
 		{Source: "stripe", TransactionID: "pi_life", EventID: "evt_dispute", Kind: lifecycle.DisputeOpened, Amount: 1000, Currency: "EUR"},
 		{Source: "stripe", TransactionID: "pi_later", EventID: "evt_early_refund", Kind: lifecycle.Refund, Amount: 100, Currency: "EUR", RefundID: "re_1"},
 	} {
-		if _, err := p.RecordEvent(ctx, e, nil); err != nil {
+		if _, err := p.RecordEvent(ctx, e, st.Outbox().ForwardChangeHook(forward.DefaultDestination)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +112,8 @@ func TestConsolePaymentPageShowsTheTimelineAndAnswersJSONWhenAsked(t *testing.T)
 	t.Cleanup(srv.Close)
 
 	page := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/pi_life", nil, bearer, nil)
-	for _, want := range []string{"Lifecycle", "partially_refunded", "version 3", "evt_refund", "dispute_opened", "(cumulative)"} {
+	for _, want := range []string{"Lifecycle", "partially_refunded", "version 3", "evt_refund", "dispute_opened", "(cumulative)",
+		"payment.recorded", "payment.refunded", "payment.dispute.opened"} {
 		if page.status != http.StatusOK || !strings.Contains(page.body, want) {
 			t.Errorf("page %d lacks %q", page.status, want)
 		}

@@ -14,10 +14,10 @@ import (
 // What the admin console and "paylock forward replay" read and do: a
 // payment's forward jobs, and its payment.recorded event sent again.
 
-// forwardJobIDsSQL finds the forward jobs of one webhook-id, newest first.
+// forwardJobIDsSQL finds the forward jobs of some webhook-ids, newest first.
 const forwardJobIDsSQL = `
 SELECT id, state::text FROM river_job
-WHERE kind = 'forward' AND args->>'id' = $1
+WHERE kind = 'forward' AND args->>'id' = ANY($1::text[])
 ORDER BY id DESC`
 
 type jobRef struct {
@@ -25,8 +25,8 @@ type jobRef struct {
 	state string
 }
 
-func (s *Outbox) forwardJobRefs(ctx context.Context, webhookID string) ([]jobRef, error) {
-	rows, err := s.pool.Query(ctx, forwardJobIDsSQL, webhookID)
+func (s *Outbox) forwardJobRefs(ctx context.Context, webhookIDs ...string) ([]jobRef, error) {
+	rows, err := s.pool.Query(ctx, forwardJobIDsSQL, webhookIDs)
 	if err != nil {
 		return nil, translate("find forward jobs", err)
 	}
@@ -45,7 +45,23 @@ func (s *Outbox) forwardJobRefs(ctx context.Context, webhookID string) ([]jobRef
 // (webhook-id PaymentForwardID), newest first, as River holds them: none
 // when the source forwards nothing or River already deleted them.
 func (s *Outbox) PaymentForwards(ctx context.Context, source, transactionID string) ([]ForwardJob, error) {
-	refs, err := s.forwardJobRefs(ctx, PaymentForwardID(source, transactionID))
+	return s.forwardJobs(ctx, PaymentForwardID(source, transactionID))
+}
+
+// EventForwards returns the forward jobs of the changes of state that the
+// lifecycle events eventIDs of source made (webhook-ids EventForwardID),
+// newest first, as River holds them.
+func (s *Outbox) EventForwards(ctx context.Context, source string, eventIDs []string) ([]ForwardJob, error) {
+	ids := make([]string, len(eventIDs))
+	for i, e := range eventIDs {
+		ids[i] = EventForwardID(source, e)
+	}
+	return s.forwardJobs(ctx, ids...)
+}
+
+// forwardJobs reads the forward jobs of webhookIDs, newest first.
+func (s *Outbox) forwardJobs(ctx context.Context, webhookIDs ...string) ([]ForwardJob, error) {
+	refs, err := s.forwardJobRefs(ctx, webhookIDs...)
 	if err != nil {
 		return nil, err
 	}
