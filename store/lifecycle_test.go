@@ -388,3 +388,34 @@ func TestLifecycleMigrationMakesExistingPaymentsSucceededAtVersionOne(t *testing
 		t.Fatalf("the previous version's insert after the migration: %v", err)
 	}
 }
+
+// TestReplayOfAPaymentRecordedOverItsEventsCarriesItsState sends
+// payment.recorded again for a payment whose success arrived after a
+// refund, once River no longer holds its job: the fresh job carries the
+// payment's state and version, not "succeeded at version 1"; a payment
+// known only by its events is not replayed at all.
+func TestReplayOfAPaymentRecordedOverItsEventsCarriesItsState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := b.store.Payments()
+	for _, tx := range []string{"tx_claimed", "tx_waiting"} {
+		if _, err := p.RecordEvent(ctx, PaymentEvent{TransactionID: tx, EventID: "evt_refund_" + tx, Kind: lifecycle.Refund,
+			RefundID: "re_" + tx, Amount: 500}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.RecordPaymentForwarded(ctx, newPayment("tx_claimed"), "dest"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Exec(t, b.admin, `DELETE FROM river_job`)
+	res, err := b.store.Outbox().ReplayForwards(ctx, ReplayFilter{Destination: "dest", Since: time.Now().Add(-time.Hour)})
+	if err != nil || res.Payments != 1 || res.Inserted != 1 {
+		t.Fatalf("replay: %+v, %v; want the one recorded payment inserted", res, err)
+	}
+	jobs := forwardsOf(t, b.admin, "tx_claimed")
+	if len(jobs) != 1 || jobs[0].State == nil || jobs[0].State.Version != 1 || jobs[0].State.Status != "partially_refunded" ||
+		jobs[0].State.AmountRefunded != 500 {
+		t.Fatalf("replayed jobs %+v, want one carrying partially_refunded at version 1", jobs)
+	}
+}

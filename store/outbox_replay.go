@@ -108,7 +108,7 @@ type ReplayResult struct {
 
 const replayPaymentsSQL = `
 SELECT id, transaction_id FROM payments
-WHERE source = $1
+WHERE source = $1 AND amount IS NOT NULL
   AND ($2 = '' OR transaction_id = $2)
   AND ($3::timestamptz IS NULL OR received_at >= $3)
   AND ($4::timestamptz IS NULL OR received_at < $4)
@@ -178,6 +178,9 @@ func (s *Outbox) replayOne(ctx context.Context, f ReplayFilter, txn string, res 
 			return nil
 		}
 		args := ForwardArgs{ID: PaymentForwardID(f.Source, txn), Type: ForwardPaymentRecorded, Destination: f.Destination, Source: f.Source, TransactionID: txn}
+		if args.State, err = s.replayState(ctx, f.Source, txn); err != nil {
+			return err
+		}
 		if _, err := s.jobs.Insert(ctx, args, &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}); err != nil {
 			return translate("replay: insert forward job", err)
 		}
@@ -196,4 +199,25 @@ func (s *Outbox) replayOne(ctx context.Context, f ReplayFilter, txn string, res 
 		res.Pending++
 	}
 	return nil
+}
+
+// replayState is the state a fresh payment.recorded job of a payment
+// carries when it is sent again: nil for a payment still succeeded at
+// version 1 (what a job without state says), else its current state and
+// version. A state is the same for a version wherever it is sent, so a
+// receiver ordering by version is not misled.
+func (s *Outbox) replayState(ctx context.Context, source, txn string) (*ForwardedState, error) {
+	var st ForwardedState
+	err := s.pool.QueryRow(ctx, `SELECT status, amount, currency::text, amount_refunded, coalesce(dispute, ''), version, coalesce(event_id, '')
+		FROM payments WHERE source = $1 AND transaction_id = $2 AND amount IS NOT NULL`, source, txn).Scan(
+		&st.Status, &st.Amount, &st.Currency, &st.AmountRefunded, &st.Dispute, &st.Version, &st.EventID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, translate("replay: read payment state", err)
+	case st.Version == 1 && st.Status == "succeeded":
+		return nil, nil
+	}
+	return &st, nil
 }

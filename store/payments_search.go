@@ -33,7 +33,8 @@ type PaymentSearch struct {
 const searchPaymentsSQL = `
 SELECT source, transaction_id, amount, currency::text, coalesce(event_id, ''), received_at
 FROM payments
-WHERE ($1 = '' OR transaction_id = $1)
+WHERE amount IS NOT NULL
+  AND ($1 = '' OR transaction_id = $1)
   AND ($2 = '' OR event_id = $2)
   AND ($3 = '' OR source = $3)
   AND ($4::timestamptz IS NULL OR received_at >= $4)
