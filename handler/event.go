@@ -54,7 +54,7 @@ func (u *lifecycleUnit) record(ctx context.Context) (string, error) {
 }
 
 func (u *lifecycleUnit) confirm(ctx context.Context) (string, error) {
-	err := u.h.store.EventRecorded(ctx, u.e.Source, u.e.EventID)
+	err := u.h.store.EventRecorded(ctx, u.e)
 	if errors.Is(err, store.ErrDuplicate) {
 		return "duplicate", nil
 	}

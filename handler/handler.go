@@ -36,8 +36,9 @@ type Recorder interface {
 	// transaction with the change it forwards.
 	RecordEvent(ctx context.Context, e store.PaymentEvent, fn func(ctx context.Context, tx pgx.Tx, c store.Change) error) (*store.Change, error)
 	// EventRecorded says whether a lifecycle event is recorded: an error
-	// wrapping ErrDuplicate when it is, ErrNotFound when not.
-	EventRecorded(ctx context.Context, source, eventID string) error
+	// wrapping ErrDuplicate when it is as sent, ErrMismatch when its id is
+	// recorded otherwise, ErrNotFound when not.
+	EventRecorded(ctx context.Context, e store.PaymentEvent) error
 }
 
 // A ChangeHook runs inside the transaction that records a lifecycle event

@@ -83,7 +83,9 @@ type PaymentState struct {
 //
 // It returns the change (nil when the event changed nothing forwarded) and
 // nil once the commit is confirmed; an error wrapping ErrDuplicate when the
-// event is already recorded (nothing is changed or forwarded); and the
+// event is already recorded (nothing is changed or forwarded), ErrMismatch
+// when its event id is recorded for another payment, kind, amount or
+// refund (nothing is changed either); and the
 // errors of RecordPaymentFunc for the rest (ErrUnavailable, ErrCommitUnknown,
 // ErrInvalidPayload).
 func (s *Payments) RecordEvent(ctx context.Context, e PaymentEvent, fn func(ctx context.Context, tx pgx.Tx, c Change) error) (*Change, error) {
@@ -153,7 +155,7 @@ func (s *Payments) recordEventTx(ctx context.Context, tx pgx.Tx, e PaymentEvent,
 		e.Currency, e.RefundID, e.Cumulative, at, payload).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("%w: event %q of source %q", ErrDuplicate, e.EventID, e.Source)
+		return nil, s.compareEvent(ctx, tx, e)
 	case err != nil:
 		return nil, translate("record event: insert", err)
 	}
@@ -425,20 +427,33 @@ func (s *Payments) claimRow(ctx context.Context, tx pgx.Tx, p Payment) (Payment,
 	return p, nil
 }
 
-// EventRecorded reports whether the event of source ("" is DefaultSource)
-// and event id is recorded: an error wrapping ErrDuplicate when it is,
-// ErrNotFound when not, ErrUnavailable for transient failures.
-func (s *Payments) EventRecorded(ctx context.Context, source, eventID string) error {
-	if source == "" {
-		source = DefaultSource
+// EventRecorded reports whether e (its source, "" is DefaultSource, and
+// event id) is recorded: an error wrapping ErrDuplicate when it is as e
+// says, ErrMismatch when the event id is recorded for another payment,
+// kind, amount or refund, ErrNotFound when it is not recorded,
+// ErrUnavailable for transient failures.
+func (s *Payments) EventRecorded(ctx context.Context, e PaymentEvent) error {
+	if e.Source == "" {
+		e.Source = DefaultSource
 	}
-	var one int
-	err := s.pool.QueryRow(ctx, `SELECT 1 FROM payment_events WHERE source = $1 AND event_id = $2`, source, eventID).Scan(&one)
+	return s.compareEvent(ctx, s.pool, e)
+}
+
+// compareEvent compares e with the event stored under its source and
+// event id: ErrDuplicate, ErrMismatch or ErrNotFound, as EventRecorded.
+func (s *Payments) compareEvent(ctx context.Context, q querier, e PaymentEvent) error {
+	var tx, kind, refund string
+	var amount int64
+	err := q.QueryRow(ctx, `SELECT transaction_id, kind, amount, coalesce(refund_id, '') FROM payment_events
+		WHERE source = $1 AND event_id = $2`, e.Source, e.EventID).Scan(&tx, &kind, &amount, &refund)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: event %q of source %q", ErrNotFound, eventID, source)
+		return fmt.Errorf("%w: event %q of source %q", ErrNotFound, e.EventID, e.Source)
 	case err != nil:
 		return translate("read event", err)
+	case tx != e.TransactionID || kind != string(e.Kind) || amount != e.Amount || refund != e.RefundID:
+		return fmt.Errorf("%w: event %q of source %q is stored as %s %s of %d (refund %q), received %s %s of %d (refund %q)",
+			ErrMismatch, e.EventID, e.Source, kind, tx, amount, refund, e.Kind, e.TransactionID, e.Amount, e.RefundID)
 	}
-	return fmt.Errorf("%w: event %q of source %q", ErrDuplicate, eventID, source)
+	return fmt.Errorf("%w: event %q of source %q", ErrDuplicate, e.EventID, e.Source)
 }

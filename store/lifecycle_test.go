@@ -419,3 +419,28 @@ func TestReplayOfAPaymentRecordedOverItsEventsCarriesItsState(t *testing.T) {
 		t.Fatalf("replayed jobs %+v, want one carrying partially_refunded at version 1", jobs)
 	}
 }
+
+func TestAnEventIDRecordedForAnotherPaymentIsAMismatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := b.store.Payments()
+	refund := PaymentEvent{TransactionID: "tx_a", EventID: "evt_reused", Kind: lifecycle.Refund, RefundID: "re_a", Amount: 100}
+	if _, err := p.RecordEvent(ctx, refund, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := refund
+	other.TransactionID = "tx_b"
+	if _, err := p.RecordEvent(ctx, other, nil); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("the same event id for another payment: %v, want ErrMismatch", err)
+	}
+	if err := p.EventRecorded(ctx, other); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("EventRecorded of it: %v, want ErrMismatch", err)
+	}
+	if err := p.EventRecorded(ctx, refund); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("EventRecorded of the event as recorded: %v, want ErrDuplicate", err)
+	}
+	if _, err := p.PaymentState(ctx, "", "tx_b"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tx_b: %v, want nothing recorded", err)
+	}
+}
