@@ -19,6 +19,11 @@ type ServerConfig struct {
 	MaxBody         int64         // PAYLOCK_MAX_BODY
 	MaxInflight     int           // PAYLOCK_MAX_INFLIGHT: webhook requests handled at once (at least 1)
 	ShutdownTimeout time.Duration // PAYLOCK_SHUTDOWN_TIMEOUT
+	MaxHeaderBytes  int           // PAYLOCK_MAX_HEADER_BYTES: every listener; 431 beyond
+	MaxConns        int           // PAYLOCK_MAX_CONNS: open connections of the webhook listener
+	MaxReading      int           // PAYLOCK_MAX_READING: webhook bodies being read at once
+	MinBodyRate     int64         // PAYLOCK_MIN_BODY_RATE: bytes/s; -1: off
+	BodyGrace       time.Duration // PAYLOCK_BODY_GRACE: before MinBodyRate applies
 }
 
 func (c *ServerConfig) title() string { return "server" }
@@ -35,6 +40,16 @@ func (c *ServerConfig) settings() []setting {
 			parse: func(v string) (err error) { c.MaxBody, err = parseBytes(v); return err }},
 		{env: "PAYLOCK_MAX_INFLIGHT", flag: "max-inflight", def: "256", usage: "webhook requests handled at once per process; more wait or are refused",
 			parse: positive(&c.MaxInflight)},
+		{env: "PAYLOCK_MAX_READING", flag: "max-reading", def: "512", usage: "webhook bodies read at once per process (before the in-flight slot is taken); more are refused unread",
+			parse: positive(&c.MaxReading)},
+		{env: "PAYLOCK_MIN_BODY_RATE", flag: "min-body-rate", def: "1KiB", usage: "slowest accepted body, bytes per second after PAYLOCK_BODY_GRACE (408 below; off: no floor)",
+			parse: c.parseRate},
+		{env: "PAYLOCK_BODY_GRACE", flag: "body-grace", def: "2s", usage: "how long a body may take before PAYLOCK_MIN_BODY_RATE applies",
+			parse: durationAtLeast(&c.BodyGrace, 100*time.Millisecond)},
+		{env: "PAYLOCK_MAX_HEADER_BYTES", flag: "max-header-bytes", def: "64KiB", usage: "largest request headers on every listener (431 above)",
+			parse: func(v string) error { n, err := parseBytes(v); c.MaxHeaderBytes = int(n); return err }},
+		{env: "PAYLOCK_MAX_CONNS", flag: "max-conns", def: "1024", usage: "open connections of the webhook listener (more wait to be accepted; metrics and admin take 64 each)",
+			parse: positive(&c.MaxConns)},
 		{env: "PAYLOCK_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "20s", usage: "how long in-flight requests may run after SIGTERM",
 			parse: durationAtLeast(&c.ShutdownTimeout, 0)},
 	}
@@ -42,11 +57,24 @@ func (c *ServerConfig) settings() []setting {
 
 func (c *ServerConfig) validate() error { return nil }
 
+// parseRate reads PAYLOCK_MIN_BODY_RATE: a size per second, or off.
+func (c *ServerConfig) parseRate(v string) (err error) {
+	if v == "off" {
+		c.MinBodyRate = -1
+		return nil
+	}
+	c.MinBodyRate, err = parseBytes(v)
+	return err
+}
+
 func (c *ServerConfig) logAttrs() []slog.Attr {
 	return []slog.Attr{
 		slog.String("addr", c.Addr),
 		slog.Int64("max_body", c.MaxBody),
 		slog.Int("max_inflight", c.MaxInflight),
+		slog.Int("max_reading", c.MaxReading),
+		slog.Int("max_conns", c.MaxConns),
+		slog.Int("max_header_bytes", c.MaxHeaderBytes),
 	}
 }
 

@@ -88,16 +88,23 @@ func metricsMux(reg *prometheus.Registry, withPprof bool) *http.ServeMux {
 }
 
 // serveMetrics serves reg (and pprof, with withPprof) on mln, or on a
-// listener of its own at addr when mln is nil; with neither, it does
-// nothing. stop closes it.
-func serveMetrics(reg *prometheus.Registry, addr string, mln net.Listener, withPprof bool, logger *slog.Logger) (stop func(), err error) {
-	if mln == nil && addr == "" {
+// listener of its own at srv.MetricsAddr when mln is nil; with neither, it
+// does nothing. The listener, reported by conns (nil: a collector of its
+// own, registered in reg), takes at most sideListenerConns connections
+// and headers of srv.MaxHeaderBytes. stop closes it.
+func serveMetrics(reg *prometheus.Registry, conns *connCollector, srv ServerConfig, mln net.Listener, withPprof bool, logger *slog.Logger) (stop func(), err error) {
+	if mln == nil && srv.MetricsAddr == "" {
 		return func() {}, nil
 	}
-	if mln, err = listen(mln, addr, "metrics (PAYLOCK_METRICS_ADDR, off: none)"); err != nil {
+	if mln, err = listen(mln, srv.MetricsAddr, "metrics (PAYLOCK_METRICS_ADDR, off: none)"); err != nil {
 		return nil, err
 	}
-	msrv := newServer(metricsMux(reg, withPprof), logger)
+	if conns == nil {
+		conns = &connCollector{}
+		reg.MustRegister(conns)
+	}
+	mln = conns.limit("metrics", mln, sideListenerConns)
+	msrv := newServer(metricsMux(reg, withPprof), logger, srv.MaxHeaderBytes)
 	msrv.WriteTimeout = 0 // a CPU profile streams for as long as it was asked to run
 	go msrv.Serve(mln)
 	logger.Info("metrics listening", slog.String("url", "http://"+mln.Addr().String()+"/metrics"), slog.Bool("pprof", withPprof))

@@ -46,13 +46,14 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, ln, mln net.Lis
 	if ln, err = listen(ln, cfg.Server.Addr, "webhook"); err != nil {
 		return err
 	}
+	ln = s.conns.limit("webhook", ln, cfg.Server.MaxConns)
 	var inflight sync.WaitGroup
 	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Add(1)
 		defer inflight.Done()
 		s.h.ServeHTTP(w, r)
-	}), logger)
-	stopMetrics, err := serveMetrics(s.reg, cfg.Server.MetricsAddr, mln, cfg.Admin.Pprof, logger)
+	}), logger, cfg.Server.MaxHeaderBytes)
+	stopMetrics, err := serveMetrics(s.reg, s.conns, cfg.Server, mln, cfg.Admin.Pprof, logger)
 	if err != nil {
 		return err
 	}
@@ -75,6 +76,7 @@ type serving struct {
 	st      *store.Store
 	rdb     redis.UniversalClient
 	reg     *prometheus.Registry
+	conns   *connCollector // the webhook and admin listeners' connections
 	h       *handler.Handler
 	closers []func()
 }
@@ -126,6 +128,8 @@ func (s *serving) open(ctx context.Context) error {
 func (s *serving) startPipeline(ctx context.Context) error {
 	cfg := s.cfg
 	s.reg = newRegistry(s.st, s.rdb)
+	s.conns = &connCollector{}
+	s.reg.MustRegister(s.conns)
 	metrics := handler.NewMetrics(s.reg, cfg.Lock.TTL)
 	payoutAttempts := payout.NewMetrics(s.reg)
 	forwards := forward.NewMetrics(s.reg)
@@ -162,6 +166,7 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	aln = s.conns.limit("admin", aln, sideListenerConns)
 	mounts, stopMounts, err := admin.RiverUI(ctx, s.st, s.logger)
 	if err != nil {
 		return err
@@ -170,7 +175,7 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
 		Payments: s.st.Payments(),
-		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Logger: s.logger}), s.logger)
+		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Logger: s.logger}), s.logger, s.cfg.Server.MaxHeaderBytes)
 	go asrv.Serve(aln)
 	s.later(func() { asrv.Close() })
 	if cfg.Token == "" && len(cfg.Tokens) == 0 {
@@ -234,18 +239,25 @@ func listen(ln net.Listener, addr, what string) (net.Listener, error) {
 	return l, nil
 }
 
-// newServer is an http.Server with read, write and idle timeouts: no
-// listener of paylock's waits forever on a slow or silent client.
-func newServer(h http.Handler, logger *slog.Logger) *http.Server {
+// newServer is an http.Server with read, write and idle timeouts and
+// headers of at most maxHeader bytes (431 beyond): no listener of paylock's
+// waits forever on a slow or silent client, nor buffers a megabyte of
+// headers per connection.
+func newServer(h http.Handler, logger *slog.Logger, maxHeader int) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
+		MaxHeaderBytes:    maxHeader,
+		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
+
+// readHeaderTimeout bounds how long a client may take to send its request
+// headers, on every listener.
+const readHeaderTimeout = 5 * time.Second
 
 // waitTimeout waits for wg, at most d.
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) {

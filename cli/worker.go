@@ -53,7 +53,7 @@ func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Lis
 		return err
 	}
 	defer closeSinks()
-	stopMetrics, err := serveMetrics(reg, cfg.Server.MetricsAddr, mln, cfg.Admin.Pprof, logger)
+	stopMetrics, err := serveMetrics(reg, nil, cfg.Server, mln, cfg.Admin.Pprof, logger)
 	if err != nil {
 		return err
 	}

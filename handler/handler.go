@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,14 +102,26 @@ type Config struct {
 	// with its own adapter and signature check. Nil serves the built-in
 	// payments source alone, unsigned: see PaymentsSource.
 	Sources []Source
-	// MaxInFlight caps the webhook deliveries served at once (default
-	// 256); beyond it a delivery is answered 503 with Retry-After before
-	// its body is read.
+	// MaxInFlight caps the webhook deliveries processed at once (default
+	// 256): verified, locked and recorded. A delivery takes its slot once
+	// its body is read; none free, it is answered 503 with Retry-After.
 	MaxInFlight int
-	Metrics     *Metrics     // nil records nothing
-	Checks      []Check      // what GET /readyz pings
-	Version     string       // reported by GET /
-	Logger      *slog.Logger // default slog.Default()
+	// MaxReading caps the webhook deliveries whose body is being read
+	// (default MaxInFlight); beyond it a delivery is answered 503 with
+	// Retry-After before a byte of its body is read.
+	MaxReading int
+	// MinBodyRate is the slowest a body may arrive, in bytes per second,
+	// once BodyGrace has passed (default 1 KiB/s; negative: no floor). A
+	// slower body is cut and the delivery answered 408, so that slow
+	// senders hold a reading slot for seconds, never a processing one.
+	MinBodyRate int64
+	// BodyGrace is how long a body may take before MinBodyRate applies
+	// (default 2s).
+	BodyGrace time.Duration
+	Metrics   *Metrics     // nil records nothing
+	Checks    []Check      // what GET /readyz pings
+	Version   string       // reported by GET /
+	Logger    *slog.Logger // default slog.Default()
 	// Disbursements is the store of the loans and payouts sources.
 	Disbursements Disbursements
 	// OnPayment, when set, runs in the recording transaction of every
@@ -160,6 +173,15 @@ func (c *Config) setDefaults() {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 256
 	}
+	if c.MaxReading <= 0 {
+		c.MaxReading = c.MaxInFlight
+	}
+	if c.MinBodyRate == 0 {
+		c.MinBodyRate = 1 << 10
+	}
+	if c.BodyGrace <= 0 {
+		c.BodyGrace = 2 * time.Second
+	}
 	if c.Sources == nil {
 		c.Sources = []Source{PaymentsSource(nil)}
 	}
@@ -174,7 +196,9 @@ type Handler struct {
 	rules    *payload.Rules
 	log      *slog.Logger
 	mux      *http.ServeMux
-	inflight chan struct{} // a slot per webhook delivery being served
+	inflight chan struct{} // a slot per webhook delivery being processed
+	reading  chan struct{} // a slot per webhook delivery whose body is being read
+	lastShed atomic.Int64  // when a delivery was last shed (Unix ns); 0: never
 	sources  map[string]*source
 }
 
@@ -193,6 +217,7 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 		log:      cfg.Logger,
 		mux:      http.NewServeMux(),
 		inflight: make(chan struct{}, cfg.MaxInFlight),
+		reading:  make(chan struct{}, cfg.MaxReading),
 		sources:  make(map[string]*source, len(cfg.Sources)),
 	}
 	names := make([]string, 0, len(cfg.Sources))
@@ -220,21 +245,22 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP bounds every request by RequestTimeout and the webhook
-// deliveries in flight by MaxInFlight: a delivery beyond the cap is answered
-// 503 with Retry-After before a byte of its body is read, so that slow or
-// hostile senders cannot make the replica hold unbounded bodies.
+// ServeHTTP bounds every request by RequestTimeout and admits webhook
+// deliveries in two stages (see admission.go): MaxReading bodies read at
+// once, each at MinBodyRate or faster, then MaxInFlight processed at once.
+// A delivery beyond the reading cap is answered 503 with Retry-After before
+// a byte of its body is read, so that slow or hostile senders cannot make
+// the replica hold unbounded bodies nor starve the signed deliveries.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/webhooks/") {
-		select {
-		case h.inflight <- struct{}{}:
-			defer func() { <-h.inflight }()
-		default:
-			h.cfg.Metrics.shed()
+		a, ar, ok := h.admitReading(r)
+		if !ok {
 			w.Header().Set("Connection", "close")
 			problem.Write(w, problem.ErrOverloaded)
 			return
 		}
+		defer a.done()
+		r = ar
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
 	defer cancel()

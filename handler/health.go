@@ -24,7 +24,8 @@ func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz pings every check concurrently within readyTimeout.
+// readyz pings every check concurrently within readyTimeout, and answers
+// unready while the replica sheds deliveries (see admission.go).
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
@@ -53,5 +54,11 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	wg.Wait()
+	if h.shedding() {
+		// The load balancer should send deliveries elsewhere while this
+		// replica refuses them for want of a slot.
+		results["capacity"] = "shedding"
+		status, overall = http.StatusServiceUnavailable, "unready"
+	}
 	writeJSON(w, status, map[string]any{"status": overall, "checks": results})
 }

@@ -198,14 +198,12 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 			return refuse(err)
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	body, err := h.readBody(w, r)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, "", problem.New(http.StatusRequestEntityTooLarge, "too-large", "Body too large", "",
-				fmt.Sprintf("the body exceeds %d bytes", h.cfg.MaxBody))
-		}
-		return nil, "", payload.Malformed("", "could not read the body")
+		return nil, "", err
+	}
+	if err := admissionOf(r.Context()).run(); err != nil {
+		return nil, "", err
 	}
 	var id string
 	if src.verifier != nil {
@@ -222,6 +220,28 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 			"Content-Type must be application/json")
 	}
 	return body, id, nil
+}
+
+// readBody reads at most MaxBody bytes of r's body, at MinBodyRate or
+// faster, and gives the delivery's reading slot back.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	defer admissionOf(r.Context()).bodyRead()
+	br, clear := h.bodyReader(w, r, time.Now())
+	body, err := io.ReadAll(http.MaxBytesReader(w, io.NopCloser(br), h.cfg.MaxBody))
+	clear()
+	if err == nil {
+		return body, nil
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, problem.New(http.StatusRequestEntityTooLarge, "too-large", "Body too large", "",
+			fmt.Sprintf("the body exceeds %d bytes", h.cfg.MaxBody))
+	case errors.Is(err, errBodyDeadline):
+		w.Header().Set("Connection", "close")
+		return nil, fmt.Errorf("%w: %w", problem.ErrSlowBody, err)
+	}
+	return nil, payload.Malformed("", "could not read the body")
 }
 
 // prechecker is implemented by verifiers that can refuse a delivery from its

@@ -60,6 +60,9 @@ var (
 	ErrUnauthenticated = errors.New("handler: signature not accepted")
 	// ErrOverloaded: too many deliveries in flight.
 	ErrOverloaded = errors.New("handler: too many webhook deliveries in flight")
+	// ErrSlowBody: a delivery's body arrived slower than the floor
+	// (PAYLOCK_MIN_BODY_RATE) and its read was cut.
+	ErrSlowBody = errors.New("handler: body arrived too slowly")
 	// ErrHook: an in-transaction hook failed and the record rolled back.
 	ErrHook = errors.New("handler: a record hook failed; the payment was rolled back")
 	// ErrDisbursementMismatch: a loan event contradicts the stored tranche.
@@ -133,6 +136,9 @@ func fromHTTP(err error) *Problem {
 		return p
 	case errors.Is(err, ErrOverloaded):
 		return unavailable("overloaded", "Overloaded", "too many deliveries are being processed; retry later")
+	case errors.Is(err, ErrSlowBody):
+		return New(http.StatusRequestTimeout, "slow-body", "Request body too slow", "",
+			"the body arrived slower than this server accepts; send it again at once")
 	case errors.Is(err, ErrAdminToken):
 		return New(http.StatusUnauthorized, "admin-token", "Unauthorized", "",
 			"this listener needs Authorization: Bearer <PAYLOCK_ADMIN_TOKEN> (browsers: log in at /admin/login)")
