@@ -48,6 +48,7 @@ func (h *Handler) admitReading(r *http.Request) (*admission, *http.Request, bool
 		h.noteShed()
 		return nil, r, false
 	}
+	h.cfg.Metrics.stage("reading", 1)
 	a := &admission{h: h, reading: true}
 	return a, r.WithContext(context.WithValue(r.Context(), admissionKey{}, a)), true
 }
@@ -70,6 +71,7 @@ func (a *admission) bodyRead() {
 	if a.reading {
 		a.reading = false
 		<-a.h.reading
+		a.h.cfg.Metrics.stage("reading", -1)
 	}
 }
 
@@ -88,6 +90,7 @@ func (a *admission) run() error {
 	select {
 	case a.h.inflight <- struct{}{}:
 		a.running = true
+		a.h.cfg.Metrics.stage("processing", 1)
 		return nil
 	default:
 		a.h.noteShed()
@@ -103,6 +106,7 @@ func (a *admission) done() {
 	if a.running {
 		a.running = false
 		<-a.h.inflight
+		a.h.cfg.Metrics.stage("processing", -1)
 	}
 }
 

@@ -35,6 +35,7 @@ type Metrics struct {
 	redisUnavailable *prometheus.CounterVec
 	dbWrites         *prometheus.CounterVec
 	shedTotal        prometheus.Counter
+	stages           *prometheus.GaugeVec
 	// children caches the per-delivery series by their labels, so that
 	// observe neither hashes label values nor formats a status code on
 	// every delivery. Its keys are bounded: sources are configured, results
@@ -125,7 +126,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	m.lockTTL.Set(lockTTL.Seconds())
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
 		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
-		m.redisUnavailable, m.dbWrites, m.shedTotal)
+		m.redisUnavailable, m.dbWrites, m.shedTotal, m.stages)
 	for _, o := range []string{"acquired", "busy", "finished", "error"} {
 		m.lockObtain.WithLabelValues(o)
 	}
@@ -149,8 +150,14 @@ func (m *Metrics) webhookMetrics() {
 	}, []string{"source"})
 	m.shedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paylock_webhook_shed_total",
-		Help: "Webhook deliveries answered 503 unread because PAYLOCK_MAX_INFLIGHT deliveries were in flight.",
+		Help: "Webhook deliveries answered 503 overloaded: unread because PAYLOCK_MAX_READING bodies were being read, or once read because PAYLOCK_MAX_INFLIGHT deliveries were being processed.",
 	})
+	m.stages = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "paylock_webhook_deliveries_open",
+		Help: "Webhook deliveries holding a slot, by stage: reading (their body, at most PAYLOCK_MAX_READING) or processing (at most PAYLOCK_MAX_INFLIGHT).",
+	}, []string{"stage"})
+	m.stages.WithLabelValues("reading")
+	m.stages.WithLabelValues("processing")
 	m.dbWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_db_write_attempts_total",
 		Help: "Database write transactions attempted, by source.",
@@ -249,7 +256,14 @@ func (m *Metrics) sources(names []string) {
 	}
 }
 
-// shed counts a delivery refused unread for the in-flight cap.
+// stage counts a delivery entering (+1) or leaving (-1) a stage.
+func (m *Metrics) stage(name string, delta float64) {
+	if m != nil {
+		m.stages.WithLabelValues(name).Add(delta)
+	}
+}
+
+// shed counts a delivery refused for want of a slot.
 func (m *Metrics) shed() {
 	if m != nil {
 		m.shedTotal.Inc()

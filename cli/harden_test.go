@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/signature"
+)
+
+// Attack tests: what a client without any secret can do to a running
+// serve, on loopback. Each opens a bounded number of connections and
+// waits on events (metrics, answers), never on the clock.
+
+// hardenEnv is a serve with the payments source signed by paymentsSecret.
+func hardenEnv(t *testing.T, extra map[string]string) map[string]string {
+	t.Helper()
+	env := map[string]string{
+		"DATABASE_URL":            testkit.Schema(t),
+		"REDIS_URL":               testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":     testkit.Key(t, "") + ":",
+		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret,
+		"PAYLOCK_ADMIN_ADDR":      "127.0.0.1:0",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// dialRaw opens a TCP connection to base ("http://host:port"), closed at
+// the test's end.
+func dialRaw(t *testing.T, base string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// signedPayment returns a payments delivery signed with paymentsSecret.
+func signedPayment(t *testing.T, base, tx string) *http.Request {
+	t.Helper()
+	body := []byte(fmt.Sprintf(`{"transaction_id":%q,"amount":100,"currency":"JPY"}`, tx))
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, paymentsSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/payments", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = signature.Sign(signature.SchemeStandard, secrets[0], "msg_"+tx, time.Now(), body)
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// slowBody starts a delivery whose headers are signed (they pass the
+// precheck) and whose body never arrives beyond its first bytes.
+func slowBody(t *testing.T, base string) net.Conn {
+	t.Helper()
+	req := signedPayment(t, base, "tx-slow")
+	c := dialRaw(t, base)
+	var head strings.Builder
+	fmt.Fprintf(&head, "POST /webhooks/payments HTTP/1.1\r\nHost: paylock\r\nContent-Length: 4096\r\n")
+	for k, vs := range req.Header {
+		fmt.Fprintf(&head, "%s: %s\r\n", k, vs[0])
+	}
+	head.WriteString("\r\n{\"transaction_id\":")
+	if _, err := io.WriteString(c, head.String()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// readStatus reads the status code of the answer on c (0 when none came
+// before the connection ended).
+func readStatus(c net.Conn) int {
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// metricAt waits until series on the /metrics page at url reads want.
+func metricAt(t *testing.T, url, series string, want float64) {
+	t.Helper()
+	testkit.WaitFor(t, 20*time.Second, fmt.Sprintf("%s = %v", series, want), func() bool {
+		v, ok := testkit.Scrape(t, url+"/metrics").Value(series)
+		return ok && v == want
+	})
+}
+
+func TestHeadersBeyondMaxHeaderBytesAre431OnEveryListener(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, hardenEnv(t, nil), serveOptions{metrics: true, admin: true})
+	big := strings.Repeat("a", 100<<10) // beyond 64 KiB, far below Go's 1 MiB default
+	for _, base := range []string{s.base + "/healthz", s.metrics + "/metrics", s.admin + "/admin/"} {
+		req, _ := http.NewRequest(http.MethodGet, base, nil)
+		req.Header.Set("X-Padding", big)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", base, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("GET %s with 100 KiB of headers: %d, want 431", base, res.StatusCode)
+		}
+	}
+	// Headers under the cap are served.
+	req, _ := http.NewRequest(http.MethodGet, s.base+"/healthz", nil)
+	req.Header.Set("X-Padding", strings.Repeat("a", 32<<10))
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+		t.Fatalf("32 KiB of headers: %v %v", res, err)
+	}
+}
+
+func TestConnectionsBeyondMaxConnsWaitToBeAccepted(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, hardenEnv(t, map[string]string{"PAYLOCK_MAX_CONNS": "2"}), serveOptions{metrics: true})
+	// Two clients that never finish their headers hold both connections.
+	held := []net.Conn{dialRaw(t, s.base), dialRaw(t, s.base)}
+	for _, c := range held {
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: paylock\r\n")
+	}
+	metricAt(t, s.metrics, `paylock_listener_connections{listener="webhook",state="open"}`, 2)
+	third := dialRaw(t, s.base)
+	io.WriteString(third, "GET /healthz HTTP/1.1\r\nHost: paylock\r\nConnection: close\r\n\r\n")
+	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if code := readStatus(third); code != 0 {
+		t.Fatalf("a third connection was served (%d) while two were open", code)
+	}
+	// One of the two gives up: the third is accepted and answered.
+	held[0].Close()
+	third.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if code := readStatus(third); code != 200 {
+		t.Fatalf("third connection once a slot was free: %d", code)
+	}
+}
+
+func TestSignedDeliveryAnsweredWhileHundredsOfSlowBodiesAreOpen(t *testing.T) {
+	t.Parallel()
+	const slow = 256 // PAYLOCK_MAX_INFLIGHT's default: on main they held every slot
+	s := startServe(t, hardenEnv(t, nil), serveOptions{metrics: true})
+	conns := make([]net.Conn, slow)
+	for i := range conns {
+		conns[i] = slowBody(t, s.base)
+	}
+	metricAt(t, s.metrics, `paylock_webhook_deliveries_open{stage="reading"}`, slow)
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	start := time.Now()
+	res, err := client.Do(signedPayment(t, s.base, "tx-signed"))
+	if err != nil {
+		t.Fatalf("signed delivery beside %d slow bodies: %v", slow, err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("signed delivery beside %d slow bodies: %d %s", slow, res.StatusCode, b)
+	}
+	t.Logf("signed delivery answered in %v beside %d slow bodies", time.Since(start), slow)
+
+	// The slow bodies are cut with 408 once past the grace.
+	codes := make([]int, slow)
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			codes[i] = readStatus(c)
+		})
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != http.StatusRequestTimeout {
+			t.Fatalf("slow body %d: %d, want 408", i, code)
+		}
+	}
+	metricAt(t, s.metrics, `paylock_webhook_deliveries_open{stage="reading"}`, 0)
+}
+
+func TestReadyzIsUnreadyWhileTheReplicaSheds(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, hardenEnv(t, map[string]string{"PAYLOCK_MAX_READING": "2"}), serveOptions{metrics: true})
+	a, b := slowBody(t, s.base), slowBody(t, s.base)
+	metricAt(t, s.metrics, `paylock_webhook_deliveries_open{stage="reading"}`, 2)
+
+	res, err := http.DefaultClient.Do(signedPayment(t, s.base, "tx-shed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third body while two are read: %d, want 503 with Retry-After", res.StatusCode)
+	}
+	ready, err := http.Get(s.base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := io.ReadAll(ready.Body)
+	ready.Body.Close()
+	if ready.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(rb), `"capacity":"shedding"`) {
+		t.Fatalf("/readyz while shedding: %d %s", ready.StatusCode, rb)
+	}
+	// Cut at the floor, the slow bodies free their slots; ready again.
+	for _, c := range []net.Conn{a, b} {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if code := readStatus(c); code != http.StatusRequestTimeout {
+			t.Fatalf("slow body: %d, want 408", code)
+		}
+	}
+	testkit.WaitFor(t, 20*time.Second, "/readyz ready", func() bool {
+		res, err := http.Get(s.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
+	res, err = http.DefaultClient.Do(signedPayment(t, s.base, "tx-after"))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("a delivery after the slow bodies were cut: %v %v", res, err)
+	}
+	res.Body.Close()
+}
