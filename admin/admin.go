@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/internal/ratelog"
 	"github.com/paylock/paylock/problem"
 )
 
@@ -56,7 +57,11 @@ type Config struct {
 	// Destinations are the forward destinations by name: the console shows
 	// a job's destination with its URL, credentials hidden (forward.Redact).
 	Destinations forward.Destinations
-	Logger       *slog.Logger // default slog.Default()
+	// Hosts are the names, besides loopback names and IP literals, that
+	// requests may give as Host (PAYLOCK_ADMIN_HOSTS): any other Host is
+	// refused 403 before routing, against DNS rebinding.
+	Hosts  []string
+	Logger *slog.Logger // default slog.Default()
 }
 
 // Token is a named admin token.
@@ -95,6 +100,11 @@ type Admin struct {
 	now    func() time.Time
 	// console serves /admin/ when Config.Console is set.
 	console *console
+	// guesses throttles wrong tokens per client; refusals bounds the log
+	// lines they write; revoked are the sessions ended by logout.
+	guesses  throttle
+	refusals *ratelog.Limiter
+	revoked  revocations
 }
 
 // New returns the admin listener's handler.
@@ -106,7 +116,7 @@ func New(cfg Config) *Admin {
 		cfg.SessionTTL = DefaultSessionTTL
 	}
 	a := &Admin{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger,
-		origin: http.NewCrossOriginProtection(), now: time.Now}
+		origin: http.NewCrossOriginProtection(), now: time.Now, refusals: ratelog.New(time.Second, 5)}
 	if cfg.Token != "" {
 		a.tokens = append(a.tokens, namedToken{TokenName, []byte(cfg.Token)})
 	}
@@ -134,13 +144,28 @@ func New(cfg Config) *Admin {
 	return a
 }
 
-// ServeHTTP answers 401 to any request without the token, whatever its
-// path, before routing it; only /admin/login and /admin/logout are served
-// without it. A request is let through with the bearer header, or with a
-// valid session cookie from /admin/login; with the cookie, an unsafe
-// method (POST, PUT, PATCH, DELETE...) must also come from this origin
-// (see sameOrigin), else 403.
+// ServeHTTP checks every request before routing it, whatever its path
+// (see guard.go): the Host, the origin of an unsafe method, and framing.
+// Then, with tokens, it answers 401 to any request without one; only
+// /admin/login and /admin/logout are served without it. A request is let
+// through with the bearer header, or with a valid session cookie from
+// /admin/login; with the cookie, an unsafe method (POST, PUT, PATCH,
+// DELETE...) must also come from this origin (see sameOrigin), else 403.
+// A client that sent too many wrong tokens is answered 429.
 func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	frameDenied(w.Header())
+	if !a.allowedHost(r.Host) {
+		if ok, held := a.refusals.Allow("host"); ok {
+			a.log.WarnContext(r.Context(), "admin: request for another host refused (PAYLOCK_ADMIN_HOSTS)",
+				"host", r.Host, "remote", r.RemoteAddr, "refusals_not_logged", held)
+		}
+		problem.Write(w, problem.ErrAdminHost)
+		return
+	}
+	if !safeMethod(r.Method) && a.origin.Check(r) != nil {
+		problem.Write(w, problem.ErrAdminCrossOrigin)
+		return
+	}
 	switch r.URL.Path {
 	case loginPath:
 		a.login(w, r)
@@ -149,31 +174,49 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.logout(w, r)
 		return
 	}
-	who := Anonymous
-	if len(a.tokens) > 0 {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		var found bool
-		if ok {
-			who, found = a.tokenName([]byte(got))
-		} else {
-			who, found = a.validSession(r)
-		}
-		switch {
-		case ok && found:
-		case !ok && found:
-			if err := a.sameOrigin(r); err != nil {
-				a.log.WarnContext(r.Context(), "admin: cross-origin request with the session cookie refused",
-					"method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"),
-					"sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
-				problem.Write(w, err)
-				return
-			}
-		default:
-			a.unauthorized(w, r)
-			return
-		}
+	who, ok := a.authenticate(w, r)
+	if !ok {
+		return
 	}
 	a.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, who)))
+}
+
+// authenticate returns who r was let in as, or answers it (401, 403 or
+// 429) and reports false.
+func (a *Admin) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if len(a.tokens) == 0 {
+		return Anonymous, true
+	}
+	got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if bearer {
+		if a.throttled(w, r) {
+			return "", false
+		}
+		if who, found := a.tokenName([]byte(got)); found {
+			return who, true
+		}
+		a.refused(r, "bearer")
+		a.unauthorized(w, r)
+		return "", false
+	}
+	who, found := a.validSession(r)
+	if !found {
+		a.unauthorized(w, r)
+		return "", false
+	}
+	if err := a.sameOrigin(r); err != nil {
+		a.log.WarnContext(r.Context(), "admin: cross-origin request with the session cookie refused",
+			"method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"),
+			"sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+		problem.Write(w, err)
+		return "", false
+	}
+	return who, true
+}
+
+// safeMethod reports whether m changes nothing (GET, HEAD, OPTIONS).
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
 // namedToken is an accepted admin token and its name.

@@ -68,38 +68,44 @@ func sessionMAC(token []byte, exp string) string {
 }
 
 // validSession reports whether r carries an unexpired session cookie made
-// with one of the current tokens, and that token's name (the session's
-// identity: the MAC says which token it was keyed by).
+// with one of the current tokens and not ended by logout, and that token's
+// name (the session's identity: the MAC says which token it was keyed by).
 func (a *Admin) validSession(r *http.Request) (string, bool) {
+	name, _, ok := a.session(r)
+	return name, ok
+}
+
+// session returns the name and expiry of r's valid session (see
+// validSession), and its cookie value.
+func (a *Admin) session(r *http.Request) (name string, expiry time.Time, ok bool) {
 	c, err := r.Cookie(SessionCookie)
-	if err != nil {
-		return "", false
+	if err != nil || a.revoked.revoked(c.Value) {
+		return "", time.Time{}, false
 	}
 	rest, ok := strings.CutPrefix(c.Value, "v1.")
 	if !ok {
-		return "", false
+		return "", time.Time{}, false
 	}
 	exp, mac, ok := strings.Cut(rest, ".")
 	if !ok {
-		return "", false
+		return "", time.Time{}, false
 	}
 	secs, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || !a.now().Before(time.Unix(secs, 0)) {
-		return "", false
+		return "", time.Time{}, false
 	}
 	for _, t := range a.tokens {
 		if hmac.Equal([]byte(mac), []byte(sessionMAC(t.token, exp))) {
-			return t.name, true
+			return t.name, time.Unix(secs, 0), true
 		}
 	}
-	return "", false
+	return "", time.Time{}, false
 }
 
 // sameOrigin returns problem.ErrAdminCrossOrigin when r uses an unsafe method and
 // does not come from a page of this origin (see the comment at the top).
 func (a *Admin) sameOrigin(r *http.Request) error {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	if safeMethod(r.Method) {
 		return nil
 	}
 	if a.origin.Check(r) != nil {
@@ -138,6 +144,9 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 			problem.Write(w, err)
 			return
 		}
+		if a.throttled(w, r) {
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 		if err := r.ParseForm(); err != nil {
 			problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "", "the login form could not be read"))
@@ -146,7 +155,7 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 		next := localPath(r.PostForm.Get("next"))
 		name, found := a.tokenName([]byte(r.PostForm.Get("token")))
 		if !found {
-			a.log.WarnContext(r.Context(), "admin: login with a wrong token", "remote", r.RemoteAddr)
+			a.refused(r, "login")
 			a.page(w, http.StatusUnauthorized, loginPage{Next: next, Error: "Wrong token."})
 			return
 		}
@@ -163,8 +172,10 @@ func (a *Admin) login(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// logout serves POST /admin/logout: it clears this browser's cookie (other
-// sessions end at their expiry, or all at once when the token changes).
+// logout serves POST /admin/logout: it ends this browser's session on the
+// server (the cookie's value is refused from then on, on this process) and
+// clears the cookie. Other sessions end at their expiry, or all at once
+// when the token changes.
 func (a *Admin) logout(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		problem.MethodNotAllowed(http.MethodPost)(w, r)
@@ -173,6 +184,11 @@ func (a *Admin) logout(w http.ResponseWriter, r *http.Request) {
 	if err := a.sameOrigin(r); err != nil {
 		problem.Write(w, err)
 		return
+	}
+	if name, expiry, ok := a.session(r); ok {
+		c, _ := r.Cookie(SessionCookie)
+		a.revoked.revoke(c.Value, expiry, a.now())
+		a.log.InfoContext(r.Context(), "admin: browser session ended", "remote", r.RemoteAddr, "who", name)
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})

@@ -20,6 +20,9 @@ type AdminConfig struct {
 	// resolves a review item with it.
 	Tokens []admin.Token
 	Pprof  bool // PAYLOCK_PPROF: serve net/http/pprof on the metrics listener
+	// Hosts are PAYLOCK_ADMIN_HOSTS: host names the admin listener answers
+	// for besides loopback names and IP addresses.
+	Hosts []string
 
 	// listener, when set (tests), is used instead of listening on Addr.
 	listener net.Listener
@@ -44,6 +47,8 @@ func (c *AdminConfig) settings() []setting {
 			}},
 		{env: "PAYLOCK_ADMIN_TOKENS", flag: "admin-tokens", secret: true, usage: fmt.Sprintf("further admin tokens, comma-separated name:token pairs (each token at least %d characters); the name is who resolves review items with it", minAdminToken),
 			parse: func(v string) (err error) { c.Tokens, err = parseAdminTokens(v); return err }},
+		{env: "PAYLOCK_ADMIN_HOSTS", flag: "admin-hosts", usage: "further host names the admin listener answers for, comma-separated (besides localhost and IP addresses; any other Host header is refused, against DNS rebinding)",
+			parse: func(v string) error { c.Hosts = splitList(v); return nil }},
 		{env: "PAYLOCK_PPROF", flag: "pprof", def: "false", usage: "serve the net/http/pprof profiling endpoints",
 			parse: boolean(&c.Pprof)},
 	}
@@ -71,6 +76,7 @@ func (c *AdminConfig) logAttrs() []slog.Attr {
 		slog.String("admin_addr", c.Addr),
 		slog.Bool("admin_token_set", c.Token != ""),
 		slog.Any("admin_token_names", adminTokenNames(c.Tokens)),
+		slog.Any("admin_hosts", c.Hosts),
 		slog.Bool("pprof", c.Pprof),
 	}
 }

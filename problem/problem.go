@@ -71,6 +71,9 @@ var (
 	ErrUnknownPayout = errors.New("handler: no disbursement has this payout id")
 	// ErrAdminToken: the admin listener's token or session is missing or wrong.
 	ErrAdminToken = errors.New("admin: token missing or wrong")
+	// ErrAdminHost: an admin request naming a Host the listener does not
+	// answer for (PAYLOCK_ADMIN_HOSTS).
+	ErrAdminHost = errors.New("admin: host not allowed")
 	// ErrAdminCrossOrigin: an unsafe admin request from another origin.
 	ErrAdminCrossOrigin = errors.New("admin: cross-origin request")
 )
@@ -142,6 +145,9 @@ func fromHTTP(err error) *Problem {
 	case errors.Is(err, ErrAdminToken):
 		return New(http.StatusUnauthorized, "admin-token", "Unauthorized", "",
 			"this listener needs Authorization: Bearer <PAYLOCK_ADMIN_TOKEN> (browsers: log in at /admin/login)")
+	case errors.Is(err, ErrAdminHost):
+		return New(http.StatusForbidden, "admin-host", "Forbidden", "",
+			"this listener answers only for loopback names, IP addresses and PAYLOCK_ADMIN_HOSTS")
 	case errors.Is(err, ErrAdminCrossOrigin):
 		return New(http.StatusForbidden, "cross-origin", "Forbidden", "",
 			"a request with the admin session cookie must come from this origin")
