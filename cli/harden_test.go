@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paylock/paylock/internal/riverdemo"
 	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 )
 
@@ -234,4 +237,61 @@ func TestReadyzIsUnreadyWhileTheReplicaSheds(t *testing.T) {
 		t.Fatalf("a delivery after the slow bodies were cut: %v %v", res, err)
 	}
 	res.Body.Close()
+}
+
+// TestAdminWithoutATokenRefusesCrossSiteAndRebindingRequests runs serve
+// with the default admin set-up (loopback, no token) and River UI: a page
+// of another site can neither delete a discarded job through the
+// operator's browser nor, by rebinding its name to the listener, read it.
+func TestAdminWithoutATokenRefusesCrossSiteAndRebindingRequests(t *testing.T) {
+	t.Parallel()
+	dsn := testkit.Schema(t)
+	env := hardenEnv(t, map[string]string{"DATABASE_URL": dsn})
+	s := startServe(t, env, serveOptions{admin: true})
+	st := paylocktest.Migrated(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	jobs, err := riverdemo.Seed(ctx, st)
+	cancel()
+	if err != nil || len(jobs.Discarded) == 0 {
+		t.Fatalf("seed: %v %+v", err, jobs)
+	}
+	id := jobs.Discarded[0]
+	do := func(method, path, host string, body string, header map[string]string) (int, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.admin+path, strings.NewReader(body))
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode, res.Header
+	}
+	del := fmt.Sprintf(`{"ids":["%d"]}`, id)
+	crossSite := map[string]string{"Content-Type": "text/plain", "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
+	if code, _ := do(http.MethodPost, "/admin/river/api/jobs/delete", "", del, crossSite); code != http.StatusForbidden {
+		t.Fatalf("cross-site delete of a discarded job: %d, want 403", code)
+	}
+	if code, _ := do(http.MethodGet, fmt.Sprintf("/admin/river/api/jobs/%d", id), "evil.example:9091", "", nil); code != http.StatusForbidden {
+		t.Fatalf("a rebound name reading the job: %d, want 403", code)
+	}
+	if n := testkit.Count(t, st.Pool(), "SELECT count(*) FROM river_job WHERE id = $1", id); n != 1 {
+		t.Fatalf("the discarded job is gone (%d rows)", n)
+	}
+	code, h := do(http.MethodGet, "/admin/river/jobs", "", "", nil)
+	if code != 200 || h.Get("X-Frame-Options") != "DENY" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("River UI page: %d X-Frame-Options %q CSP %q", code, h.Get("X-Frame-Options"), h.Get("Content-Security-Policy"))
+	}
+	// The operator's own page still can.
+	if code, _ := do(http.MethodPost, "/admin/river/api/jobs/delete", "", del, map[string]string{"Content-Type": "application/json", "Origin": s.admin, "Sec-Fetch-Site": "same-origin"}); code != 200 {
+		t.Fatalf("same-origin delete: %d", code)
+	}
+	if n := testkit.Count(t, st.Pool(), "SELECT count(*) FROM river_job WHERE id = $1", id); n != 0 {
+		t.Fatalf("same-origin delete left the job (%d rows)", n)
+	}
 }
