@@ -150,7 +150,7 @@ func fromHTTP(err error) *Problem {
 			"this listener answers only for loopback names, IP addresses and PAYLOCK_ADMIN_HOSTS")
 	case errors.Is(err, ErrAdminCrossOrigin):
 		return New(http.StatusForbidden, "cross-origin", "Forbidden", "",
-			"a request with the admin session cookie must come from this origin")
+			"a request that changes something must come from this listener's own origin")
 	case errors.Is(err, ErrUnauthenticated):
 		return New(http.StatusUnauthorized, "signature", "Signature not accepted", "",
 			"the webhook signature could not be verified")
