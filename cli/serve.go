@@ -148,6 +148,7 @@ func (s *serving) startPipeline(ctx context.Context) error {
 		return err
 	}
 	s.later(stopJobs)
+	s.later(s.st.Review().StartForwardPurger(ctx, purgeInterval, s.logger))
 	if cfg.Database.EventRetention > 0 {
 		s.later(s.st.Disbursements().StartPurger(ctx, cfg.Database.EventRetention, purgeInterval, s.logger))
 	}

@@ -43,12 +43,15 @@ func (s *Store) JobClient() *river.Client[pgx.Tx] { return s.jobs }
 // stop's ctx ends). ctx bounds the start only: the client runs, and its
 // jobs' contexts live, until stop is called. Behind a pooler in transaction mode (a pooled ExecMode)
 // the client cannot LISTEN: StartJobs sets cfg.PollOnly, and jobs are found
-// by polling every cfg.FetchPollInterval. Errors wrap ErrUnavailable when
+// by polling every cfg.FetchPollInterval. Discarded jobs are kept (cfg's
+// DiscardedJobRetentionPeriod -1 unless set): see review_retention.go.
+// Errors wrap ErrUnavailable when
 // the database cannot be reached; nothing is started then.
 func (s *Store) StartJobs(ctx context.Context, cfg *river.Config) (stop func(context.Context) error, err error) {
 	if s.pooled {
 		cfg.PollOnly = true
 	}
+	keepDiscarded(cfg)
 	c, err := river.NewClient(riverpgxv5.New(s.pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: river client: %w", err)
