@@ -125,6 +125,9 @@ func loadConfig(name string, args []string, getenv func(string) string) (Config,
 	c := Config{getenv: getenv}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	// The flag package's own error quotes the value it could not parse:
+	// a flag's error is made here instead, as the variable's is.
+	var flagErr error
 	for _, s := range c.settings() {
 		v := getenv(s.env)
 		if v == "" {
@@ -133,9 +136,18 @@ func loadConfig(name string, args []string, getenv func(string) string) (Config,
 		if err := s.parse(v); err != nil {
 			return c, nil, s.invalid(v, err)
 		}
-		fs.Func(s.flag, s.usage+" (env "+s.env+")", s.parse)
+		fs.Func(s.flag, s.usage+" (env "+s.env+")", func(v string) error {
+			err := s.parse(v)
+			if err != nil && flagErr == nil {
+				flagErr = fmt.Errorf("--%s: %w", s.flag, s.invalid(v, err))
+			}
+			return err
+		})
 	}
 	if err := fs.Parse(args); err != nil {
+		if flagErr != nil {
+			return c, nil, flagErr
+		}
 		return c, nil, err
 	}
 	if err := c.validate(); err != nil {
@@ -220,9 +232,15 @@ func redactURL(s string) string {
 		}
 		return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		switch {
+		case err != nil:
+			u.RawQuery = "xxxxx" // a password among pairs Go cannot read
+		case q.Has("password"):
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }

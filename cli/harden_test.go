@@ -295,3 +295,30 @@ func TestAdminWithoutATokenRefusesCrossSiteAndRebindingRequests(t *testing.T) {
 		t.Fatalf("same-origin delete left the job (%d rows)", n)
 	}
 }
+
+func TestFlagErrorsNeverEchoASecret(t *testing.T) {
+	t.Parallel()
+	const secret = "Zq8SECRETzq8"
+	for _, args := range [][]string{
+		{"--admin-tokens", "ops:" + secret + ",broken"},
+		{"--admin-tokens", "bad name:" + secret + "0123456789"},
+		{"--admin-token", secret},
+		{"--database-url", "postgres://app:" + secret + "@db:notaport/pay"},
+		{"--database-url", "postgres://app:" + secret + "@db/pay?password=" + secret + "%zz"},
+		{"--redis-url", "redis://:" + secret + "@cache:notaport/0"},
+		{"--redis-url", "memcached://:" + secret + "@cache"},
+		{"--migrate-database-url", "postgres://app:" + secret + "@db:notaport/pay"},
+		{"--migrate-database-url", "%zz" + secret},
+		{"--forward-url", "https://u:" + secret + "@hooks.example/x?token=" + secret + "&a=%zz"},
+	} {
+		var stderr bytes.Buffer
+		code := Main(context.Background(), append([]string{"serve"}, args...), envMap(nil), nil, io.Discard, &stderr)
+		msg := stderr.String()
+		if code != 2 || !strings.Contains(msg, args[0]) && !strings.Contains(msg, "_URL") {
+			t.Errorf("%s: exit %d, message %q; want 2 and one naming the flag or variable", args[0], code, msg)
+		}
+		if strings.Contains(msg, secret) {
+			t.Errorf("%s: the secret leaked: %q", args[0], msg)
+		}
+	}
+}
