@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -320,5 +321,84 @@ func TestFlagErrorsNeverEchoASecret(t *testing.T) {
 		if strings.Contains(msg, secret) {
 			t.Errorf("%s: the secret leaked: %q", args[0], msg)
 		}
+	}
+}
+
+// startServeLogged is startServe with serve's log in logs.
+func startServeLogged(t *testing.T, env map[string]string, o serveOptions, logs *testkit.LogBuffer) *served {
+	t.Helper()
+	cfg, _, err := loadConfig("serve", nil, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &served{cfg: cfg}
+	if o.admin {
+		cfg.Admin.listener = testkit.Listen(t)
+		s.admin = "http://" + cfg.Admin.listener.Addr().String()
+	}
+	var mln net.Listener
+	if o.metrics {
+		mln = testkit.Listen(t)
+		s.metrics = "http://" + mln.Addr().String()
+	}
+	ln := testkit.Listen(t)
+	s.base = "http://" + ln.Addr().String()
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	running := testkit.Run(t, "serve", func(ctx context.Context) error { return serve(ctx, cfg, logger, ln, mln) })
+	testkit.WaitReady(t, s.base+"/healthz", 10*time.Second, running)
+	return s
+}
+
+// get returns the body at url, failing the test on an error.
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return fmt.Sprintf("GET %s: %d\n%s\n", url, res.StatusCode, b)
+}
+
+// TestNoOutputShowsAForwardDestinationsCredentials forwards a payment to a
+// destination whose URL carries a password and a ?token=, has it fail and
+// be discarded, and reads everything an operator or a log reader sees.
+func TestNoOutputShowsAForwardDestinationsCredentials(t *testing.T) {
+	t.Parallel()
+	rc, rurl := newForwardReceiver(t, http.StatusInternalServerError)
+	secretURL := strings.Replace(rurl, "http://", "http://paylock:s3cret-pass@", 1) + "?token=s3cret-token"
+	env := forwardEnv(t, secretURL)
+	env["PAYLOCK_ADMIN_ADDR"] = "127.0.0.1:0"
+	var logs testkit.LogBuffer
+	s := startServeLogged(t, env, serveOptions{admin: true}, &logs)
+	res, err := http.Post(s.base+"/webhooks/payments", "application/json", strings.NewReader(`{"transaction_id":"tx-creds","amount":100,"currency":"JPY"}`))
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("delivery: %v %v", res, err)
+	}
+	res.Body.Close()
+	rc.WaitAttempts(t, 1)
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
+	testkit.WaitFor(t, 20*time.Second, "the forward discarded", func() bool {
+		return testkit.Count(t, st.Pool(), "SELECT count(*) FROM river_job WHERE kind = 'forward' AND state = 'discarded'") == 1
+	})
+	var out strings.Builder
+	out.WriteString(getBody(t, s.admin+"/admin/payments/payments/tx-creds"))
+	out.WriteString(getBody(t, s.admin+"/admin/review"))
+	out.WriteString(getBody(t, s.admin+"/admin/river/api/jobs?state=discarded"))
+	var id int64
+	if err := st.Pool().QueryRow(context.Background(), "SELECT id FROM river_job WHERE kind = 'forward'").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteString(getBody(t, fmt.Sprintf("%s/admin/river/api/jobs/%d", s.admin, id)))
+	out.WriteString(logs.String())
+	if strings.Count(out.String(), ": 200\n") != 4 {
+		t.Fatalf("a page did not answer 200:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "tx-creds") {
+		t.Fatalf("the outputs do not show the payment at all:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("a destination's credentials are shown:\n%s", out.String())
 	}
 }
