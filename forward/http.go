@@ -43,7 +43,11 @@ func openHTTP(u *url.URL, cfg SinkConfig) (Sink, error) {
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS.Clone()
 	}
-	client := &http.Client{Timeout: cfg.Timeout, Transport: tr}
+	// Redirects are never followed: a 3xx is a failed attempt. Following
+	// one would send the signed payment wherever the receiver (or whoever
+	// answers in its place) points, another host or a local port.
+	client := &http.Client{Timeout: cfg.Timeout, Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &httpSink{url: u.String(), timeout: cfg.Timeout, client: client}, nil
 }
 
