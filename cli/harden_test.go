@@ -402,3 +402,25 @@ func TestNoOutputShowsAForwardDestinationsCredentials(t *testing.T) {
 		t.Errorf("a destination's credentials are shown:\n%s", out.String())
 	}
 }
+
+func TestServeRefusesAForwardSecretThatASourceHolds(t *testing.T) {
+	t.Parallel()
+	for name, env := range map[string]map[string]string{
+		"the payments source's": {"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret, "PAYLOCK_FORWARD_SECRETS": forwardSecret + "," + paymentsSecret},
+		"the loans source's":    {"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret, "PAYLOCK_LOAN_SECRETS": forwardSecret, "PAYLOCK_FORWARD_SECRETS": forwardSecret},
+	} {
+		env["PAYLOCK_FORWARD_URL"] = "https://orders.internal/paylock"
+		env["DATABASE_URL"] = testkit.Schema(t)
+		env["REDIS_URL"] = testkit.RedisURL(t)
+		env["PAYLOCK_ADMIN_ADDR"], env["PAYLOCK_METRICS_ADDR"], env["PAYLOCK_ADDR"] = "off", "off", "127.0.0.1:0"
+		// Bounded: a serve that starts anyway stops when ctx ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var stderr bytes.Buffer
+		code := Main(ctx, []string{"serve"}, envMap(env), nil, io.Discard, &stderr)
+		cancel()
+		errOut := stderr.String()
+		if code == 0 || !strings.Contains(errOut, "PAYLOCK_FORWARD_SECRETS") || strings.Contains(errOut, forwardSecret) {
+			t.Errorf("forward secret equal to %s: exit %d, %q; want a refusal naming PAYLOCK_FORWARD_SECRETS", name, code, errOut)
+		}
+	}
+}

@@ -32,6 +32,9 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 	if err != nil {
 		return nil, forward.Routes{}, err
 	}
+	if err := forwardSecretsApart(cfg.Forward.Secrets, specs); err != nil {
+		return nil, forward.Routes{}, err
+	}
 	routes, err := routeForwards(cfg, specs)
 	if err != nil {
 		return nil, forward.Routes{}, err
@@ -143,4 +146,28 @@ func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.
 // newLocker is the lock over rdb, its events counted by metrics.
 func newLocker(rdb redis.UniversalClient, metrics *handler.Metrics) *lock.Locker {
 	return lock.New(rdb, lock.WithObserver(metrics.LockObserver()))
+}
+
+// forwardSecretsApart refuses a forward secret that is also a webhook
+// source's secret (whatever scheme each is parsed for): whoever holds that
+// source's secret (the PSP, or anyone who took it from there) could sign
+// messages the receiver would take for paylock's forwards.
+func forwardSecretsApart(fwd []signature.Secret, specs []sourceSpec) error {
+	for _, spec := range specs {
+		if len(fwd) == 0 || len(spec.Secrets) == 0 {
+			continue
+		}
+		secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
+		if err != nil {
+			return err
+		}
+		for _, k := range secrets {
+			for i, f := range fwd {
+				if f.Equal(k) {
+					return fmt.Errorf("invalid PAYLOCK_FORWARD_SECRETS: secret %d is also a secret of source %q (%s): forwards must be signed with a secret no sender holds", i+1, spec.Name, spec.SecretsEnv)
+				}
+			}
+		}
+	}
+	return nil
 }
