@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -51,10 +52,10 @@ type Source struct {
 	// ChangeHook): paylock inserts the change's forward job there.
 	OnChange ChangeHook
 	// LegacyLockKey keeps the lock key of paylock's first releases,
-	// <prefix>payment:<transaction_id>, so that replicas of the old and
-	// the new release exclude each other during a rolling upgrade. Only the
-	// built-in payments source sets it; every other source's key carries
-	// its name.
+	// <prefix>payment:<transaction_id>, for transaction ids without ':',
+	// so that replicas of the old and the new release exclude each other
+	// during a rolling upgrade (see paymentLockKey). Only the built-in
+	// payments source sets it; every other source's key carries its name.
 	LegacyLockKey bool
 }
 
@@ -113,13 +114,35 @@ func (h *Handler) build(s Source) (*source, error) {
 	return src, nil
 }
 
+// paymentLockKey returns the lock key of source s's payments by
+// transaction id: <prefix>payment:<source>:<transaction_id>. Source names
+// hold no ':', so the source ends at the first one and keys of different
+// sources never collide. A LegacyLockKey source keeps its first releases'
+// key, <prefix>payment:<transaction_id>, for ids without ':' (those cannot
+// collide with a key that names a source: no ':' follows the prefix), so
+// that old and new replicas keep excluding each other during a rolling
+// upgrade; an id with ':' (which could read as another source's key) takes
+// the key that names its source. For those alone, old and new replicas do
+// not exclude each other until the upgrade is done: the database's unique
+// constraint still records each payment once.
+func paymentLockKey(prefix string, s Source) func(tx string) string {
+	named := prefix + "payment:" + s.Name + ":"
+	if !s.LegacyLockKey {
+		return func(tx string) string { return named + tx }
+	}
+	legacy := prefix + "payment:"
+	return func(tx string) string {
+		if strings.Contains(tx, ":") {
+			return named + tx
+		}
+		return legacy + tx
+	}
+}
+
 // paymentParser turns the events a's bodies carry into the payment units
 // of source s, each locked under its transaction id.
 func (h *Handler) paymentParser(s Source, a provider.Adapter) func(body []byte, headerID string) ([]unit, error) {
-	keyPrefix := h.cfg.LockPrefix + "payment:" + s.Name + ":"
-	if s.LegacyLockKey {
-		keyPrefix = h.cfg.LockPrefix + "payment:"
-	}
+	keyOf := paymentLockKey(h.cfg.LockPrefix, s)
 	hook := chain(s.OnRecord, h.cfg.OnPayment)
 	return func(body []byte, headerID string) ([]unit, error) {
 		events, err := a.Adapt(body, headerID)
@@ -129,12 +152,12 @@ func (h *Handler) paymentParser(s Source, a provider.Adapter) func(body []byte, 
 		units := make([]unit, len(events))
 		for i, e := range events {
 			if !e.Succeeded() {
-				units[i] = h.eventUnit(s, e, keyPrefix+e.TransactionID)
+				units[i] = h.eventUnit(s, e, keyOf(e.TransactionID)) // the payment's own lock
 				continue
 			}
 			p := store.Payment{Source: s.Name, TransactionID: e.TransactionID, Amount: e.Amount,
 				Currency: e.Currency, EventID: e.EventID, Payload: e.Payload}
-			units[i] = &paymentUnit{h: h, p: p, key: keyPrefix + p.TransactionID, hook: hook, body: body}
+			units[i] = &paymentUnit{h: h, p: p, key: keyOf(p.TransactionID), hook: hook, body: body}
 		}
 		return units, nil
 	}
