@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
@@ -24,6 +25,18 @@ import (
 //     it was refused. CSRF-checked like every console POST.
 
 const maxReviewNote = 2000
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character
+// (the database refuses text that is not UTF-8).
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 func (c *console) mountReview() {
 	c.a.mux.HandleFunc("GET /admin/review-queue", c.reviewList)
@@ -88,9 +101,7 @@ func (c *console) reviewItem(w http.ResponseWriter, r *http.Request) {
 func (c *console) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	action, note := r.PostForm.Get("action"), strings.TrimSpace(r.PostForm.Get("note"))
-	if len(note) > maxReviewNote {
-		note = note[:maxReviewNote]
-	}
+	note = truncateUTF8(strings.ToValidUTF8(note, "\uFFFD"), maxReviewNote)
 	who := Identity(r.Context())
 	_, err := c.a.cfg.Review.Resolve(r.Context(), id, store.Resolve{Action: action, Note: note, Who: who})
 	if err == nil {

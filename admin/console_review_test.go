@@ -73,3 +73,39 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 		t.Errorf("still open: %v", open)
 	}
 }
+
+func TestConsoleReviewNoteIsCutWithoutSplittingACharacter(t *testing.T) {
+	t.Parallel()
+	_, st := paylocktest.MigratedSchema(t)
+	ctx := context.Background()
+	if err := st.Payments().RecordMismatch(ctx, store.Mismatch{Source: "acme", TransactionID: "tx-utf8", Amount: 101, Currency: "EUR",
+		RequestID: "req-u", Body: []byte(`{"amount":101}`)}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := st.Review().ReviewItems(ctx, store.ReviewFilter{})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("items %v, %v", items, err)
+	}
+	id := items[0].ID
+	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
+		Console: consoleStore(st), Review: review.New(st.Review(), nil)}))
+	t.Cleanup(srv.Close)
+	l := login(t, srv, adminTestToken, "/admin/review-queue")
+	page := adminDo(t, srv, http.MethodGet, "/admin/review-queue/"+id, nil, nil, l.cookie)
+	m := csrfField.FindStringSubmatch(page.body)
+	if m == nil {
+		t.Fatalf("item page: %d", page.status)
+	}
+	// 1,999 bytes, then a 3-byte character across the 2,000-byte cut.
+	note := strings.Repeat("a", 1999) + "€€"
+	form := url.Values{"action": {"acknowledge"}, "note": {note}, "csrf": {m[1]}}
+	a := adminDo(t, srv, http.MethodPost, "/admin/review-queue/"+id+"/resolve", strings.NewReader(form.Encode()),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}, l.cookie)
+	if a.status != http.StatusSeeOther {
+		t.Fatalf("resolve with a long note: %d %s", a.status, a.body)
+	}
+	all, err := st.Review().ReviewItems(ctx, store.ReviewFilter{All: true})
+	if err != nil || len(all) != 1 || all[0].Resolution == nil || all[0].Resolution.Note != strings.Repeat("a", 1999) {
+		t.Fatalf("resolution %+v, %v; want the note cut to its 1,999 ASCII bytes", all, err)
+	}
+}
