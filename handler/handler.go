@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/paylock/paylock/internal/ratelog"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/problem"
@@ -196,9 +197,10 @@ type Handler struct {
 	rules    *payload.Rules
 	log      *slog.Logger
 	mux      *http.ServeMux
-	inflight chan struct{} // a slot per webhook delivery being processed
-	reading  chan struct{} // a slot per webhook delivery whose body is being read
-	lastShed atomic.Int64  // when a delivery was last shed (Unix ns); 0: never
+	inflight chan struct{}    // a slot per webhook delivery being processed
+	reading  chan struct{}    // a slot per webhook delivery whose body is being read
+	lastShed atomic.Int64     // when a delivery was last shed (Unix ns); 0: never
+	refusals *ratelog.Limiter // bounds the log lines of refused signatures, per source
 	sources  map[string]*source
 }
 
@@ -218,6 +220,7 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 		mux:      http.NewServeMux(),
 		inflight: make(chan struct{}, cfg.MaxInFlight),
 		reading:  make(chan struct{}, cfg.MaxReading),
+		refusals: ratelog.New(refusalLogEvery, refusalLogBurst),
 		sources:  make(map[string]*source, len(cfg.Sources)),
 	}
 	names := make([]string, 0, len(cfg.Sources))
@@ -244,6 +247,14 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 	h.mux.HandleFunc("/", problem.NotFound)
 	return h, nil
 }
+
+// Refused signatures are logged at most refusalLogBurst at once, then one
+// per refusalLogEvery, per source; the next line written says how many
+// were not (refusals_not_logged).
+const (
+	refusalLogBurst = 10
+	refusalLogEvery = time.Second
+)
 
 // ServeHTTP bounds every request by RequestTimeout and admits webhook
 // deliveries in two stages (see admission.go): MaxReading bodies read at

@@ -114,6 +114,17 @@ func (h *Handler) serve(src *source) http.HandlerFunc {
 		}
 		took := time.Since(start)
 		h.cfg.Metrics.observe(o, took)
+		if o.sigFailure != "" {
+			// Anyone can send refused deliveries: their lines are
+			// bounded per source (the metrics count every one).
+			ok, held := h.refusals.Allow(src.name)
+			if !ok {
+				return
+			}
+			if held > 0 {
+				o.attrs = append(o.attrs, slog.Int("refusals_not_logged", held))
+			}
+		}
 		h.logDelivery(r.Context(), o, took)
 	}
 }
