@@ -198,6 +198,12 @@ func (h *Handler) process(ctx context.Context, src *source, body []byte, headerI
 func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *source, o *outcome) ([]byte, string, error) {
 	refuse := func(err error) ([]byte, string, error) {
 		o.sigFailure = signature.Reason(err)
+		if errors.Is(err, signature.ErrTooLarge) {
+			// Too many items to verify: the sender must split the batch,
+			// not retry it as it is.
+			return nil, "", problem.New(http.StatusRequestEntityTooLarge, "too-large", "Body too large", "",
+				"the delivery holds more items than one delivery may carry")
+		}
 		// The precise reason goes to the log; the caller learns only that
 		// the signature was not accepted.
 		return nil, "", fmt.Errorf("%w: %w", problem.ErrUnauthenticated, err)

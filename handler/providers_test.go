@@ -169,3 +169,25 @@ func TestSameTransactionIDFromTwoSourcesIsTwoPayments(t *testing.T) {
 		t.Fatalf("%d of the two lock keys hold a finished marker, want 2", n)
 	}
 }
+
+func TestAdyenBatchOverTheItemLimitIs413(t *testing.T) {
+	t.Parallel()
+	key, body := adyenBatch(t)
+	v, _ := verifier(t, signature.SchemeAdyen, key)
+	r := startReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{{Name: "adyen", Provider: "adyen", Verifier: v}}}})
+	var batch struct {
+		Live              string            `json:"live"`
+		NotificationItems []json.RawMessage `json:"notificationItems"`
+	}
+	if err := json.Unmarshal(body, &batch); err != nil || len(batch.NotificationItems) == 0 {
+		t.Fatalf("vector batch: %v", err)
+	}
+	for len(batch.NotificationItems) <= 100 {
+		batch.NotificationItems = append(batch.NotificationItems, batch.NotificationItems[0])
+	}
+	big, _ := json.Marshal(batch)
+	wantProblem(t, postRaw(t, r.URL+"/webhooks/adyen", nil, big), http.StatusRequestEntityTooLarge)
+	if n := testkit.PaymentRows(t, r.Store.Pool(), ""); n != 0 {
+		t.Fatalf("an oversized batch wrote %d payments", n)
+	}
+}

@@ -247,7 +247,7 @@ func (p *adyenParser) items(items *[]adyenFields) error {
 	}
 	for p.d.More() {
 		if len(*items) == maxAdyenItems {
-			return malformed("adyen: more than %d %s", maxAdyenItems, adyenItems)
+			return fmt.Errorf("%w: adyen: more than %d %s", ErrTooLarge, maxAdyenItems, adyenItems)
 		}
 		n := len(*items) + 1
 		var f adyenFields

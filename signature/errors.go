@@ -25,6 +25,11 @@ var (
 	// hmacSignature that is not base64 of 32 bytes.
 	ErrMalformed = fmt.Errorf("%w: malformed header", ErrInvalid)
 
+	// ErrTooLarge: for SchemeAdyen, a notification with more items than
+	// one delivery may carry (checked before any HMAC). It wraps
+	// ErrMalformed: Reason says "malformed".
+	ErrTooLarge = fmt.Errorf("%w: too many items", ErrMalformed)
+
 	// ErrTimestamp: the signed timestamp is further from the verifier's clock
 	// than its tolerance, in the past (a replay) or in the future.
 	ErrTimestamp = fmt.Errorf("%w: timestamp outside tolerance", ErrInvalid)
