@@ -2,6 +2,7 @@ package adyen
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/paylock/paylock/lifecycle"
@@ -31,7 +32,11 @@ const maxItems = 100
 // NotificationRequestItem, Amount). success and live are the strings
 // "true"/"false", amount.value is an integer in minor units and
 // amount.currency an upper-case ISO 4217 code.
-type adapter struct{ rules *payload.Rules }
+type adapter struct {
+	rules    *payload.Rules
+	accounts []string // merchant_accounts; nil: any
+	live     *bool    // live; nil: either
+}
 
 // Acknowledge is Adyen's expected answer, "[accepted]".
 func (adapter) Acknowledge() (string, []byte) {
@@ -70,6 +75,9 @@ func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
 		return nil, payload.Malformed(name, name+" must be a JSON array")
 	case len(list.Items()) > maxItems:
 		return nil, payload.Invalid(name, fmt.Sprintf("%s must hold at most %d items", name, maxItems))
+	}
+	if err := a.checkLive(root); err != nil {
+		return nil, err
 	}
 	var events []provider.Event
 	seen := make(map[string]int) // a payment's pspReference -> index in events
@@ -123,6 +131,9 @@ func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, paylo
 	if success != "true" && success != "false" {
 		return nil, nil, payload.Invalid(successName, successName+` must be "true" or "false"`)
 	}
+	if err := a.checkAccount(item, prefix); err != nil {
+		return nil, nil, err
+	}
 	kind, ok := kindOf(code, success == "true")
 	if !ok {
 		return nil, nil, nil
@@ -159,4 +170,36 @@ func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, paylo
 		return nil, nil, err
 	}
 	return &p, names, nil
+}
+
+// checkLive refuses a notification whose "live" is not the source's live
+// setting.
+func (a adapter) checkLive(root *payload.Node) error {
+	if a.live == nil {
+		return nil
+	}
+	live, name, err := root.RequiredString("", "live")
+	if err != nil {
+		return err
+	}
+	if want := strconv.FormatBool(*a.live); live != want {
+		return payload.Invalid(name, fmt.Sprintf("%s is %q; this source takes only %q notifications", name, live, want))
+	}
+	return nil
+}
+
+// checkAccount refuses an item of a merchant account the source does not
+// take (merchant_accounts).
+func (a adapter) checkAccount(item *payload.Node, prefix string) error {
+	if a.accounts == nil {
+		return nil
+	}
+	acc, name, err := item.RequiredString(prefix, "merchantAccountCode")
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(a.accounts, acc) {
+		return payload.Invalid(name, fmt.Sprintf("merchant account %q is not one of this source's merchant_accounts", acc))
+	}
+	return nil
 }
