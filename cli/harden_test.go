@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -422,5 +424,57 @@ func TestServeRefusesAForwardSecretThatASourceHolds(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, "PAYLOCK_FORWARD_SECRETS") || strings.Contains(errOut, forwardSecret) {
 			t.Errorf("forward secret equal to %s: exit %d, %q; want a refusal naming PAYLOCK_FORWARD_SECRETS", name, code, errOut)
 		}
+	}
+}
+
+func TestAdyenSourceWithBasicAuthRefusesDeliveriesWithoutIt(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	file := "sources: {adyen: {adapter: adyen, signature: adyen, secrets_env: ADYEN_HMAC_KEYS, basic_auth_env: ADYEN_BASIC_AUTH}}\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := hardenEnv(t, map[string]string{"PAYLOCK_SOURCES_FILE": path, "ADYEN_HMAC_KEYS": adyenKey,
+		"ADYEN_BASIC_AUTH": "adyen-notify:b4sic-pass"})
+	delete(env, "PAYLOCK_WEBHOOK_SECRETS")
+	s := startServe(t, env, serveOptions{})
+
+	keys, err := signature.ParseSecrets(signature.SchemeAdyen, adyenKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := signature.SignAdyenNotification(keys[0], []byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":{`+
+		`"additionalData":{},"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","eventDate":"2026-11-30T12:00:00+01:00",`+
+		`"merchantAccountCode":"PaylockECOM","merchantReference":"order-1","originalReference":"","paymentMethod":"visa",`+
+		`"pspReference":"8815000000000001","reason":"","success":"true"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(user, pass string) int {
+		req, _ := http.NewRequest(http.MethodPost, s.base+"/webhooks/adyen", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, c := range [][2]string{{"", ""}, {"adyen-notify", "wrong"}, {"someone", "b4sic-pass"}} {
+		if code := post(c[0], c[1]); code != http.StatusUnauthorized {
+			t.Errorf("HMAC-signed, basic auth %q: %d, want 401", c, code)
+		}
+	}
+	if code := post("adyen-notify", "b4sic-pass"); code != 200 {
+		t.Fatalf("with both: %d", code)
+	}
+	// Refused at start: a variable that is not user:password.
+	bad := hardenEnv(t, map[string]string{"PAYLOCK_SOURCES_FILE": path, "ADYEN_HMAC_KEYS": adyenKey, "ADYEN_BASIC_AUTH": "no-colon-s3cret"})
+	delete(bad, "PAYLOCK_WEBHOOK_SECRETS")
+	if code, _, errOut := runCLI(bad, "serve"); code == 0 || !strings.Contains(errOut, "ADYEN_BASIC_AUTH") || strings.Contains(errOut, "s3cret") {
+		t.Errorf("ADYEN_BASIC_AUTH without a colon: exit %d, %q", code, errOut)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -46,6 +48,9 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 			src = handler.PaymentsSource(nil)
 		}
 		src.Settings = spec.Settings
+		if src.BasicAuth, err = basicAuthOf(spec, getenv); err != nil {
+			return nil, forward.Routes{}, err
+		}
 		if !spec.unsigned() {
 			v, n, err := sourceVerifier(spec, cfg.Sources.SigTolerance)
 			if err != nil {
@@ -170,4 +175,24 @@ func forwardSecretsApart(fwd []signature.Secret, specs []sourceSpec) error {
 		}
 	}
 	return nil
+}
+
+// basicAuthOf reads the basic authentication credentials of a source whose
+// settings name their variable (Adyen's basic_auth_env): "" when none,
+// an error when the variable is empty or not user:password. The error
+// names the variable, never its value.
+func basicAuthOf(spec sourceSpec, getenv func(string) string) (string, error) {
+	raw, ok := spec.Settings[provider.KeyBasicAuthEnv]
+	if !ok {
+		return "", nil
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return "", fmt.Errorf("source %q: %s: want a variable name", spec.Name, provider.KeyBasicAuthEnv)
+	}
+	v := getenv(name)
+	if user, pass, ok := strings.Cut(v, ":"); !ok || user == "" || pass == "" {
+		return "", fmt.Errorf("source %q: %s (%s) must hold user:password", spec.Name, name, provider.KeyBasicAuthEnv)
+	}
+	return v, nil
 }

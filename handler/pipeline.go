@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -208,6 +209,10 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 		// the signature was not accepted.
 		return nil, "", fmt.Errorf("%w: %w", problem.ErrUnauthenticated, err)
 	}
+	if src.basicAuth != nil && !basicAuthOK(r, src.basicAuth) {
+		o.sigFailure = "basic_auth"
+		return nil, "", fmt.Errorf("%w: basic authentication missing or wrong", problem.ErrUnauthenticated)
+	}
 	if pc, ok := src.verifier.(prechecker); ok {
 		// Missing, malformed or stale signature headers are refused before
 		// a byte of the body is read.
@@ -259,6 +264,13 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, fmt.Errorf("%w: %w", problem.ErrSlowBody, err)
 	}
 	return nil, payload.Malformed("", "could not read the body")
+}
+
+// basicAuthOK reports whether r carries the basic authentication want
+// ("user:password"), compared in constant time.
+func basicAuthOK(r *http.Request, want []byte) bool {
+	user, pass, ok := r.BasicAuth()
+	return ok && subtle.ConstantTimeCompare([]byte(user+":"+pass), want) == 1
 }
 
 // prechecker is implemented by verifiers that can refuse a delivery from its

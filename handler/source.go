@@ -43,6 +43,10 @@ type Source struct {
 	// Verifier checks a delivery's signature on the raw body; nil accepts
 	// unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED, development only).
 	Verifier Verifier
+	// BasicAuth, when set ("user:password"), is the HTTP basic
+	// authentication every delivery must carry besides its signature
+	// (Adyen's basic_auth_env), checked before the body is read.
+	BasicAuth string
 	// OnRecord, when set, runs in the recording transaction of each of this
 	// source's newly recorded payments (see RecordHook): paylock inserts the
 	// payment's forward job there.
@@ -69,8 +73,9 @@ var errNoDisbursements = errors.New("handler: the loans and payouts sources need
 
 // source is a Source ready to serve.
 type source struct {
-	name     string
-	verifier Verifier
+	name      string
+	verifier  Verifier
+	basicAuth []byte // "user:password"; nil: none
 	// parse turns a verified body into the units of work it carries.
 	parse func(body []byte, headerID string) ([]unit, error)
 	// ack, when set, is the provider's own 2xx answer (Adyen's
@@ -86,6 +91,9 @@ func (h *Handler) build(s Source) (*source, error) {
 		return nil, fmt.Errorf("handler: source name %q is not a URL-safe token (a-z, 0-9, _ and -, at most 63)", s.Name)
 	}
 	src := &source{name: s.Name, verifier: s.Verifier, logMsg: "payment webhook"}
+	if s.BasicAuth != "" {
+		src.basicAuth = []byte(s.BasicAuth)
+	}
 	switch s.Provider {
 	case ProviderLoans, ProviderPayouts:
 		if h.cfg.Disbursements == nil {

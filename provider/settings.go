@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+// KeyBasicAuthEnv is the sources-file key, for providers that list it in
+// Keys (adyen), naming the environment variable that holds the
+// user:password of the HTTP basic authentication every delivery of the
+// source must carry besides its signature. The provider checks the name;
+// the command reads the variable; the handler checks each delivery.
+const KeyBasicAuthEnv = "basic_auth_env"
+
 // SettingError is a source setting a provider cannot work with: New's
 // error for a bad Config. Key is the sources-file key ("events"), or a
 // path into it ("fields.amount"); "" when the settings as a whole are

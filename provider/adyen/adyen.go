@@ -12,6 +12,7 @@ package adyen
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
@@ -29,17 +30,32 @@ func (Provider) Schemes() []signature.Scheme { return []signature.Scheme{signatu
 // notifications the source records (others are refused, 422; the
 // merchant account is covered by the item's HMAC), and live, true or
 // false, which the notification's "live" must say (422 otherwise).
-func (Provider) Keys() []string { return []string{keyAccounts, keyLive} }
+//
+// basic_auth_env names the environment variable holding the user:password
+// of the basic authentication Adyen sends with each notification (set in
+// the webhook's settings in the Customer Area, as Adyen recommends beside
+// HMAC); paylock then refuses, 401 before reading the body, a delivery
+// without it. The credentials themselves never appear in the file.
+func (Provider) Keys() []string { return []string{keyAccounts, keyLive, provider.KeyBasicAuthEnv} }
 
 const (
 	keyAccounts = "merchant_accounts"
 	keyLive     = "live"
 )
 
+// envName is what an environment variable's name may look like.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // New returns the adapter of notification batches for cfg's settings.
 func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
-	if err := cfg.Settings.Only(keyAccounts, keyLive); err != nil {
+	if err := cfg.Settings.Only(keyAccounts, keyLive, provider.KeyBasicAuthEnv); err != nil {
 		return nil, err
+	}
+	if raw, ok := cfg.Settings[provider.KeyBasicAuthEnv]; ok {
+		var name string
+		if err := json.Unmarshal(raw, &name); err != nil || !envName.MatchString(name) {
+			return nil, &provider.SettingError{Key: provider.KeyBasicAuthEnv, Err: errors.New("want the name of an environment variable holding user:password")}
+		}
 	}
 	a := adapter{rules: cfg.Rules}
 	if raw, ok := cfg.Settings[keyAccounts]; ok {
