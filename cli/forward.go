@@ -14,6 +14,8 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/store"
 )
 
@@ -35,12 +37,12 @@ func routeForwards(cfg Config, specs []sourceSpec) (forward.Routes, error) {
 	return r, err
 }
 
-// loadForwardRoutes are the routes serve forwards by (routeForwards over
-// the sources of loadSources), for the forward worker, which may run in a
-// process that serves no source (paylock worker): the sources are read for
-// their forward_url only, so a source whose secrets the process lacks
-// still names its destination.
-func loadForwardRoutes(cfg Config) (forward.Routes, error) {
+// forwardSpecs are the sources the forward worker routes by
+// (routeForwards) and reads payloads of: it may run in a process that
+// serves no source (paylock worker), so the sources are read for their
+// forward_url and settings only, and a source whose secrets the process
+// lacks still names its destination.
+func forwardSpecs(cfg Config) ([]sourceSpec, error) {
 	getenv := cfg.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -48,10 +50,34 @@ func loadForwardRoutes(cfg Config) (forward.Routes, error) {
 	only := cfg
 	only.Sources.AllowUnsigned = true // no source is served from these specs
 	specs, _, err := loadSources(only, getenv)
-	if err != nil {
-		return forward.Routes{}, err
+	return specs, err
+}
+
+// unsignedMembers returns, for forward.Config.Unsigned, what each source's
+// signature leaves uncovered of its payloads (provider.PartlySigned, such
+// as an Adyen source without basic_auth_env); nil when no source is partly
+// signed.
+func unsignedMembers(cfg Config, specs []sourceSpec) func(source string, payload []byte) []string {
+	partly := map[string]provider.PartlySigned{}
+	for _, s := range specs {
+		p, ok := provider.Lookup(s.Adapter)
+		if !ok {
+			continue
+		}
+		a, err := p.New(provider.Config{Source: s.Name, Settings: s.Settings, Rules: payload.NewRules(cfg.Sources.DefaultCurrency, cfg.Sources.Currencies)})
+		if ps, ok := a.(provider.PartlySigned); ok && err == nil {
+			partly[s.Name] = ps
+		}
 	}
-	return routeForwards(cfg, specs)
+	if len(partly) == 0 {
+		return nil
+	}
+	return func(source string, payload []byte) []string {
+		if ps, ok := partly[source]; ok {
+			return ps.Unsigned(payload)
+		}
+		return nil
+	}
 }
 
 // newForwardWorker builds the forward worker from cfg, with a sink open
@@ -62,7 +88,11 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 	if !cfg.Forward.enabled() {
 		return nil, errors.New("invalid PAYLOCK_FORWARD_SECRETS: forwarding needs a signing secret")
 	}
-	routes, err := loadForwardRoutes(cfg)
+	specs, err := forwardSpecs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	routes, err := routeForwards(cfg, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +104,7 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 		Concurrency:  cfg.Forward.Concurrency,
 		Logger:       logger,
 		Observe:      observe,
+		Unsigned:     unsignedMembers(cfg, specs),
 	}, st.Payments())
 }
 

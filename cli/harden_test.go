@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -439,17 +441,7 @@ func TestAdyenSourceWithBasicAuthRefusesDeliveriesWithoutIt(t *testing.T) {
 	delete(env, "PAYLOCK_WEBHOOK_SECRETS")
 	s := startServe(t, env, serveOptions{})
 
-	keys, err := signature.ParseSecrets(signature.SchemeAdyen, adyenKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := signature.SignAdyenNotification(keys[0], []byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":{`+
-		`"additionalData":{},"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","eventDate":"2026-11-30T12:00:00+01:00",`+
-		`"merchantAccountCode":"PaylockECOM","merchantReference":"order-1","originalReference":"","paymentMethod":"visa",`+
-		`"pspReference":"8815000000000001","reason":"","success":"true"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := adyenSigned(t, adyenKey, "8815000000000001")
 	post := func(user, pass string) int {
 		req, _ := http.NewRequest(http.MethodPost, s.base+"/webhooks/adyen", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -476,5 +468,75 @@ func TestAdyenSourceWithBasicAuthRefusesDeliveriesWithoutIt(t *testing.T) {
 	delete(bad, "PAYLOCK_WEBHOOK_SECRETS")
 	if code, _, errOut := runCLI(bad, "serve"); code == 0 || !strings.Contains(errOut, "ADYEN_BASIC_AUTH") || strings.Contains(errOut, "s3cret") {
 		t.Errorf("ADYEN_BASIC_AUTH without a colon: exit %d, %q", code, errOut)
+	}
+}
+
+// adyenSigned is a one-item Adyen notification for psp, signed with key.
+func adyenSigned(t *testing.T, key, psp string) []byte {
+	t.Helper()
+	keys, err := signature.ParseSecrets(signature.SchemeAdyen, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := signature.SignAdyenNotification(keys[0], []byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":{`+
+		`"additionalData":{},"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","eventDate":"2026-11-30T12:00:00+01:00",`+
+		`"merchantAccountCode":"PaylockECOM","merchantReference":"order-1","originalReference":"","paymentMethod":"visa",`+
+		`"pspReference":"`+psp+`","reason":"","success":"true"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// TestAdyenForwardsMarkWhatTheHMACDoesNotCover runs two Adyen sources,
+// one with basic authentication, and reads their forwards: without it,
+// the members of the item that Adyen's HMAC does not sign are named
+// unauthenticated; with it, none are.
+func TestAdyenForwardsMarkWhatTheHMACDoesNotCover(t *testing.T) {
+	t.Parallel()
+	const otherKey = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF"
+	rc, rurl := newForwardReceiver(t)
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	file := "sources:\n" +
+		"  adyen: {adapter: adyen, signature: adyen, secrets_env: ADYEN_HMAC_KEYS}\n" +
+		"  adyenauth: {adapter: adyen, signature: adyen, secrets_env: OTHER_HMAC_KEYS, basic_auth_env: ADYEN_BASIC_AUTH}\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := forwardEnv(t, rurl)
+	delete(env, "PAYLOCK_ALLOW_UNSIGNED")
+	env["PAYLOCK_SOURCES_FILE"], env["ADYEN_HMAC_KEYS"], env["OTHER_HMAC_KEYS"] = path, adyenKey, otherKey
+	env["ADYEN_BASIC_AUTH"] = "adyen-notify:b4sic-pass"
+	env["PAYLOCK_FORWARD_MAX_ATTEMPTS"] = "5"
+	s := startServe(t, env, serveOptions{})
+	for source, body := range map[string][]byte{"adyen": adyenSigned(t, adyenKey, "psp-plain"), "adyenauth": adyenSigned(t, otherKey, "psp-auth")} {
+		req, _ := http.NewRequest(http.MethodPost, s.base+"/webhooks/"+source, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth("adyen-notify", "b4sic-pass")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s delivery: %v %v", source, res, err)
+		}
+		res.Body.Close()
+	}
+	attempts := rc.WaitAttempts(t, 2)
+	got := map[string][]string{}
+	for _, a := range attempts {
+		var msg struct {
+			Data struct {
+				Source          string   `json:"source"`
+				Unauthenticated []string `json:"unauthenticated"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(a.Body, &msg); err != nil {
+			t.Fatal(err)
+		}
+		got[msg.Data.Source] = msg.Data.Unauthenticated
+	}
+	if want := []string{"additionalData", "eventDate", "paymentMethod", "reason"}; !slices.Equal(got["adyen"], want) {
+		t.Errorf("adyen forward: unauthenticated %q, want %q", got["adyen"], want)
+	}
+	if u, ok := got["adyenauth"]; !ok || u != nil {
+		t.Errorf("adyenauth forward (basic auth): unauthenticated %q (present %v), want none", u, ok)
 	}
 }

@@ -27,6 +27,9 @@ type paymentData struct {
 	AmountRefunded int64           `json:"amount_refunded"`
 	Dispute        *string         `json:"dispute"`
 	Version        int             `json:"version"`
+	// Unauthenticated lists the payload's members that the source's
+	// signature did not cover (Config.Unsigned): as received, unproven.
+	Unauthenticated []string `json:"unauthenticated,omitempty"`
 }
 
 // changeData is the data of a lifecycle forward (payment.failed,
@@ -102,6 +105,9 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 		}
 		if st := a.State; st != nil {
 			d.Status, d.AmountRefunded, d.Dispute, d.Version = st.Status, st.AmountRefunded, dispute(st.Dispute), st.Version
+		}
+		if w.cfg.Unsigned != nil {
+			d.Unauthenticated = w.cfg.Unsigned(p.Source, p.Payload)
 		}
 		return json.Marshal(envelope{Type: a.Type, Data: d})
 	case strings.HasPrefix(a.Type, "payment.") && a.State != nil:

@@ -44,6 +44,10 @@ type Config struct {
 	// Observe, when set, is called synchronously after each attempt (for
 	// metrics). It must be quick and safe for concurrent use.
 	Observe func(Event)
+	// Unsigned, when set, lists the members of a source's stored payload
+	// that its signature did not cover (provider.PartlySigned); a
+	// payment.recorded forward names them in data.unauthenticated.
+	Unsigned func(source string, payload []byte) []string
 }
 
 // AttemptTimeout bounds one attempt: reading the payment and one delivery.

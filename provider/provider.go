@@ -72,6 +72,16 @@ type Acknowledger interface {
 	Acknowledge() (contentType string, body []byte)
 }
 
+// A PartlySigned adapter's signature covers only part of each event's
+// payload (Adyen's HMAC covers eight fields of an item). Unsigned lists
+// the payload's members it does not cover, as JSON member names
+// ("additionalData", "amount.extra"), sorted; nil when the source
+// authenticates its deliveries whole (Adyen with basic_auth_env). The
+// forward marks them unauthenticated.
+type PartlySigned interface {
+	Unsigned(payload []byte) []string
+}
+
 // Settings are a source's provider-specific keys from
 // PAYLOCK_SOURCES_FILE (those the provider lists in Keys), each value as
 // raw JSON: {"events": ["charge.succeeded"]}. Secrets never appear here:

@@ -1,6 +1,7 @@
 package adyen
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,6 +37,52 @@ type adapter struct {
 	rules    *payload.Rules
 	accounts []string // merchant_accounts; nil: any
 	live     *bool    // live; nil: either
+	// basicAuth: the source checks Adyen's basic authentication
+	// (basic_auth_env), which covers the whole delivery.
+	basicAuth bool
+}
+
+// hmacCovered are the members of a NotificationRequestItem that Adyen's
+// HMAC signs (signature/adyen.go), amount's value and currency included.
+var hmacCovered = map[string]bool{
+	"pspReference": true, "originalReference": true, "merchantAccountCode": true,
+	"merchantReference": true, "eventCode": true, "success": true,
+}
+
+// Unsigned lists the members of an item (a payment's payload) that its
+// HMAC does not cover: every member but the signed ones (additionalData,
+// which holds the signature itself, included), and any member of amount
+// besides value and currency. Nil with basic authentication, which covers
+// the whole delivery.
+func (a adapter) Unsigned(item []byte) []string {
+	if a.basicAuth {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(item, &members); err != nil {
+		return []string{"(payload)"}
+	}
+	var out []string
+	for k, v := range members {
+		switch {
+		case hmacCovered[k]:
+		case k == "amount":
+			var amount map[string]json.RawMessage
+			if json.Unmarshal(v, &amount) != nil {
+				out = append(out, k)
+				continue
+			}
+			for m := range amount {
+				if m != "value" && m != "currency" {
+					out = append(out, "amount."+m)
+				}
+			}
+		default:
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Acknowledge is Adyen's expected answer, "[accepted]".

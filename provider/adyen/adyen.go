@@ -58,6 +58,7 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 		}
 	}
 	a := adapter{rules: cfg.Rules}
+	_, a.basicAuth = cfg.Settings[provider.KeyBasicAuthEnv]
 	if raw, ok := cfg.Settings[keyAccounts]; ok {
 		if err := json.Unmarshal(raw, &a.accounts); err != nil || len(a.accounts) == 0 {
 			return nil, &provider.SettingError{Key: keyAccounts, Err: errors.New("want a non-empty list of merchant account codes")}

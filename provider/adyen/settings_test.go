@@ -2,6 +2,7 @@ package adyen
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/paylock/paylock/payload"
@@ -42,5 +43,31 @@ func TestAdyenSourceTakesOnlyItsMerchantAccountsAndItsLiveOrTest(t *testing.T) {
 		if _, err := (Provider{}).New(provider.Config{Rules: payload.NewRules("", nil), Settings: settings}); !errors.As(err, &se) {
 			t.Errorf("%s: %v, want a *provider.SettingError", name, err)
 		}
+	}
+}
+
+func TestAdyenItemMembersOutsideTheHMACAreListedUnlessBasicAuthCoversThem(t *testing.T) {
+	t.Parallel()
+	it := []byte(`{"additionalData":{"hmacSignature":"c2ln"},"amount":{"currency":"EUR","value":1000,"extra":1},` +
+		`"eventCode":"AUTHORISATION","merchantAccountCode":"PaylockECOM","merchantReference":"order-1","originalReference":"",` +
+		`"paymentMethod":"visa","pspReference":"psp-1","reason":"","success":"true","operations":["CAPTURE"]}`)
+	a, err := Provider{}.New(provider.Config{Rules: payload.NewRules("", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.(provider.PartlySigned).Unsigned(it)
+	want := []string{"additionalData", "amount.extra", "operations", "paymentMethod", "reason"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Unsigned = %q, want %q", got, want)
+	}
+	withAuth, err := Provider{}.New(provider.Config{Rules: payload.NewRules("", nil), Settings: provider.Settings{"basic_auth_env": []byte(`"ADYEN_BASIC_AUTH"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := withAuth.(provider.PartlySigned).Unsigned(it); got != nil {
+		t.Fatalf("with basic auth: Unsigned = %q, want nil", got)
+	}
+	if _, err := (Provider{}).New(provider.Config{Rules: payload.NewRules("", nil), Settings: provider.Settings{"basic_auth_env": []byte(`"not a name"`)}}); err == nil {
+		t.Fatal("basic_auth_env naming no variable was accepted")
 	}
 }
