@@ -16,7 +16,9 @@ type canaryArgs struct{}
 
 func (canaryArgs) Kind() string { return "retention_canary" }
 
-type canaryWorker struct{ river.WorkerDefaults[canaryArgs] }
+type canaryWorker struct {
+	river.WorkerDefaults[canaryArgs]
+}
 
 func (canaryWorker) Work(context.Context, *river.Job[canaryArgs]) error { return nil }
 
