@@ -13,6 +13,7 @@ package paylocktest
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,8 +92,14 @@ type Replica struct {
 }
 
 // LockKey is the Redis key the replica locks for a payments-source
-// transaction id.
-func (r *Replica) LockKey(tx string) string { return r.Config.LockPrefix + "payment:" + tx }
+// transaction id: the first releases' key for an id without ':', the key
+// naming the source for one with (handler's paymentLockKey).
+func (r *Replica) LockKey(tx string) string {
+	if strings.Contains(tx, ":") {
+		return r.Config.LockPrefix + "payment:payments:" + tx
+	}
+	return r.Config.LockPrefix + "payment:" + tx
+}
 
 // StartReplicas starts n replicas sharing one database and one Redis, served
 // until the test ends.
