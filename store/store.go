@@ -57,6 +57,10 @@ type Config struct {
 	// refund before its payment) waits for its payment before it is a
 	// review item (ReviewLifecycle); 0 is DefaultOrphanAfter.
 	OrphanAfter time.Duration
+	// DeliveryLogCap is how many distinct deliveries one source may add
+	// to the delivery log in an hour (Deliveries.Keep); 0 is
+	// DefaultDeliveryLogCap.
+	DeliveryLogCap int
 }
 
 // withDefaults returns c with zero durations replaced by the defaults, or an
@@ -73,6 +77,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("store: Config.ForwardMaxAttempts is negative (%d)", c.ForwardMaxAttempts)
 	case c.ForwardMaxAttempts == 0:
 		c.ForwardMaxAttempts = DefaultForwardMaxAttempts
+	}
+	switch {
+	case c.DeliveryLogCap < 0:
+		return c, fmt.Errorf("store: Config.DeliveryLogCap is negative (%d)", c.DeliveryLogCap)
+	case c.DeliveryLogCap == 0:
+		c.DeliveryLogCap = DefaultDeliveryLogCap
 	}
 	if _, err := ParseExecMode(string(c.ExecMode)); err != nil {
 		return c, fmt.Errorf("store: Config.ExecMode: %w", err)
@@ -111,6 +121,7 @@ type Store struct {
 	disbursements *Disbursements
 	review        *Review
 	outbox        *Outbox
+	deliveries    *Deliveries
 }
 
 // Open builds a connection pool from cfg and pings the server. Its errors wrap
@@ -174,6 +185,7 @@ func newStore(b *base, pooled bool) *Store {
 		disbursements: disbursements,
 		review:        &Review{base: b, disbursements: disbursements},
 		outbox:        outbox,
+		deliveries:    &Deliveries{base: b},
 	}
 }
 
@@ -188,6 +200,10 @@ func (s *Store) Review() *Review { return s.review }
 
 // Outbox is the forward jobs.
 func (s *Store) Outbox() *Outbox { return s.outbox }
+
+// Deliveries is the delivery log: the verified deliveries that recorded
+// nothing.
+func (s *Store) Deliveries() *Deliveries { return s.deliveries }
 
 // setSessionParams makes every session of cc carry cfg's server-side
 // timeouts and synchronous_commit=on.
