@@ -125,6 +125,10 @@ type Config struct {
 	Logger    *slog.Logger // default slog.Default()
 	// Disbursements is the store of the loans and payouts sources.
 	Disbursements Disbursements
+	// Deliveries, when set, keeps every verified delivery that recorded
+	// nothing (the delivery log, deliverylog.go): an ignored one is
+	// answered 200 only once it is kept.
+	Deliveries DeliveryLog
 	// OnPayment, when set, runs in the recording transaction of every
 	// newly recorded payment of every payment source, after the source's
 	// own OnRecord (see RecordHook). Teams that embed paylock use it to

@@ -49,6 +49,21 @@ type IngestRecord struct {
 // transaction id with other content, the adapter's error for a body it
 // refuses, or the lock's and the store's errors.
 func (h *Handler) Ingest(ctx context.Context, source string, body []byte) (IngestResult, error) {
+	return h.ingest(ctx, source, body, "", " (reconciled)")
+}
+
+// Replay runs a body of source kept in the delivery log (verified when it
+// arrived) through the steps Ingest takes, with the delivery id its
+// signature headers carried (signatureID, "" when none), and returns what
+// Ingest returns: a body that records now says "processed", one recorded
+// already "duplicate", one that still carries nothing to record
+// "ignored"; the adapter's refusal is its error.
+func (h *Handler) Replay(ctx context.Context, source string, body []byte, signatureID string) (IngestResult, error) {
+	return h.ingest(ctx, source, body, signatureID, " (replayed)")
+}
+
+// ingest is Ingest and Replay: how is added to the log line's message.
+func (h *Handler) ingest(ctx context.Context, source string, body []byte, headerID, how string) (IngestResult, error) {
 	src, ok := h.sources[source]
 	if !ok {
 		return IngestResult{}, fmt.Errorf("%w: %q", ErrUnknownSource, source)
@@ -56,8 +71,8 @@ func (h *Handler) Ingest(ctx context.Context, source string, body []byte) (Inges
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.RequestTimeout)
 	defer cancel()
 	start := time.Now()
-	o := outcome{source: src.name, msg: src.logMsg + " (reconciled)", requestID: uuid.NewString(), secretIndex: -1}
-	units, results, err := h.process(ctx, src, body, "", &o)
+	o := outcome{source: src.name, msg: src.logMsg + how, requestID: uuid.NewString(), secretIndex: -1}
+	units, results, err := h.process(ctx, src, body, headerID, &o)
 	o.status = 200
 	if err != nil {
 		o.err, o.result = err, "error"

@@ -36,6 +36,7 @@ type Metrics struct {
 	dbWrites         *prometheus.CounterVec
 	shedTotal        prometheus.Counter
 	stages           *prometheus.GaugeVec
+	deliveryDrops    *prometheus.CounterVec
 	// children caches the per-delivery series by their labels, so that
 	// observe neither hashes label values nor formats a status code on
 	// every delivery. Its keys are bounded: sources are configured, results
@@ -126,7 +127,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	m.lockTTL.Set(lockTTL.Seconds())
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
 		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
-		m.redisUnavailable, m.dbWrites, m.shedTotal, m.stages)
+		m.redisUnavailable, m.dbWrites, m.shedTotal, m.stages, m.deliveryDrops)
 	for _, o := range []string{"acquired", "busy", "finished", "error"} {
 		m.lockObtain.WithLabelValues(o)
 	}
@@ -170,6 +171,17 @@ func (m *Metrics) webhookMetrics() {
 		Name: "paylock_payload_mismatch_total",
 		Help: "Deliveries whose transaction id is recorded with another amount or currency.",
 	})
+	m.deliveryDrops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_delivery_log_dropped_total",
+		Help: "Verified deliveries that recorded nothing and were not kept in the delivery log, by source and reason (cap: the source's hourly cap of new bodies was reached; error: the database failed).",
+	}, []string{"source", "reason"})
+}
+
+// deliveryDropped counts a delivery the delivery log did not keep.
+func (m *Metrics) deliveryDropped(source, reason string) {
+	if m != nil {
+		m.deliveryDrops.WithLabelValues(source, reason).Inc()
+	}
 }
 
 // lockMetrics makes the series of the lock: obtains, waits, holds against

@@ -71,6 +71,12 @@ type outcome struct {
 	backstopDup bool
 	attrs       []slog.Attr // what the source adds to the log line
 	err         error
+	// admitted: the body passed the signature check (or the source takes
+	// unsigned deliveries); body and headerID are then the delivery's, for
+	// the delivery log.
+	admitted bool
+	body     []byte
+	headerID string
 }
 
 // result is the JSON body of a 2xx answer.
@@ -94,6 +100,7 @@ func (h *Handler) serve(src *source) http.HandlerFunc {
 		o := outcome{source: src.name, msg: src.logMsg, requestID: requestID(r), secretIndex: -1}
 		w.Header().Set("X-Request-Id", o.requestID)
 		ans, err := h.deliver(w, r, src, &o)
+		err = h.keep(r.Context(), r, &o, err)
 		switch {
 		case err != nil:
 			o.err = err
@@ -140,6 +147,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o
 	if err != nil {
 		return nil, err
 	}
+	o.admitted, o.body, o.headerID = true, body, headerID
 	units, results, err := h.process(ctx, src, body, headerID, o)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,129 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/paylock/paylock/problem"
+	"github.com/paylock/paylock/store"
+)
+
+// DeliveryLog keeps the verified deliveries that recorded nothing (the
+// delivery log): *store.Deliveries is one.
+type DeliveryLog interface {
+	// Keep adds d to the log, or counts it on the row of the same body;
+	// store.ErrDeliveryLogFull when the source's cap is reached.
+	Keep(ctx context.Context, d store.Delivery) (int64, error)
+}
+
+// keptHeaders are the request headers the delivery log keeps: an
+// allowlist, so that a signature, a secret, a cookie or a header that no
+// one thought of is never stored.
+var keptHeaders = []string{
+	"Content-Type", "Content-Length", "User-Agent", "X-Request-Id", "X-Forwarded-For", "Traceparent",
+	"Webhook-Id", "Webhook-Timestamp", "Svix-Id", "Svix-Timestamp", "Stripe-Version",
+}
+
+// keepable says what the delivery log keeps of a delivery that came to
+// err (nil: answered 2xx) after o: the outcome and the problem, and false
+// for what it does not keep. Only a delivery whose body passed the
+// signature check is kept, and only when it recorded nothing: a body that
+// carried nothing the source records (ignored), or a refusal that retrying
+// as it is cannot change (a 4xx without Retry-After: the adapter's or the
+// rules' refusal, a mismatch). A busy lock, a store outage or a 401 is
+// never kept.
+func keepable(o *outcome, err error) (store.DeliveryOutcome, *problem.Problem, bool) {
+	if !o.admitted {
+		return "", nil, false
+	}
+	if err == nil {
+		return store.DeliveryIgnored, nil, o.result == "ignored"
+	}
+	p := problem.From(err)
+	switch {
+	case p.Status < 400 || p.Status >= 500 || p.Status == http.StatusUnauthorized || p.RetryAfter > 0:
+		return "", nil, false
+	case errors.Is(err, store.ErrMismatch), errors.Is(err, problem.ErrDisbursementMismatch):
+		return store.DeliveryMismatch, p, true
+	}
+	return store.DeliveryRefused, p, true
+}
+
+// keep adds the delivery o came to (err) to the delivery log when it is
+// one the log keeps, and returns the error to answer with: err, or for an
+// ignored delivery that could not be kept (the database failed), the
+// keeping's error, so that the sender retries rather than the delivery
+// being lost. A delivery over its source's cap is dropped and counted
+// (paylock_delivery_log_dropped_total); its answer is unchanged.
+func (h *Handler) keep(ctx context.Context, r *http.Request, o *outcome, err error) error {
+	if h.cfg.Deliveries == nil {
+		return err
+	}
+	outcome, p, ok := keepable(o, err)
+	if !ok {
+		return err
+	}
+	d := store.Delivery{Source: o.source, EventID: eventIDOf(o.body, o.headerID), SignatureID: o.headerID,
+		Outcome: outcome, Status: http.StatusOK, Body: o.body, Headers: keptHeadersOf(r.Header), RequestID: o.requestID}
+	if p != nil {
+		d.Status, d.ProblemType, d.ProblemDetail = p.Status, p.Type, p.Detail
+	}
+	// The answer waits for the row, within the delivery's own deadline; a
+	// client that hung up does not stop it.
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ReleaseTimeout+time.Second)
+	_, kerr := h.cfg.Deliveries.Keep(kctx, d)
+	cancel()
+	switch {
+	case kerr == nil:
+		return err
+	case errors.Is(kerr, store.ErrDeliveryLogFull):
+		h.cfg.Metrics.deliveryDropped(o.source, "cap")
+		return err
+	}
+	h.cfg.Metrics.deliveryDropped(o.source, "error")
+	h.log.ErrorContext(ctx, "keeping a delivery in the delivery log failed", slog.String("source", o.source),
+		slog.String("request_id", o.requestID), slog.String("outcome", string(outcome)), slog.Any("error", kerr))
+	if err == nil {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, kerr)
+	}
+	return err
+}
+
+// keptHeadersOf returns the allowlisted headers of hdr.
+func keptHeadersOf(hdr http.Header) map[string][]string {
+	out := make(map[string][]string, len(keptHeaders))
+	for _, k := range keptHeaders {
+		if v := hdr.Values(k); len(v) > 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// eventIDOf is the provider's event id of a kept delivery: the signature
+// headers' id when they carry one, else the body's top-level "id" or
+// "event_id" string (Stripe's, paylock's), else "".
+func eventIDOf(body []byte, headerID string) string {
+	if headerID != "" {
+		return headerID
+	}
+	var top struct {
+		ID      json.RawMessage `json:"id"`
+		EventID json.RawMessage `json:"event_id"`
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return ""
+	}
+	for _, raw := range []json.RawMessage{top.ID, top.EventID} {
+		var s string
+		if json.Unmarshal(raw, &s) == nil && s != "" && len(s) <= 255 {
+			return s
+		}
+	}
+	return ""
+}
