@@ -33,6 +33,8 @@ type Config struct {
 	Reconcile ReconcileConfig
 	Payout    PayoutConfig
 	Log       LogConfig
+	// DeliveryLog is the delivery log (config_deliveries.go).
+	DeliveryLog DeliveryLogConfig
 
 	// getenv is the environment loadConfig read: the sources loader reads
 	// each file source's secrets_env variable from it.
@@ -53,7 +55,7 @@ type concern interface {
 
 // concerns are c's parts, in the order they are read, checked and shown.
 func (c *Config) concerns() []concern {
-	return []concern{&c.Database, &c.Lock, &c.Server, &c.Sources, &c.Admin, &c.Forward, &c.Reconcile, &c.Payout, &c.Log}
+	return []concern{&c.Database, &c.Lock, &c.Server, &c.Sources, &c.Admin, &c.Forward, &c.Reconcile, &c.Payout, &c.Log, &c.DeliveryLog}
 }
 
 // setting is one configuration variable: its environment name, its flag,

@@ -43,7 +43,8 @@ type jobObservers struct {
 }
 
 // jobsConfig is the one River client of a process: the payout queue when
-// withPayout, the forward queue when cfg.Forward.enabled(); nil when neither.
+// withPayout, the forward queue when cfg.Forward.enabled(), and always the
+// delivery log's periodic purge (deliveries.go).
 // Both share PAYLOCK_WORKER_POLL; the client's rescuer waits for the longer
 // of the two workers' RescueAfter. closeSinks closes the forward worker's
 // sinks: call it once the client has stopped.
@@ -88,6 +89,11 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 			return nil, nil, err
 		}
 	}
+	// The delivery log's retention, in every River client of paylock:
+	// whichever process is River's leader schedules it.
+	if err := deliveryLogWorker(cfg, st, logger).AddTo(rcfg); err != nil {
+		return nil, nil, err
+	}
 	if len(rcfg.Queues) == 0 {
 		return nil, closeSinks, nil
 	}
@@ -107,8 +113,8 @@ func logJobsStarted(logger *slog.Logger, rcfg *river.Config) func() {
 
 // startJobs runs the process's River client in the background of serve:
 // the payout queue with PAYLOCK_WORKER=true, the forward queue when
-// forwarding. stop cancels it and waits until the jobs in hand are done;
-// call it before closing st. With neither queue, it starts nothing.
+// forwarding, the delivery log's purge. stop cancels it and waits until
+// the jobs in hand are done; call it before closing st.
 func startJobs(ctx context.Context, cfg Config, st *store.Store, logger *slog.Logger, obs jobObservers) (stop func(), err error) {
 	rcfg, closeSinks, err := jobsConfig(cfg, st, logger, cfg.Payout.InServe, obs)
 	if err != nil || rcfg == nil {

@@ -38,6 +38,11 @@ Usage:
                             send recorded payments' forwards again, with the same webhook-id
   paylock review list|show|resolve
                             the review queue: mismatches, flagged disbursements, discarded forwards
+  paylock deliveries list|show|replay
+                            the delivery log: verified deliveries that recorded nothing (ignored,
+                            refused); replay --source S (--since T [--until T] | --id N)
+                            [--outcome ignored|refused] [--dry-run] runs them through the source's
+                            current configuration (exit 1 when some still record nothing)
   paylock disbursements stuck [--older-than 1h]
                             list disbursements pending or sent too long, or flagged for review
   paylock purge --older-than 90d
@@ -71,6 +76,8 @@ func commands() map[string]runner {
 			subs: map[string]runner{"payments": reconcilePaymentsCommand, "disbursements": reconcileCommand}},
 		"forward": group{usage: forwardUsage,
 			subs: map[string]runner{"list": forwardListCommand, "retry": forwardRetryCommand, "replay": replayCommand}},
+		"deliveries": group{usage: deliveriesUsage,
+			subs: map[string]runner{"list": deliveriesListCommand, "show": deliveriesShowCommand, "replay": deliveriesReplayCmd}},
 		"review": group{usage: reviewUsage,
 			subs: map[string]runner{"list": reviewListCommand, "show": reviewShowCommand, "resolve": reviewResolveCommand}},
 	}

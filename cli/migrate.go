@@ -16,7 +16,11 @@ var migrateCommand = Command[noOpts]{
 
 // storeConfig is the store's configuration: the database's, with the
 // attempts of the forward jobs it inserts.
-func (c *Config) storeConfig() store.Config { return c.Database.store(c.Forward.MaxAttempts) }
+func (c *Config) storeConfig() store.Config {
+	sc := c.Database.store(c.Forward.MaxAttempts)
+	sc.DeliveryLogCap = c.DeliveryLog.Cap // 0 (keep none): serve gives the handler no log
+	return sc
+}
 
 // migrate applies the migrations, over PAYLOCK_MIGRATE_DATABASE_URL alone
 // when it is set (DATABASE_URL may be a pooler that cannot hold the

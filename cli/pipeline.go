@@ -122,6 +122,7 @@ func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *
 		Version:          buildVersion(),
 		Logger:           logger,
 		Disbursements:    st.Disbursements(),
+		Deliveries:       deliveryLogOf(cfg, st),
 	}, lk, st.Payments())
 }
 

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/store"
+)
+
+const deliveriesUsage = `Usage:
+  paylock deliveries list [--source S] [--outcome O] [--since T] [--until T] [--limit N]
+  paylock deliveries show <id>
+  paylock deliveries replay --source S (--since T [--until T] | --id N) [--outcome ignored|refused] [--dry-run]
+
+The delivery log keeps every verified delivery that recorded nothing: an
+event type its source does not record (ignored), a body the adapter or the
+input rules refused (refused), one that contradicts a recorded payment
+(mismatch), an orphan event whose payment never came (orphan). Unsigned or
+badly signed deliveries are never kept. replay runs kept deliveries through
+the current configuration of their source, as a webhook of it would run
+(adapter, lock, record, forward), without the signature check (they were
+verified on arrival).
+
+T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h).
+The other flags are those of "paylock serve -h" (DATABASE_URL...).
+`
+
+// deliveryLogOf is the handler's delivery log: nil when
+// PAYLOCK_DELIVERY_LOG_CAP is 0 (keep none).
+func deliveryLogOf(cfg Config, st *store.Store) handler.DeliveryLog {
+	if cfg.DeliveryLog.Cap == 0 {
+		return nil
+	}
+	return st.Deliveries()
+}
+
+// deliveryLogWorker is the delivery log's periodic purge, hourly on River's
+// leader.
+func deliveryLogWorker(cfg Config, st *store.Store, logger *slog.Logger) *store.DeliveryLogWorker {
+	return &store.DeliveryLogWorker{Deliveries: st.Deliveries(), Retention: cfg.DeliveryLog.Retention, Interval: time.Hour, Logger: logger}
+}
+
+// deliveriesOpts are the options of the deliveries commands.
+type deliveriesOpts struct {
+	filter store.DeliveryFilter
+	dryRun bool
+	show   bool // "show": one id, as an argument
+	replay bool // "replay": --source and (--since or --id) required
+}
+
+func (o *deliveriesOpts) Parse(args []string) ([]string, error) {
+	if isHelp(args) || slices.Contains(args, "-help") {
+		return nil, flag.ErrHelp
+	}
+	if o.show {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			return nil, errors.New("give the id of the delivery to show")
+		}
+		id, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("invalid id %q", args[0])
+		}
+		o.filter.ID = id
+		return args[1:], nil
+	}
+	o.dryRun, args = cutBool(args, "dry-run")
+	now := time.Now()
+	for _, name := range []string{"source", "outcome", "since", "until", "id", "limit"} {
+		v, found, rest, err := cutFlag(args, name)
+		if err != nil {
+			return nil, err
+		}
+		args = rest
+		if found {
+			if err := o.set(name, v, now); err != nil {
+				return nil, fmt.Errorf("invalid --%s: %v", name, err)
+			}
+		}
+	}
+	return args, o.check()
+}
+
+// set takes one flag's value.
+func (o *deliveriesOpts) set(name, v string, now time.Time) (err error) {
+	f := &o.filter
+	switch name {
+	case "source":
+		f.Source = v
+	case "outcome":
+		f.Outcome = store.DeliveryOutcome(v)
+		if !slices.Contains(store.DeliveryOutcomes, f.Outcome) || (o.replay && f.Outcome != store.DeliveryIgnored && f.Outcome != store.DeliveryRefused) {
+			return fmt.Errorf("%q is no outcome %s", v, map[bool]string{true: "replay takes (ignored, refused)", false: "(ignored, refused, mismatch, orphan)"}[o.replay])
+		}
+	case "since":
+		f.Since, err = parseReplayTime(v, now)
+	case "until":
+		f.Until, err = parseReplayTime(v, now)
+	case "id":
+		f.ID, err = strconv.ParseInt(v, 10, 64)
+	case "limit":
+		f.Limit, err = strconv.Atoi(v)
+		if err == nil && f.Limit <= 0 {
+			err = errors.New("must be positive")
+		}
+	}
+	return err
+}
+
+// check refuses options that do not go together.
+func (o *deliveriesOpts) check() error {
+	f := o.filter
+	switch {
+	case !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since):
+		return errors.New("--until must be after --since")
+	case o.dryRun && !o.replay:
+		return errors.New("--dry-run is for replay")
+	case !o.replay:
+		return nil
+	case f.Source == "":
+		return errors.New("--source is required")
+	case f.Since.IsZero() == (f.ID == 0):
+		return errors.New("give --since (with --until if you like) or --id")
+	}
+	return nil
+}
+
+// Validate finds the source of a replay among those serve serves.
+func (o *deliveriesOpts) Validate(cfg *Config) error {
+	if !o.replay {
+		return nil
+	}
+	sources, _, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	for _, s := range sources {
+		if s.Name == o.filter.Source {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown source %q (PAYLOCK_SOURCES_FILE)", o.filter.Source)
+}
+
+func deliveriesCommand(name string, run func(context.Context, *Base, *deliveriesOpts) error, fresh func() *deliveriesOpts) Command[*deliveriesOpts] {
+	open := OpenStore
+	if name == "replay" {
+		open = OpenMigratedStore
+	}
+	return Command[*deliveriesOpts]{Name: "paylock deliveries " + name, Usage: deliveriesUsage, Open: open, New: fresh, Run: run}
+}
+
+var (
+	deliveriesListCommand = deliveriesCommand("list", runDeliveriesList, func() *deliveriesOpts { return &deliveriesOpts{} })
+	deliveriesShowCommand = deliveriesCommand("show", runDeliveriesShow, func() *deliveriesOpts { return &deliveriesOpts{show: true} })
+	deliveriesReplayCmd   = deliveriesCommand("replay", runDeliveriesReplay, func() *deliveriesOpts { return &deliveriesOpts{replay: true} })
+)
+
+// runDeliveriesList prints the kept deliveries the filter selects, newest
+// first.
+func runDeliveriesList(ctx context.Context, b *Base, o *deliveriesOpts) error {
+	l, err := b.Store.Deliveries().Deliveries(ctx, o.filter)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(b.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRECEIVED\tSOURCE\tOUTCOME\tSTATUS\tSEEN\tEVENT\tREPLAYED\tDETAIL")
+	for _, d := range l {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", d.ID, d.ReceivedAt.UTC().Format(time.RFC3339), d.Source,
+			d.Outcome, d.Status, d.Seen, orDash(d.EventID), replayedText(d), oneLine(orDash(d.ProblemDetail)))
+	}
+	tw.Flush()
+	b.Printf("%d deliveries\n", len(l))
+	return nil
+}
+
+// runDeliveriesShow prints one kept delivery: its fields, its kept
+// headers and its body.
+func runDeliveriesShow(ctx context.Context, b *Base, o *deliveriesOpts) error {
+	d, err := b.Store.Deliveries().Delivery(ctx, o.filter.ID)
+	if err != nil {
+		return err
+	}
+	w := b.Stdout
+	fmt.Fprintf(w, "id:           %d\nsource:       %s\nevent:        %s\noutcome:      %s (%d)\n", d.ID, d.Source, orDash(d.EventID), d.Outcome, d.Status)
+	fmt.Fprintf(w, "problem:      %s\ndetail:       %s\n", orDash(d.ProblemType), orDash(d.ProblemDetail))
+	fmt.Fprintf(w, "received:     %s\nlast seen:    %s (%d deliveries)\nreplayed:     %s\nrequest id:   %s\n",
+		d.ReceivedAt.UTC().Format(time.RFC3339), d.LastSeenAt.UTC().Format(time.RFC3339), d.Seen, replayedText(d), orDash(d.RequestID))
+	fmt.Fprintln(w, "headers:")
+	for _, k := range slices.Sorted(mapKeys(d.Headers)) {
+		fmt.Fprintf(w, "  %s: %s\n", k, strings.Join(d.Headers[k], ", "))
+	}
+	fmt.Fprintf(w, "body (%d bytes):\n%s\n", len(d.Body), d.Body)
+	return nil
+}
+
+func mapKeys(m map[string][]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// replayedText says what replays of d came to.
+func replayedText(d store.Delivery) string {
+	switch {
+	case !d.ReplayedAt.IsZero():
+		return "recorded " + d.ReplayedAt.UTC().Format(time.RFC3339)
+	case d.ReplayResult != "":
+		return "still " + d.ReplayResult
+	}
+	return "-"
+}
