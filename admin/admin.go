@@ -50,6 +50,10 @@ type Config struct {
 	// JSON when it asks for it (Accept: application/json), and the page
 	// shows the events as a timeline; nil leaves both out.
 	Payments PaymentStates
+	// Deliveries serves the delivery log: GET /admin/deliveries and
+	// GET /admin/deliveries/{id} as JSON, and with the console its pages
+	// (see deliveries.go); nil leaves them out.
+	Deliveries DeliveryLog
 	// Forwards is each payment source's forward destination, by name,
 	// where the console's replay sends a payment whose forward job River
 	// no longer holds.
@@ -131,6 +135,9 @@ func New(cfg Config) *Admin {
 	if cfg.Disbursements != nil {
 		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
 		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", problem.MethodNotAllowed(http.MethodGet))
+	}
+	if cfg.Deliveries != nil {
+		a.mountDeliveries()
 	}
 	if cfg.Console != nil {
 		a.mountConsole(cfg.Console, cfg.Forwards, cfg.Destinations.Redacted())

@@ -103,6 +103,9 @@ func (a *Admin) mountConsole(st ConsoleStore, forwards, dests map[string]string)
 	if a.cfg.Review != nil {
 		c.mountReview()
 	}
+	if a.cfg.Deliveries != nil {
+		c.mountDeliveries()
+	}
 	a.mux.HandleFunc("GET /admin/{$}", c.search)
 	a.mux.HandleFunc("GET "+consoleCSSPath, c.css)
 	a.mux.HandleFunc("GET /admin/payments/{source}/{transaction_id}", c.payment)
@@ -163,6 +166,8 @@ type consolePage struct {
 	Nav    string // the current section: "payments", "review"
 	CSRF   string
 	Review bool // the review queue is available
+	// Deliveries: the delivery log is available (set by render).
+	Deliveries bool
 	Error  string
 	Notice string
 	Data   any
@@ -170,6 +175,8 @@ type consolePage struct {
 
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, p consolePage) {
 	p.CSRF = c.csrfToken(r)
+	p.Deliveries = c.a.cfg.Deliveries != nil
+	p.Review = p.Review || c.a.cfg.Review != nil
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {
 		c.a.log.ErrorContext(r.Context(), "admin console: rendering failed", "page", name, "error", err)

@@ -175,7 +175,7 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	s.later(stopMounts)
 	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
-		Payments: s.st.Payments(),
+		Payments: s.st.Payments(), Deliveries: s.st.Deliveries(),
 		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Hosts: cfg.Hosts, Logger: s.logger}), s.logger, s.cfg.Server.MaxHeaderBytes)
 	go asrv.Serve(aln)
 	s.later(func() { asrv.Close() })
