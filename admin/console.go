@@ -168,9 +168,9 @@ type consolePage struct {
 	Review bool // the review queue is available
 	// Deliveries: the delivery log is available (set by render).
 	Deliveries bool
-	Error  string
-	Notice string
-	Data   any
+	Error      string
+	Notice     string
+	Data       any
 }
 
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, p consolePage) {
