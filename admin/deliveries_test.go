@@ -79,11 +79,13 @@ func TestAdminDeliveriesListsPagesAndShowsOne(t *testing.T) {
 		t.Fatalf("next page %s: %d %s", page.Next, a.status, a.body)
 	}
 	var one struct {
-		Outcome, ProblemDetail string `json:"problem_detail"`
-		Body                   string
-		Headers                map[string][]string
+		Outcome       string
+		ProblemDetail string `json:"problem_detail"`
+		Body          string
+		Headers       map[string][]string
 	}
-	if a := get(fmt.Sprint("/admin/deliveries/", refused), &one); a.status != 200 || one.Body != `{"note":"<script>alert(1)</script>"}` ||
+	if a := get(fmt.Sprint("/admin/deliveries/", refused), &one); a.status != 200 || one.Body != `{"note":"<script>alert(1)</script>"}` || one.Outcome != "refused" ||
+		one.ProblemDetail != "amount <b>must</b> be a number" ||
 		one.Headers["User-Agent"][0] != "Adyen" {
 		t.Fatalf("one delivery: %d %s", a.status, a.body)
 	}

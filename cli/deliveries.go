@@ -43,6 +43,16 @@ func deliveryLogOf(cfg Config, st *store.Store) handler.DeliveryLog {
 	return st.Deliveries()
 }
 
+// deliveryLogCollector is serve's paylock_delivery_log_items: a series per
+// source and outcome, 0 when the log holds none.
+func deliveryLogCollector(st *store.Store, sources []handler.Source) store.DeliveryLogCollector {
+	names := make([]string, len(sources))
+	for i, src := range sources {
+		names[i] = src.Name
+	}
+	return store.DeliveryLogCollector{Deliveries: st.Deliveries(), Sources: names}
+}
+
 // deliveryLogWorker is the delivery log's periodic purge, hourly on River's
 // leader.
 func deliveryLogWorker(cfg Config, st *store.Store, logger *slog.Logger) *store.DeliveryLogWorker {

@@ -78,7 +78,7 @@ func TestDeliveriesReplayRecordsWhatTheWidenedSourceNowTakes(t *testing.T) {
 		"PAYLOCK_SOURCES_FILE": path, "STRIPE_WEBHOOK_SECRETS": stripeSecret, "PAYLOCK_LOG_LEVEL": "error",
 		"PAYLOCK_ADMIN_ADDR": "off",
 	}
-	s := startServe(t, env, serveOptions{})
+	s := startServe(t, env, serveOptions{metrics: true})
 	for _, ch := range []string{"ch_a", "ch_b", "ch_a"} {
 		if code := postStripe(t, s.base, stripeCharge(ch), false); code != http.StatusOK {
 			t.Fatalf("charge %s: %d, want 200 (ignored)", ch, code)
@@ -93,6 +93,19 @@ func TestDeliveriesReplayRecordsWhatTheWidenedSourceNowTakes(t *testing.T) {
 		if code := postStripe(t, s.base, stripeCharge(fmt.Sprint("ch_unsigned_", i)), true); code != http.StatusUnauthorized {
 			t.Fatalf("an unsigned delivery: %d, want 401", code)
 		}
+	}
+	m := testkit.Scrape(t, s.metrics+"/metrics")
+	for series, want := range map[string]float64{
+		`paylock_delivery_log_items{outcome="ignored",source="stripe"}`:  2,
+		`paylock_delivery_log_items{outcome="refused",source="stripe"}`:  1,
+		`paylock_delivery_log_items{outcome="mismatch",source="stripe"}`: 0,
+	} {
+		if got, ok := m.Value(series); !ok || got != want {
+			t.Errorf("%s = %v (%v), want %v", series, got, ok, want)
+		}
+	}
+	if got := m.Sum("paylock_signature_failures_total", `source="stripe"`); got != 25 {
+		t.Errorf("paylock_signature_failures_total{source=stripe} = %v, want the 25 unsigned deliveries", got)
 	}
 	code, out, errOut := runCLI(env, "deliveries", "list", "--source", "stripe")
 	if code != 0 || !strings.Contains(out, "3 deliveries") || strings.Count(out, " ignored ") != 2 || strings.Count(out, " refused ") != 1 ||

@@ -17,6 +17,7 @@ import (
 	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/reconcile"
+	"github.com/paylock/paylock/store"
 )
 
 // describer is a Registerer that records the names of what registers.
@@ -66,6 +67,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	payout.NewMetrics(describer{names})
 	forward.NewMetrics(describer{names})
 	reconcile.NewMetrics(describer{names}, nil)
+	describer{names}.MustRegister(store.DeliveryLogCollector{}) // serve's, over its sources
 	return names
 }
 

@@ -16,15 +16,14 @@ import (
 
 // newRegistry returns a registry with the Go runtime and process
 // collectors, the connection-pool statistics of st and rdb, and the
-// disbursement, review queue and delivery log gauges read from st at
-// scrape time.
+// disbursement and review queue gauges read from st at scrape time (serve
+// adds the delivery log's, which names its sources: startPipeline).
 func newRegistry(st *store.Store, rdb redisPoolStats) *prometheus.Registry {
 	reg := newWorkerRegistry(st)
 	reg.MustRegister(
 		redisPoolCollector{rdb: rdb},
 		store.DisbursementCollector{Disbursements: st.Disbursements()},
 		store.ReviewCollector{Review: st.Review()},
-		store.DeliveryLogCollector{Deliveries: st.Deliveries()},
 	)
 	return reg
 }

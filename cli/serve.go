@@ -130,6 +130,7 @@ func (s *serving) startPipeline(ctx context.Context) error {
 	s.reg = newRegistry(s.st, s.rdb)
 	s.conns = &connCollector{}
 	s.reg.MustRegister(s.conns)
+	s.reg.MustRegister(deliveryLogCollector(s.st, s.sources))
 	metrics := handler.NewMetrics(s.reg, cfg.Lock.TTL)
 	payoutAttempts := payout.NewMetrics(s.reg)
 	forwards := forward.NewMetrics(s.reg)

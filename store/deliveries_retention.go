@@ -177,9 +177,11 @@ var deliveryLogItemsDesc = prometheus.NewDesc("paylock_delivery_log_items",
 
 // DeliveryLogCollector exports paylock_delivery_log_items, read with one
 // query (DeliveryCounts) bounded by Timeout at each scrape; when it fails
-// the gauge is left out.
+// the gauge is left out. Each of Sources has a series per outcome, 0 when
+// the log holds none, so that the first refused delivery is a change.
 type DeliveryLogCollector struct {
 	Deliveries *Deliveries
+	Sources    []string
 	Timeout    time.Duration // 0: StatsTimeout
 }
 
@@ -194,7 +196,17 @@ func (c DeliveryLogCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
+	type key struct{ source, outcome string }
+	items := map[key]int64{}
+	for _, s := range c.Sources {
+		for _, o := range DeliveryOutcomes {
+			items[key{s, string(o)}] = 0
+		}
+	}
 	for _, n := range counts {
-		ch <- prometheus.MustNewConstMetric(deliveryLogItemsDesc, prometheus.GaugeValue, float64(n.Items), n.Source, string(n.Outcome))
+		items[key{n.Source, string(n.Outcome)}] = n.Items
+	}
+	for k, n := range items {
+		ch <- prometheus.MustNewConstMetric(deliveryLogItemsDesc, prometheus.GaugeValue, float64(n), k.source, k.outcome)
 	}
 }

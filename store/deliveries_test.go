@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lifecycle"
 )
@@ -218,5 +220,41 @@ func TestOrphansPastTheirTimeAreKeptOnce(t *testing.T) {
 	counts, err := d.DeliveryCounts(ctx)
 	if err != nil || len(counts) != 1 || counts[0] != (DeliveryCount{Source: "stripe", Outcome: DeliveryOrphan, Items: 1}) {
 		t.Fatalf("counts %+v, %v", counts, err)
+	}
+}
+
+func TestTheDeliveryLogJobKeepsOrphansAndPurgesOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.OrphanAfter = time.Hour })
+	ctx := context.Background()
+	d := b.store.Deliveries()
+	if _, err := b.store.Payments().RecordEvent(ctx, PaymentEvent{Source: "stripe", TransactionID: "tx_gone", EventID: "evt_gone",
+		Kind: lifecycle.Refund, RefundID: "re_gone", Amount: 100, Payload: []byte(`{"id":"evt_gone"}`)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Exec(t, b.admin, `UPDATE payment_attention SET since = now() - interval '2 hours'`)
+	for _, body := range []string{"stale", "fresh"} {
+		if _, err := d.Keep(ctx, keptDelivery("adyen", body, DeliveryRefused)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Exec(t, b.admin, `UPDATE delivery_log SET last_seen_at = now() - interval '8 days' WHERE body = 'stale'`)
+	w := &DeliveryLogWorker{Deliveries: d, Retention: 7 * 24 * time.Hour, Logger: testkit.Logger()}
+	if err := w.Work(ctx, &river.Job[DeliveryLogArgs]{}); err != nil {
+		t.Fatal(err)
+	}
+	left, err := d.Deliveries(ctx, DeliveryFilter{})
+	if err != nil || len(left) != 2 {
+		t.Fatalf("after the job: %+v, %v; want the fresh refusal and the orphan", left, err)
+	}
+	if left[0].Outcome != DeliveryOrphan || left[1].Outcome != DeliveryRefused || string(left[1].Body) != "fresh" {
+		t.Fatalf("after the job: %+v", left)
+	}
+	rcfg := &river.Config{}
+	if err := w.AddTo(rcfg); err != nil || len(rcfg.PeriodicJobs) != 1 || rcfg.Queues[DeliveryLogQueue].MaxWorkers != 1 {
+		t.Fatalf("AddTo: %v, %d periodic jobs, queues %v", err, len(rcfg.PeriodicJobs), rcfg.Queues)
+	}
+	if err := w.AddTo(rcfg); err == nil {
+		t.Fatal("a second AddTo to the same config was accepted")
 	}
 }
