@@ -5,7 +5,7 @@
 //
 // Main finds a command by the name typed after "paylock": serve, migrate,
 // worker, forward list|retry|replay, review list|show|resolve,
-// disbursements stuck, purge, reconcile [disbursements|payments], sign,
+// deliveries list|show|replay, disbursements stuck, purge, reconcile [disbursements|payments], sign,
 // healthcheck and version. Most are a Command: its name and usage, its own
 // options (Opts: Parse takes its flags and arguments out of the command
 // line, Validate checks them against the configuration), what it needs
@@ -19,7 +19,7 @@
 //	1  failed, or found what the command exists to report (a difference)
 //	2  bad usage or configuration: nothing was done
 //
-// A group (forward, review, disbursements, reconcile) dispatches to its
+// A group (forward, review, deliveries, disbursements, reconcile) dispatches to its
 // subcommands. sign and healthcheck need none of the preamble.
 //
 // # Configuration

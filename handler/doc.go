@@ -27,6 +27,13 @@
 // payouts sources are paylock's own and are read here (loans.go,
 // payouts.go), on package payload's strict decoding.
 //
+// A verified delivery that records nothing (a body carrying nothing the
+// source records, a 4xx refusal of the adapter or the rules, a mismatch)
+// is kept in the delivery log (Config.Deliveries, deliverylog.go) with its
+// body and an allowlist of its headers; an ignored one is answered 200
+// only once it is kept. Handler.Replay runs a kept body again through
+// Ingest's steps. Unverified deliveries are never kept.
+//
 // The handler declares the small interfaces it needs (Locker, Store); every
 // error is turned into an RFC 9457 application/problem+json answer by one
 // function, and internal details go to the log, never to the client.

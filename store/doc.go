@@ -30,6 +30,10 @@
 //     a person) and its resolutions.
 //   - Outbox (Store.Outbox): the forward jobs: enqueue, list, retry,
 //     replay, and the webhook-ids they carry.
+//   - Deliveries (Store.Deliveries): the delivery log, the verified
+//     deliveries that recorded nothing (ignored, refused, mismatch,
+//     orphan), one row per source and body, capped per source and hour,
+//     and its periodic purge (DeliveryLogWorker, a River periodic job).
 //
 // Callers declare the few methods they need as interfaces of their own;
 // each is met by the type of one concern.
