@@ -45,6 +45,8 @@ func runDeliveriesReplay(ctx context.Context, b *Base, o *deliveriesOpts) error 
 		return err
 	case tally.failed > 0:
 		return errReported
+	case o.filter.ID != 0 && tally.recorded+tally.already == 0:
+		return fmt.Errorf("the delivery log holds no ignored or refused delivery %d of source %q", o.filter.ID, o.filter.Source)
 	}
 	return nil
 }

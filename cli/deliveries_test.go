@@ -133,6 +133,9 @@ func TestDeliveriesReplayRecordsWhatTheWidenedSourceNowTakes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "0 recorded now, 2 already recorded, 0 still not recorded") {
 		t.Fatalf("replay --outcome ignored: exit %d, want 0\n%s%s", code, out, errOut)
 	}
+	if code, _, errOut = runCLI(env, "deliveries", "replay", "--source", "stripe", "--id", "999999"); code != 1 || !strings.Contains(errOut, "no ignored or refused delivery 999999") {
+		t.Fatalf("replay --id of no kept delivery: exit %d %q, want 1 and why", code, errOut)
+	}
 	code, out, errOut = runCLI(env, "deliveries", "list", "--outcome", "refused")
 	if code != 0 || !strings.Contains(out, "1 deliveries") || !strings.Contains(out, "evt_pi_str") || !strings.Contains(out, "still refused") {
 		t.Fatalf("the refused one after the replays: exit %d\n%s%s", code, out, errOut)
