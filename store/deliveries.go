@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The delivery log (delivery_log, migration 00012) keeps every verified
+// The delivery log (delivery_log, migration 00011) keeps every verified
 // delivery that recorded nothing, so that nothing a provider sent is lost
 // once it stops retrying: an event type its source does not record, a body
 // the adapter or paylock's rules refused, a delivery that contradicts a
