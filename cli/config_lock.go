@@ -19,6 +19,7 @@ type LockConfig struct {
 	Prefix      string              // PAYLOCK_LOCK_PREFIX
 	Unavailable handler.RedisPolicy // PAYLOCK_REDIS_UNAVAILABLE
 	Off         bool                // PAYLOCK_LOCK=off: the database constraint alone
+	Pipeline    bool                // PAYLOCK_LOCK_PIPELINE=auto: the lock's commands auto-pipelined
 	Redis       RedisConfig         // REDIS_URL, PAYLOCK_REDIS_*
 }
 
@@ -50,6 +51,15 @@ func (c *LockConfig) settings() []setting {
 					return nil
 				}
 				return errors.New("want on or off")
+			}},
+		{env: "PAYLOCK_LOCK_PIPELINE", flag: "lock-pipeline", def: "auto", usage: "auto: the lock's commands from concurrent deliveries share one write to Redis (go-redis auto-pipelining; standalone mode only); off: one round trip each",
+			parse: func(v string) error {
+				switch v {
+				case "auto", "off":
+					c.Pipeline = v == "auto"
+					return nil
+				}
+				return errors.New("want auto or off")
 			}},
 	}, c.Redis.settings()...)
 }

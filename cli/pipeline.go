@@ -141,7 +141,7 @@ func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.
 		return nil, nil, nil, err
 	}
 	metrics := handler.NewMetrics(prometheus.NewRegistry(), cfg.Lock.TTL)
-	h, err = newPipeline(cfg, logger, sources, st, newLocker(rdb, metrics), metrics, nil)
+	h, err = newPipeline(cfg, logger, sources, st, newLocker(lockClient(cfg.Lock, rdb, logger), metrics), metrics, nil)
 	if err != nil {
 		rdb.Close()
 		return nil, nil, nil, err
@@ -150,7 +150,7 @@ func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.
 }
 
 // newLocker is the lock over rdb, its events counted by metrics.
-func newLocker(rdb redis.UniversalClient, metrics *handler.Metrics) *lock.Locker {
+func newLocker(rdb lock.Client, metrics *handler.Metrics) *lock.Locker {
 	return lock.New(rdb, lock.WithObserver(metrics.LockObserver()))
 }
 
@@ -196,4 +196,25 @@ func basicAuthOf(spec sourceSpec, getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("source %q: %s (%s) must hold user:password", spec.Name, name, provider.KeyBasicAuthEnv)
 	}
 	return v, nil
+}
+
+// lockClient is the client the lock sends its commands through: with
+// PAYLOCK_LOCK_PIPELINE=auto and a standalone server, rdb's blocking
+// auto-pipeliner (go-redis v9.23, EXPERIMENTAL there), so that the obtain
+// and finish commands of concurrent deliveries go out as one pipelined
+// write and come back as one read; it is closed with rdb. A cluster or
+// sentinel client stays plain: go-redis has auto-pipeliners for both
+// (ClusterClient.AutoPipeline, and a failover client is a *redis.Client),
+// but paylock's cluster and sentinel suites have not run over them yet.
+func lockClient(c LockConfig, rdb redis.UniversalClient, logger *slog.Logger) lock.Client {
+	plain, ok := rdb.(*redis.Client)
+	if !c.Pipeline || !ok || c.Redis.Mode == redisSentinel {
+		return rdb
+	}
+	ap, err := plain.AutoPipeline()
+	if err != nil {
+		logger.Warn("lock: no auto-pipelining; one round trip per command", slog.Any("error", err))
+		return rdb
+	}
+	return ap
 }

@@ -134,7 +134,7 @@ func (s *serving) startPipeline(ctx context.Context) error {
 	metrics := handler.NewMetrics(s.reg, cfg.Lock.TTL)
 	payoutAttempts := payout.NewMetrics(s.reg)
 	forwards := forward.NewMetrics(s.reg)
-	lk := newLocker(s.rdb, metrics)
+	lk := newLocker(lockClient(cfg.Lock, s.rdb, s.logger), metrics)
 	checks := []handler.Check{
 		{Name: "postgres", Critical: true, Ping: s.st.Ping},
 		{Name: "redis", Critical: cfg.Lock.Unavailable == handler.Reject, Ping: lk.Ping},

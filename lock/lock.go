@@ -53,10 +53,28 @@ var (
 	ErrLeaseLost = errors.New("lock: lease lost")
 )
 
+// Client is what a Locker needs of a go-redis client: the scripts
+// (redis.Scripter: EVALSHA, EVAL on NOSCRIPT) and the three plain commands
+// it sends (SET NX for a free key, PTTL, PING). *redis.Client,
+// *redis.ClusterClient, a failover client and a *redis.AutoPipeliner all
+// fit, as does a test's wrapper that injects faults.
+type Client interface {
+	redis.Scripter
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	PTTL(ctx context.Context, key string) *redis.DurationCmd
+	Ping(ctx context.Context) *redis.StatusCmd
+}
+
+var (
+	_ Client = (*redis.Client)(nil)
+	_ Client = (*redis.ClusterClient)(nil)
+	_ Client = (*redis.AutoPipeliner)(nil)
+)
+
 // Locker obtains locks on keys of one Redis client. It is safe for
 // concurrent use.
 type Locker struct {
-	client  redis.UniversalClient
+	client  Client
 	observe func(Event)
 	now     func() time.Time
 }
@@ -80,8 +98,10 @@ func WithClock(now func() time.Time) Option {
 }
 
 // New returns a Locker using client, which should have ContextTimeoutEnabled
-// set (see the package documentation).
-func New(client redis.UniversalClient, opts ...Option) *Locker {
+// set (see the package documentation). client may be an auto-pipeliner
+// (redis.Client.AutoPipeline): commands that many deliveries send at once
+// then share one write and one read.
+func New(client Client, opts ...Option) *Locker {
 	l := &Locker{client: client, now: time.Now}
 	for _, o := range opts {
 		o(l)
