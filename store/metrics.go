@@ -42,7 +42,8 @@ var (
 )
 
 // PoolCollector exports the statistics of the store's connection pool,
-// read at scrape time.
+// read at scrape time, and the histogram of rows per recording statement
+// (paylock_db_batch_rows) when batching is on.
 type PoolCollector struct {
 	Store *Store
 }
@@ -51,6 +52,9 @@ type PoolCollector struct {
 func (c PoolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dbConns, dbAcquires, dbAcquireWait, dbEmptyAcquires} {
 		ch <- d
+	}
+	if b := c.Store.payments.batch; b != nil {
+		b.rows.Describe(ch)
 	}
 }
 
@@ -64,6 +68,9 @@ func (c PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(dbAcquires, prometheus.CounterValue, float64(s.AcquireCount()))
 	ch <- prometheus.MustNewConstMetric(dbAcquireWait, prometheus.CounterValue, s.AcquireDuration().Seconds())
 	ch <- prometheus.MustNewConstMetric(dbEmptyAcquires, prometheus.CounterValue, float64(s.EmptyAcquireCount()))
+	if b := c.Store.payments.batch; b != nil {
+		b.rows.Collect(ch)
+	}
 }
 
 // DisbursementCollector exports the disbursement gauges, read with one

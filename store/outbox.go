@@ -262,6 +262,11 @@ func (s *Outbox) ForwardChangeHook(destination string) func(ctx context.Context,
 
 func (s *Outbox) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {
 	opts := &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}
+	if collect(ctx, tx, args, opts) {
+		// A batch of payments inserts its hooks' jobs together, in its
+		// transaction, before COMMIT (Payments.batchWrite).
+		return nil
+	}
 	if _, err := s.jobs.InsertTx(ctx, tx, args, opts); err != nil {
 		return translate("insert forward job", err)
 	}

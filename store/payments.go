@@ -24,6 +24,9 @@ type Payments struct {
 	insert string
 	// outbox inserts RecordPaymentForwarded's forward job.
 	outbox *Outbox
+	// batch groups concurrent inserts (payments_batch.go); nil: every
+	// payment is recorded alone (Config.BatchMax 1).
+	batch *batcher
 }
 
 // DefaultSource is the source of a Payment whose Source is empty: paylock's
@@ -138,19 +141,23 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 	if cause := context.Cause(ctx); cause != nil {
 		return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
 	}
-	var (
-		rec Payment
-		err error
-	)
-	if fn == nil {
-		rec, err = s.recordAutocommit(ctx, p)
-	} else {
-		rec, err = s.recordInTx(ctx, p, fn)
+	if s.batch != nil {
+		return s.recordBatched(ctx, p, fn)
 	}
+	rec, err := s.recordSingle(ctx, p, fn)
 	if errors.Is(err, errConflict) {
 		return s.confirmConflictFunc(ctx, p, fn)
 	}
 	return rec, err
+}
+
+// recordSingle records p alone: in autocommit without fn, in a transaction
+// with it. A conflict on the arbiter is errConflict, to be confirmed.
+func (s *Payments) recordSingle(ctx context.Context, p Payment, fn recordFn) (Payment, error) {
+	if fn == nil {
+		return s.recordAutocommit(ctx, p)
+	}
+	return s.recordInTx(ctx, p, fn)
 }
 
 // recordAutocommit inserts p with one statement outside any transaction.

@@ -53,6 +53,14 @@ type Config struct {
 	// ForwardMaxAttempts is how often River runs a forward job (ForwardArgs)
 	// before it discards it; 0 is DefaultForwardMaxAttempts.
 	ForwardMaxAttempts int
+	// BatchMax is the most payments one recording statement carries
+	// (natural batching: while a writer's insert is in flight, the next
+	// deliveries queue and go together; a lone delivery goes at once). 0
+	// is DefaultBatchMax; 1 records every payment alone.
+	BatchMax int
+	// BatchWriters is how many recording statements (batches) may be in
+	// flight at once; 0 is DefaultBatchWriters.
+	BatchWriters int
 	// OrphanAfter is how long a payment known only by later events (a
 	// refund before its payment) waits for its payment before it is a
 	// review item (ReviewLifecycle); 0 is DefaultOrphanAfter.
@@ -83,6 +91,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("store: Config.DeliveryLogCap is negative (%d)", c.DeliveryLogCap)
 	case c.DeliveryLogCap == 0:
 		c.DeliveryLogCap = DefaultDeliveryLogCap
+	}
+	if err := c.batchDefaults(); err != nil {
+		return c, err
 	}
 	if _, err := ParseExecMode(string(c.ExecMode)); err != nil {
 		return c, fmt.Errorf("store: Config.ExecMode: %w", err)
@@ -178,10 +189,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 func newStore(b *base, pooled bool) *Store {
 	outbox := &Outbox{base: b}
 	disbursements := &Disbursements{base: b}
+	payments := &Payments{base: b, insert: insertPaymentSQL, outbox: outbox}
+	if b.cfg.BatchMax > 1 {
+		payments.batch = newBatcher(b.cfg.BatchMax, max(b.cfg.BatchWriters, 1))
+	}
 	return &Store{
 		base:          b,
 		pooled:        pooled,
-		payments:      &Payments{base: b, insert: insertPaymentSQL, outbox: outbox},
+		payments:      payments,
 		disbursements: disbursements,
 		review:        &Review{base: b, disbursements: disbursements},
 		outbox:        outbox,
@@ -249,3 +264,20 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Pooled reports whether the store's exec mode is a pooled one (see
 // ExecMode): behind a pooler in transaction mode, with no session state.
 func (s *Store) Pooled() bool { return s.pooled }
+
+// batchDefaults checks BatchMax and BatchWriters and sets their defaults.
+func (c *Config) batchDefaults() error {
+	switch {
+	case c.BatchMax < 0:
+		return fmt.Errorf("store: Config.BatchMax is negative (%d)", c.BatchMax)
+	case c.BatchMax == 0:
+		c.BatchMax = DefaultBatchMax
+	}
+	switch {
+	case c.BatchWriters < 0:
+		return fmt.Errorf("store: Config.BatchWriters is negative (%d)", c.BatchWriters)
+	case c.BatchWriters == 0:
+		c.BatchWriters = DefaultBatchWriters
+	}
+	return nil
+}
