@@ -150,7 +150,7 @@ func (s *Payments) flush() {
 // writeBatch records batch. A row whose ctx is done (its lease lost, its
 // client gone) is answered without being sent, as the single-row path
 // does. A row whose source and transaction id an earlier row of the batch
-// carries waits for the batch's commit and is confirmed by a read. One row
+// carries waits for the batch's end and is then recorded alone. One row
 // left goes the single-row way.
 func (s *Payments) writeBatch(batch []*batchReq) {
 	rows := make([]*batchReq, 0, len(batch))
@@ -169,8 +169,11 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 		}
 	}
 	defer func() {
+		// Recorded alone once the batch is over: the insert then meets the
+		// earlier row's if it committed (a conflict, confirmed by a read),
+		// or records it if it did not.
 		for _, r := range later {
-			r.answer(batchResult{next: batchConflict})
+			r.answer(batchResult{next: batchSingle})
 		}
 	}()
 	switch {
