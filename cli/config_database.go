@@ -27,6 +27,10 @@ type DatabaseConfig struct {
 	// later events (a refund before its payment) waits for it before it is
 	// a review item.
 	OrphanAfter time.Duration
+	// BatchMax is PAYLOCK_BATCH_MAX, the most payments one recording
+	// statement carries (1: no batching); BatchWriters is
+	// PAYLOCK_BATCH_WRITERS, how many such statements run at once.
+	BatchMax, BatchWriters int
 }
 
 func (c *DatabaseConfig) title() string { return "database" }
@@ -60,6 +64,10 @@ func (c *DatabaseConfig) settings() []setting {
 			parse: boolean(&c.Migrate)},
 		{env: "PAYLOCK_EVENT_RETENTION", flag: "event-retention", usage: "serve purges webhook_events older than this, hourly (e.g. 90d; at least 7d; empty: never)",
 			parse: func(v string) (err error) { c.EventRetention, err = parseRetention(v); return err }},
+		{env: "PAYLOCK_BATCH_MAX", flag: "batch-max", def: "64", usage: "most payments recorded by one statement: deliveries that arrive while a write is in flight go together, none waits for a timer (1: one statement per payment)",
+			parse: func(v string) (err error) { c.BatchMax, err = positiveInt(v); return err }},
+		{env: "PAYLOCK_BATCH_WRITERS", flag: "batch-writers", def: "2", usage: "how many recording statements (batches) may be in flight at once",
+			parse: func(v string) (err error) { c.BatchWriters, err = positiveInt(v); return err }},
 		{env: "PAYLOCK_ORPHAN_AFTER", flag: "orphan-after", def: "24h", usage: "a payment known only by later events (a refund before its payment) is a review item after this (e.g. 24h, 2d)",
 			parse: func(v string) (err error) {
 				if c.OrphanAfter, err = parseAge(v); err == nil && c.OrphanAfter <= 0 {
@@ -91,6 +99,8 @@ func (c *DatabaseConfig) store(forwardMaxAttempts int) store.Config {
 		ExecMode:         c.ExecMode,
 		MigrateURL:       c.MigrateURL,
 		OrphanAfter:      c.OrphanAfter,
+		BatchMax:         c.BatchMax,
+		BatchWriters:     c.BatchWriters,
 
 		ForwardMaxAttempts: forwardMaxAttempts,
 	}
