@@ -40,6 +40,11 @@ func openHTTP(u *url.URL, cfg SinkConfig) (Sink, error) {
 	// A transport of its own (Go's defaults: proxy from the environment,
 	// HTTP/2), so that Close closes only this destination's connections.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Keep-alive for every worker: Go's default keeps 2 idle connections
+	// per host, so 100 concurrent forwards to one destination would open
+	// (and TIME_WAIT) a connection for most requests.
+	tr.MaxIdleConnsPerHost = 256
+	tr.MaxIdleConns = 256
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS.Clone()
 	}

@@ -7,11 +7,13 @@ import "github.com/prometheus/client_golang/prometheus"
 var outcomes = []Outcome{OutcomeDelivered, OutcomeFailedAttempt, OutcomeDiscarded}
 
 // Metrics counts forward attempts, paylock_forward_total{outcome} and
-// paylock_forward_destination_total{destination,outcome}; its Observe
+// paylock_forward_destination_total{destination,outcome}, and times the
+// delivered ones' lag, paylock_forward_lag_seconds; its Observe
 // method is a Config.Observe.
 type Metrics struct {
 	total         *prometheus.CounterVec
 	byDestination *prometheus.CounterVec
+	lag           prometheus.Histogram
 }
 
 // NewMetrics registers the forward counters with reg, every outcome of
@@ -23,8 +25,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"outcome"}), byDestination: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_forward_destination_total",
 		Help: "Forward attempts as paylock_forward_total counts them, by destination (default: PAYLOCK_FORWARD_URL; a source's own forward_url is named after the source; (url): a job from before destinations were named) and outcome.",
-	}, []string{"destination", "outcome"})}
-	reg.MustRegister(m.total, m.byDestination)
+	}, []string{"destination", "outcome"}), lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "paylock_forward_lag_seconds",
+		Help:    "Time from a forward job's creation (in the transaction that recorded its payment or change) to the destination's success: how far the outbox runs behind the intake.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 900},
+	})}
+	reg.MustRegister(m.total, m.byDestination, m.lag)
 	for _, o := range outcomes {
 		m.total.WithLabelValues(string(o))
 	}
@@ -35,4 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) Observe(ev Event) {
 	m.total.WithLabelValues(string(ev.Outcome)).Inc()
 	m.byDestination.WithLabelValues(ev.Destination, string(ev.Outcome)).Inc()
+	if ev.Outcome == OutcomeDelivered && ev.Lag > 0 {
+		m.lag.Observe(ev.Lag.Seconds())
+	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -116,6 +117,9 @@ func (s *Store) RunJobs(ctx context.Context, cfg *river.Config, logger *slog.Log
 type JobQueue struct {
 	Name       string
 	MaxWorkers int
+	// FetchCooldown, when positive, is the queue's least wait between two
+	// fetches (River's QueueConfig.FetchCooldown; the client's otherwise).
+	FetchCooldown time.Duration
 	// JobTimeout and RescueAfter, when positive, raise the client's
 	// JobTimeout and RescueStuckJobsAfter to at least these.
 	JobTimeout, RescueAfter time.Duration
@@ -136,7 +140,12 @@ func AddJobWorker[T river.JobArgs](rcfg *river.Config, w river.Worker[T], q JobQ
 	if rcfg.Queues == nil {
 		rcfg.Queues = map[string]river.QueueConfig{}
 	}
-	rcfg.Queues[q.Name] = river.QueueConfig{MaxWorkers: q.MaxWorkers}
+	qc := river.QueueConfig{MaxWorkers: q.MaxWorkers}
+	if q.FetchCooldown > 0 {
+		// Never past the queue's poll interval (River refuses that).
+		qc.FetchCooldown = min(q.FetchCooldown, cmp.Or(rcfg.FetchPollInterval, q.FetchCooldown))
+	}
+	rcfg.Queues[q.Name] = qc
 	if q.JobTimeout > 0 {
 		rcfg.JobTimeout = max(rcfg.JobTimeout, q.JobTimeout)
 	}
