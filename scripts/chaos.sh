@@ -18,6 +18,8 @@
 #   5b  connections to Redis and Postgres reset, then cut for a second
 #   5c  replies from Postgres, then Redis, dropped after the request was forwarded
 #   5d  replies from Postgres dropped while traffic is light (idle pool connections)
+#   8   a replica killed with SIGKILL in the middle of a batch: a storm at full
+#       speed, killed once its metrics show multi-row inserts being sent
 #
 # The replicas reach Redis and Postgres through chaosproxy (cmd/chaosproxy),
 # which is transparent until a scenario sets a fault on it.
@@ -375,6 +377,30 @@ locks_held() {
     /^paylock_lock_obtain_total\{.*outcome="acquired"/ { a += $NF; seen = 1 }
     /^paylock_lock_release_total\{/ { r += $NF }
     END { if (seen) print a - r }'
+}
+
+# batched_rows I: rows replica I sent in multi-row statements so far (the
+# sum of paylock_db_batch_rows less its count); empty when unreadable.
+batched_rows() {
+  http_body "127.0.0.1:${rep_mport[$1]}" /metrics | awk '
+    /^paylock_db_batch_rows_sum / { s = $NF; seen = 1 } /^paylock_db_batch_rows_count / { c = $NF }
+    END { if (seen) printf "%d\n", s - c }'
+}
+
+scenario_8() { # SIGKILL a replica while its multi-row inserts are in flight
+  local base now
+  base=$(batched_rows 1)
+  for _ in $(seq 1 $((STORM_MS / 20))); do
+    now=$(batched_rows 1)
+    # Two fresh reads apart that both grew: the replica batches right now.
+    if [[ -n $base && -n $now && $now -gt $base ]]; then
+      base=$now
+      now=$(batched_rows 1)
+      [[ -n $now && $now -gt $base ]] && break
+    fi
+    sleep 0.02
+  done
+  kill_replica 1; fault "SIGKILL replica 2 with batches in flight (batched rows so far: ${now:-unknown})"
 }
 
 scenario_2() { # SIGSTOP a replica for longer than the lock TTL, while it holds locks
@@ -994,6 +1020,9 @@ run 5a "latency beyond the TTL (Redis 3s/packet, then Postgres 0.4s/packet)" sce
 run 5b "connections reset repeatedly, then cut for 1s" scenario_5b
 run 5c "replies dropped after the request was forwarded (Postgres, then Redis)" scenario_5c
 TXS=30 RATE=9 run 5d "Postgres replies dropped at light traffic (30 transactions at 9 deliveries/s)" scenario_5d
+# Full speed (no rate limit): every replica's inserts pile up behind the
+# one in flight and go as multi-row statements (store's natural batching).
+TXS=$((TXS * 4)) RATE=0 run 8 "replica killed (SIGKILL) in the middle of a batch: full-speed storm, multi-row inserts in flight" scenario_8
 run_disbursements 6 "disbursements: provider drops answers after creating payouts ($DISB_DROP) and answers 503 ($DISB_FAIL); two workers race"
 run_forwarding 7 "forwarding: receiver fails the first $FWD_FAIL_FIRST attempts per webhook-id and drops $FWD_DROP of its answers; replica killed (SIGKILL) mid-storm"
 
