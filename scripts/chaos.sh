@@ -254,7 +254,9 @@ fault() {
 
 storm_start() { # storm_start [PSPSIM FLAGS]: the flags override PSPSIM_FLAGS
   storm_t0=$(date +%s%N)
-  "$bin/pspsim" --targets "$targets" --txs "$TXS" --rate "$RATE" "${PSPSIM_FLAGS[@]}" \
+  # STORM_FLAGS (word-split) are a scenario's own pspsim flags.
+  # shellcheck disable=SC2086
+  "$bin/pspsim" --targets "$targets" --txs "$TXS" --rate "$RATE" "${PSPSIM_FLAGS[@]}" ${STORM_FLAGS:-} \
     --run-id "chaos-${scenario}-$$" --seed "$RANDOM" --database-url "$DATABASE_URL" \
     --json --progress "$@" >"$work/$scenario.json" 2>"$logs/pspsim-$scenario.log" &
   storm_pid=$!
@@ -388,19 +390,16 @@ batched_rows() {
 }
 
 scenario_8() { # SIGKILL a replica while its multi-row inserts are in flight
-  local base now
+  local base now="" end=$(($(date +%s%N) + STORM_MS * 1000000))
   base=$(batched_rows 1)
-  for _ in $(seq 1 $((STORM_MS / 20))); do
+  # The first scrape that shows more rows sent in multi-row statements than
+  # the last: the replica is batching right now. Killed at once.
+  while (($(date +%s%N) < end)); do
     now=$(batched_rows 1)
-    # Two fresh reads apart that both grew: the replica batches right now.
-    if [[ -n $base && -n $now && $now -gt $base ]]; then
-      base=$now
-      now=$(batched_rows 1)
-      [[ -n $now && $now -gt $base ]] && break
-    fi
-    sleep 0.02
+    [[ -n $base && -n $now && $now -gt $base ]] && break
+    base=${now:-$base}
   done
-  kill_replica 1; fault "SIGKILL replica 2 with batches in flight (batched rows so far: ${now:-unknown})"
+  kill_replica 1; fault "SIGKILL replica 2 with batches in flight (rows sent in multi-row statements so far: ${now:-unknown})"
 }
 
 scenario_2() { # SIGSTOP a replica for longer than the lock TTL, while it holds locks
@@ -1020,9 +1019,10 @@ run 5a "latency beyond the TTL (Redis 3s/packet, then Postgres 0.4s/packet)" sce
 run 5b "connections reset repeatedly, then cut for 1s" scenario_5b
 run 5c "replies dropped after the request was forwarded (Postgres, then Redis)" scenario_5c
 TXS=30 RATE=9 run 5d "Postgres replies dropped at light traffic (30 transactions at 9 deliveries/s)" scenario_5d
-# Full speed (no rate limit): every replica's inserts pile up behind the
-# one in flight and go as multi-row statements (store's natural batching).
-TXS=$((TXS * 4)) RATE=0 run 8 "replica killed (SIGKILL) in the middle of a batch: full-speed storm, multi-row inserts in flight" scenario_8
+# Full speed (no rate limit), unique transactions, 64 requests in flight
+# per replica: every replica's inserts pile up behind the one in flight and
+# go as multi-row statements (store's natural batching).
+TXS=$((TXS * 4)) RATE=0 STORM_FLAGS="--deliveries 1 --concurrency 192" run 8 "replica killed (SIGKILL) in the middle of a batch: full-speed storm, multi-row inserts in flight" scenario_8
 run_disbursements 6 "disbursements: provider drops answers after creating payouts ($DISB_DROP) and answers 503 ($DISB_FAIL); two workers race"
 run_forwarding 7 "forwarding: receiver fails the first $FWD_FAIL_FIRST attempts per webhook-id and drops $FWD_DROP of its answers; replica killed (SIGKILL) mid-storm"
 

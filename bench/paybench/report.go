@@ -144,6 +144,7 @@ func renderReport(r *results) string {
 	var out strings.Builder
 	rp.header(&out)
 	rp.hotPathTable(&out)
+	rp.batchTable(&out)
 	rp.targetTable(&out)
 	out.WriteString(body)
 	rp.method(&out)

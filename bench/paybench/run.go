@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/signature"
 )
 
@@ -73,7 +74,10 @@ type scenario struct {
 	// Forward points the replica's PAYLOCK_FORWARD_URL at paybench's own
 	// receiver: every recorded payment also inserts its forward job in the
 	// recording transaction, and the replica's River client delivers it.
+	// The run then waits for the outbox to drain and reports the lag.
 	Forward bool
+	// Senders, when positive, overrides -senders (a lone sender: 1).
+	Senders int
 }
 
 // DupPercent is the share of deliveries that are duplicates.
@@ -95,6 +99,8 @@ var scenarios = []scenario{
 	{Name: "lock-0", Copies: 1, Label: "paylock, lock on"},
 	{Name: "off-0", NoLock: true, Copies: 1, Label: "paylock, database only (PAYLOCK_LOCK=off)"},
 	{Name: "fwd-0", Copies: 1, Forward: true, Label: "paylock, lock on, with a forward URL (outbox job per payment)"},
+	{Name: "lock-1c", Copies: 1, Senders: 1},
+	{Name: "lock-1c-plain", Copies: 1, Senders: 1, Env: []string{"PAYLOCK_BATCH_MAX=1", "PAYLOCK_LOCK_PIPELINE=off"}},
 	{Name: "lock-50", Copies: 2}, {Name: "off-50", NoLock: true, Copies: 2},
 	{Name: "lock-95", Copies: 20}, {Name: "off-95", NoLock: true, Copies: 20},
 }
@@ -116,6 +122,7 @@ type webhookRun struct {
 	Replica      string        // the replica's environment, for the report
 	CPU          cpuUse        // over the measured phase; groups paylock, postgres (its backends), redis
 	Arrivals     *arrivals     // of the copies, from the replica's log; lock mode with duplicates only
+	Lag          *forwardLag   // with a forward URL: the outbox's lag during and after the load
 }
 
 // WritesPerAck and WritesPerTx are the measured phase's write attempts per
@@ -437,7 +444,11 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 	w.Replica = replicaEnv(rc, c.Unsigned)
 
 	prefix := "bench-" + tag + "-"
-	l := newLoader(loadConfig{URL: rp.url(), Senders: c.Senders, Copies: sc.Copies, Prefix: prefix, Secret: secret})
+	senders := c.Senders
+	if sc.Senders > 0 {
+		senders = sc.Senders
+	}
+	l := newLoader(loadConfig{URL: rp.url(), Senders: senders, Copies: sc.Copies, Prefix: prefix, Secret: secret})
 	defer l.close()
 	w.Warm = l.run(ctx, "w", c.Warmup)
 	m0, err := rp.scrape(ctx)
@@ -486,6 +497,11 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 	w.PoolMax = m1.Sum("paylock_db_pool_connections", `state="max"`)
 	wait := m1.Sum("paylock_db_pool_acquire_wait_seconds_total") - m0.Sum("paylock_db_pool_acquire_wait_seconds_total")
 	w.AcquireWait = time.Duration(wait * float64(time.Second))
+	if sc.Forward {
+		if w.Lag, err = drainLag(ctx, db, rp, prefix, m0, m1); err != nil {
+			return w, err
+		}
+	}
 
 	if err := rp.stop(); err != nil {
 		return w, err
@@ -589,4 +605,22 @@ func gatherEnv(ctx context.Context, c runConfig) (envInfo, error) {
 		e.Pgbench = strings.TrimSpace(string(out))
 	}
 	return e, nil
+}
+
+// drainLag waits (at most a minute) until the replica has delivered a
+// forward for every payment of the run, and reads the lag during the
+// measured load (m0 to m1) and after it.
+func drainLag(ctx context.Context, db *pg, rp *replica, prefix string, m0, m1 testkit.Metrics) (*forwardLag, error) {
+	rows, err := db.rows(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	m2, lag, err := waitDrained(ctx, rp, float64(rows), time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	lag.During, lag.After = lagBetween(m0, m1), lagBetween(m1, m2)
+	logf("forward lag: p50 %s / p99 %s during the load, p50 %s / p99 %s after; drained %v in %s (%v pending)",
+		secs(lag.During.P50), secs(lag.During.P99), secs(lag.After.P50), secs(lag.After.P99), lag.Drained, lag.DrainedIn.Round(time.Millisecond), lag.Pending)
+	return &lag, nil
 }

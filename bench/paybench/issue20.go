@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
+)
+
+// Issue #20's targets (natural batching, the auto-pipelined lock, an outbox
+// that keeps up).
+const (
+	batchFloorTarget   = 1.2  // unique deliveries ÷ pgbench INSERT floor
+	batchLockTarget    = 0.95 // lock ÷ database only
+	batchForwardTarget = 0.8  // with a forward URL ÷ without
+	loneSlowerTarget   = 1.10 // 1 connection: p50 ÷ p50 of the unbatched, unpipelined path
+	drainTarget        = 15 * time.Second
+)
+
+// lagQuantiles is a quantile estimate of paylock_forward_lag_seconds over a
+// span, from its buckets (as Prometheus's histogram_quantile does).
+type lagQuantiles struct {
+	N        float64
+	P50, P99 float64 // seconds
+}
+
+// forwardLag is the forward lag of a run with a forward URL: during the
+// measured load, and after it until every recorded payment was delivered.
+type forwardLag struct {
+	During, After lagQuantiles
+	Drained       bool
+	DrainedIn     time.Duration // from the end of the load to the last delivery seen
+	Pending       float64       // payments not yet delivered when paybench stopped waiting
+}
+
+const lagMetric = "paylock_forward_lag_seconds_bucket"
+
+// lagBetween estimates the lag quantiles of the forwards delivered between
+// two scrapes.
+func lagBetween(m0, m1 testkit.Metrics) lagQuantiles {
+	cum := map[float64]float64{}
+	for _, m := range []struct {
+		ms   testkit.Metrics
+		sign float64
+	}{{m0, -1}, {m1, 1}} {
+		for _, s := range m.ms {
+			if s.Name != lagMetric {
+				continue
+			}
+			le, err := strconv.ParseFloat(s.Labels["le"], 64)
+			if s.Labels["le"] == "+Inf" {
+				le, err = math.Inf(1), nil
+			}
+			if err == nil {
+				cum[le] += m.sign * s.Value
+			}
+		}
+	}
+	les := make([]float64, 0, len(cum))
+	for le := range cum {
+		les = append(les, le)
+	}
+	sort.Float64s(les)
+	if len(les) == 0 || cum[les[len(les)-1]] <= 0 {
+		return lagQuantiles{}
+	}
+	n := cum[les[len(les)-1]]
+	q := func(p float64) float64 {
+		rank, prevLe, prevN := p*n, 0.0, 0.0
+		for _, le := range les {
+			if cum[le] >= rank {
+				if math.IsInf(le, 1) {
+					return prevLe
+				}
+				if cum[le] == prevN {
+					return le
+				}
+				return prevLe + (le-prevLe)*(rank-prevN)/(cum[le]-prevN)
+			}
+			prevLe, prevN = le, cum[le]
+		}
+		return prevLe
+	}
+	return lagQuantiles{N: n, P50: q(0.5), P99: q(0.99)}
+}
+
+// waitDrained scrapes rp until it has delivered want forwards in all, or
+// until limit; it returns the last scrape.
+func waitDrained(ctx context.Context, rp *replica, want float64, limit time.Duration) (testkit.Metrics, forwardLag, error) {
+	start := time.Now()
+	var lag forwardLag
+	for {
+		m, err := rp.scrape(ctx)
+		if err != nil {
+			return nil, lag, err
+		}
+		got := m.Sum("paylock_forward_total", `outcome="delivered"`)
+		lag.Pending = max(0, want-got)
+		if got >= want {
+			lag.Drained, lag.DrainedIn = true, time.Since(start)
+			return m, lag, nil
+		}
+		if time.Since(start) > limit {
+			lag.DrainedIn = time.Since(start)
+			return m, lag, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, lag, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// byRep returns the runs of scenario name, by repetition.
+func (rp *report) byRep(name string) map[int]webhookRun {
+	out := map[int]webhookRun{}
+	for _, w := range rp.r.Webhooks {
+		if w.Scenario.Name == name {
+			out[w.Rep] = w
+		}
+	}
+	return out
+}
+
+// pairs returns f(a, b) for every repetition that has both runs.
+func pairs(a, b map[int]webhookRun, f func(a, b webhookRun) float64) []float64 {
+	var rs []float64
+	for rep, x := range a {
+		if y, ok := b[rep]; ok {
+			rs = append(rs, f(x, y))
+		}
+	}
+	sort.Float64s(rs)
+	return rs
+}
+
+func secs(x float64) string { return fmtFloat(x*1000) + " ms" }
+
+// batchTable is issue #20's table: every figure of the issue against its
+// target, from this run.
+func (rp *report) batchTable(out *strings.Builder) {
+	w := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	w("## Natural batching and the outbox (issue #20)")
+	w("")
+	w("| figure | before (issue #20) | target | measured (median) | range over repetitions | |")
+	w("| --- | --- | --- | --- | --- | --- |")
+	row := func(what, before, goal string, rs []float64, f func(float64) string, ok func(float64) bool) {
+		if len(rs) == 0 {
+			w("| %s | %s | %s | | | not measured |", what, before, goal)
+			return
+		}
+		m := median(rs)
+		w("| %s | %s | %s | %s | %s | %s |", what, before, goal, f(m), spread(rs, f), yesNo(ok(m)))
+	}
+	lock, off, fwd := rp.byRep("lock-0"), rp.byRep("off-0"), rp.byRep("fwd-0")
+	pgb := map[int]float64{}
+	for _, p := range rp.r.Pgbench {
+		pgb[p.Rep] = p.TPS
+	}
+	var floor []float64
+	for rep, x := range lock {
+		if tps := pgb[rep]; tps > 0 {
+			floor = append(floor, x.Meas.DeliveriesPerSec()/tps)
+		}
+	}
+	sort.Float64s(floor)
+	rate := func(a, b webhookRun) float64 { return a.Meas.DeliveriesPerSec() / b.Meas.DeliveriesPerSec() }
+	row("unique deliveries ÷ pgbench single-row INSERT floor", "0.37×", "≥ "+fmtRatio(batchFloorTarget), floor, fmtRatio,
+		func(x float64) bool { return x >= batchFloorTarget })
+	row("lock mode ÷ database-only mode (PAYLOCK_LOCK=off)", "0.70×", "≥ "+fmtRatio(batchLockTarget), pairs(lock, off, rate), fmtRatio,
+		func(x float64) bool { return x >= batchLockTarget })
+	row("with a forward URL ÷ without (same load)", "0.48×", "≥ "+fmtRatio(batchForwardTarget), pairs(fwd, lock, rate), fmtRatio,
+		func(x float64) bool { return x >= batchForwardTarget })
+	rp.latencyRows(row, lock)
+	rp.lagRows(w, row, fwd)
+	w("")
+	w("The 1-connection rows compare a lone sender's latency with batching and auto-pipelining (lock-1c)")
+	w("and without them (lock-1c-plain: PAYLOCK_BATCH_MAX=1, PAYLOCK_LOCK_PIPELINE=off), back to back.")
+	w("The forward lag is paylock_forward_lag_seconds (the job's created_at, in the recording transaction,")
+	w("to the receiver's 2xx) over the measured load of fwd-0, then from its end until every payment")
+	w("recorded was delivered.")
+	w("")
+}
+
+type rowFunc = func(what, before, goal string, rs []float64, f func(float64) string, ok func(float64) bool)
+
+func (rp *report) latencyRows(row rowFunc, lock map[int]webhookRun) {
+	lat := func(runs map[int]webhookRun, p func(latencySummary) time.Duration) []float64 {
+		var rs []float64
+		for _, x := range runs {
+			rs = append(rs, float64(p(x.Meas.Latency))/float64(time.Millisecond))
+		}
+		sort.Float64s(rs)
+		return rs
+	}
+	p50 := func(l latencySummary) time.Duration { return l.P50 }
+	p99 := func(l latencySummary) time.Duration { return l.P99 }
+	msf := func(x float64) string { return fmtFloat(x) + " ms" }
+	info := func(float64) bool { return true }
+	senders := rp.r.Config.Senders
+	row(fmt.Sprintf("p50 at %d connections (lock-0)", senders), "", "(information)", lat(lock, p50), msf, info)
+	row(fmt.Sprintf("p99 at %d connections (lock-0)", senders), "", "(information)", lat(lock, p99), msf, info)
+	one, plain := rp.byRep("lock-1c"), rp.byRep("lock-1c-plain")
+	row("p50 at 1 connection (lock-1c)", "", "(information)", lat(one, p50), msf, info)
+	row("p99 at 1 connection (lock-1c)", "", "(information)", lat(one, p99), msf, info)
+	row("a lone delivery: p50 at 1 connection ÷ the unbatched, unpipelined path", "1.00×", "≤ "+fmtRatio(loneSlowerTarget),
+		pairs(one, plain, func(a, b webhookRun) float64 { return float64(a.Meas.Latency.P50) / float64(b.Meas.Latency.P50) }),
+		fmtRatio, func(x float64) bool { return x <= loneSlowerTarget })
+}
+
+func (rp *report) lagRows(w func(string, ...any), row rowFunc, fwd map[int]webhookRun) {
+	pick := func(f func(forwardLag) float64) []float64 {
+		var rs []float64
+		for _, x := range fwd {
+			if x.Lag != nil {
+				rs = append(rs, f(*x.Lag))
+			}
+		}
+		sort.Float64s(rs)
+		return rs
+	}
+	info := func(float64) bool { return true }
+	row("forward lag p50 during the load", "", "(information)", pick(func(l forwardLag) float64 { return l.During.P50 }), secs, info)
+	row("forward lag p99 during the load", "", "(information)", pick(func(l forwardLag) float64 { return l.During.P99 }), secs, info)
+	row("forward lag p50 after the load", "", "(information)", pick(func(l forwardLag) float64 { return l.After.P50 }), secs, info)
+	row("forward lag p99 after the load", "", "(information)", pick(func(l forwardLag) float64 { return l.After.P99 }), secs, info)
+	drained := pick(func(l forwardLag) float64 {
+		if !l.Drained {
+			return math.Inf(1)
+		}
+		return l.DrainedIn.Seconds()
+	})
+	row("every payment delivered, after the end of a full-speed load", "2 minutes and more (≈100 forwards/s)", "≤ "+drainTarget.String(),
+		drained, func(x float64) string {
+			if math.IsInf(x, 1) {
+				return "not within the wait"
+			}
+			return fmtFloat(x) + " s"
+		}, func(x float64) bool { return x <= drainTarget.Seconds() })
+}
