@@ -123,6 +123,45 @@
 // ErrCommitUnknown. BEGIN stays a round trip of its own: pgx cannot pipeline
 // it with the insert and still hand fn a pgx.Tx.
 //
+// # Natural batching
+//
+// With Config.BatchMax above 1 (the default, DefaultBatchMax),
+// RecordPaymentFunc groups the inserts of concurrent deliveries, without a
+// timer. A delivery that finds a writer slot free (Config.BatchWriters) and
+// nobody queued records at once, on the single-row path above. Otherwise it
+// queues, and the next free writer sends up to BatchMax queued payments as
+// one INSERT ... SELECT FROM unnest(...) ON CONFLICT ON CONSTRAINT
+// payments_transaction_id_key DO NOTHING RETURNING source, transaction_id,
+// received_at (Payments.insertMany), counted in paylock_db_batch_rows. Every
+// delivery still gets its outcome from its own row:
+//
+//   - A row returned is newly recorded, confirmed by the statement's answer
+//     (autocommit: no fn in the batch) or by the batch's COMMIT. A row not
+//     returned conflicted on the arbiter and is confirmed by a fresh read
+//     after the batch ended (ErrDuplicate, ErrMismatch, or a claim of a
+//     payment known only by its events), as on the single-row path. A row
+//     whose source and transaction id an earlier row of the same batch
+//     carries is recorded alone once the batch ended.
+//   - A row whose ctx is done when its batch is taken is not sent
+//     (ErrUnavailable wrapping the cause).
+//   - A statement answered with an ERROR (another constraint, invalid data,
+//     a timeout) rolled every row back: each row is recorded again alone,
+//     so one bad row fails only itself.
+//   - No answer to the statement, or to the batch's COMMIT, is
+//     ErrCommitUnknown for every row; the senders' retries converge.
+//   - With an fn on any row, the batch is one transaction: the insert, each
+//     newly recorded row's fn (with its own ctx), the forward jobs its fn
+//     inserted through the batch's transaction (Outbox.EnqueueForwardTx),
+//     gathered into one River InsertManyTx, then COMMIT. The batch commits
+//     only whole: an fn's error or panic, a failed statement, or a row whose
+//     ctx is done after the fns ran (its lock's lease lost) rolls the whole
+//     transaction back before COMMIT is sent, and every row is then recorded
+//     alone, where its own checks apply: the row whose lease was lost is
+//     answered ErrUnavailable and nothing of it, its fn's work included,
+//     commits. (An fn may so run twice, the first time in a transaction
+//     that rolled back; an fn writes only through tx.) The moment between
+//     the last check of the rows' ctx and COMMIT is the single-row path's.
+//
 // # Durability
 //
 // Every session the store opens in the direct exec modes carries
