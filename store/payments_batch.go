@@ -85,8 +85,10 @@ func (s *Payments) recordBatched(ctx context.Context, p Payment, fn recordFn) (P
 		b.active++
 		b.mu.Unlock()
 		b.rows.Observe(1)
-		rec, err := s.recordSingle(ctx, p, fn)
-		s.handOff()
+		rec, err := func() (Payment, error) {
+			defer s.handOff() // even if fn panics
+			return s.recordSingle(ctx, p, fn)
+		}()
 		return s.settle(ctx, p, fn, batchResult{rec: rec, err: err})
 	}
 	req := &batchReq{ctx: ctx, p: p, fn: fn, done: make(chan batchResult, 1)}
@@ -178,6 +180,11 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 	}()
 	switch {
 	case len(rows) == 0:
+		return
+	case len(rows) == 1 && rows[0].fn != nil:
+		// Its caller records it: a panicking fn must not take the writer
+		// (and the process) down with it.
+		rows[0].answer(batchResult{next: batchSingle})
 		return
 	case len(rows) == 1:
 		s.batch.rows.Observe(1)

@@ -302,3 +302,37 @@ func TestConcurrentDeliveriesAreBatchedAndEachForwardedOnce(t *testing.T) {
 	}
 	t.Logf("%d statements carried %v rows", statements, rows)
 }
+
+func TestBatchWhoseHookPanicsRecordsTheOthersAndPanicsInItsOwnCaller(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	testkit.Exec(t, b.admin, "CREATE TABLE hook_work (transaction_id text)")
+	ps := b.store.Payments()
+	reqs := make([]*batchReq, 3)
+	for i := range reqs {
+		fn := sideHook
+		if i == 1 {
+			fn = func(context.Context, pgx.Tx, Payment) error { panic("hook bug") }
+		}
+		reqs[i] = &batchReq{ctx: context.Background(), p: newPayment(fmt.Sprintf("tx_%d", i)).withSource(), fn: fn, done: make(chan batchResult, 1)}
+	}
+	ps.writeBatch(reqs) // the writer survives the panic
+	for i, r := range reqs {
+		func() {
+			defer func() {
+				if p := recover(); (p != nil) != (i == 1) {
+					t.Errorf("row %d: panic %v, want one only for the row whose hook panics", i, p)
+				}
+			}()
+			if _, err := ps.settle(r.ctx, r.p, r.fn, <-r.done); err != nil {
+				t.Errorf("row %d: %v", i, err)
+			}
+		}()
+	}
+	for i, want := range []int{1, 0, 1} {
+		tx := fmt.Sprintf("tx_%d", i)
+		if n := testkit.PaymentRows(t, b.admin, tx); n != want || hookWork(t, b, tx) != want {
+			t.Errorf("%s: payment %d, hook work %d; want %d and %d", tx, n, hookWork(t, b, tx), want, want)
+		}
+	}
+}
