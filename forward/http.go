@@ -41,8 +41,8 @@ func openHTTP(u *url.URL, cfg SinkConfig) (Sink, error) {
 	// HTTP/2), so that Close closes only this destination's connections.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Keep-alive for every worker: Go's default keeps 2 idle connections
-	// per host, so 100 concurrent forwards to one destination would open
-	// (and TIME_WAIT) a connection for most requests.
+	// per host, so 10 or more concurrent forwards to one destination would
+	// open (and leave in TIME_WAIT) a connection for most requests.
 	tr.MaxIdleConnsPerHost = 256
 	tr.MaxIdleConns = 256
 	if cfg.TLS != nil {
