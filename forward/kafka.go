@@ -1,0 +1,173 @@
+package forward
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// The kafka sink: kafka://host:port[,host:port…]/topic destinations get a
+// record produced by franz-go's idempotent producer with acks=all: the
+// message's body as the value, Message.Key ("<source>:<transaction_id>")
+// as the key, so that a payment's messages stay in order on one partition,
+// and the message's headers (webhook-id, webhook-timestamp,
+// webhook-signature) as record headers. Deliver returns nil only once the
+// partition's in-sync replicas have the record.
+//
+// The idempotent producer drops its own retries of a request whose answer
+// was lost; a job's next attempt after a lost ack is a new record under the
+// same webhook-id, which consumers deduplicate on.
+//
+// The URL's query may say:
+//
+//	tls=true                 connect with TLS (SinkConfig.TLS's roots)
+//	sasl=plain|scram-sha-256|scram-sha-512
+//	                         the SASL mechanism (default plain when a user
+//	                         is given)
+//	user=U, password=P       credentials (or user:password@ in the URL);
+//	                         never printed: errors print the URL redacted
+//	client_id=ID             the client id the brokers see (default
+//	                         paylock-forward)
+//
+// A record too large for the broker is ErrPermanent; any other refusal, or
+// no ack within the timeout, is a failed attempt.
+func init() {
+	RegisterSink("kafka", openKafka)
+}
+
+// kafkaSink produces to one topic through one client.
+type kafkaSink struct {
+	topic    string
+	timeout  time.Duration
+	client   *kgo.Client
+	redacted string
+}
+
+// kafkaTopic is a legal Kafka topic name.
+var kafkaTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+func openKafka(u *url.URL, cfg SinkConfig) (Sink, error) {
+	topic := strings.TrimPrefix(u.Path, "/")
+	if u.Host == "" || u.Fragment != "" || !kafkaTopic.MatchString(topic) || topic == "." || topic == ".." {
+		return nil, errors.New("want kafka://host:port[,host:port...]/topic with a topic of letters, digits, '.', '_' or '-', and no fragment")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	seeds := strings.Split(u.Host, ",")
+	for _, h := range seeds {
+		if h == "" {
+			return nil, errors.New("want kafka://host:port[,host:port...]/topic: an empty host")
+		}
+	}
+	q := u.Query()
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotent writes stay on (franz-go's default with acks=all)
+		kgo.RecordDeliveryTimeout(cfg.Timeout),
+		kgo.ProducerLinger(0),
+		kgo.ClientID(cmp.Or(q.Get("client_id"), "paylock-forward")),
+	}
+	more, err := kafkaAuth(u, q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kgo.NewClient(append(opts, more...)...) // connects on first use
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %v", err)
+	}
+	return &kafkaSink{topic: topic, timeout: cfg.Timeout, client: client, redacted: Redact(u.String())}, nil
+}
+
+// kafkaAuth are the TLS and SASL options of the URL.
+func kafkaAuth(u *url.URL, q url.Values, cfg SinkConfig) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	useTLS := false
+	if v := q.Get("tls"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, errors.New("tls: want true or false")
+		}
+		useTLS = b
+	}
+	if useTLS || cfg.TLS != nil {
+		tc := cfg.TLS
+		if tc != nil {
+			tc = tc.Clone()
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	user, password := q.Get("user"), q.Get("password")
+	if u.User != nil {
+		user = u.User.Username()
+		password, _ = u.User.Password()
+	}
+	mech := strings.ToLower(q.Get("sasl"))
+	if mech == "" && user != "" {
+		mech = "plain"
+	}
+	if mech != "" && user == "" {
+		return nil, errors.New("sasl: needs a user (user:password@ or user= and password=)")
+	}
+	var m sasl.Mechanism
+	switch mech {
+	case "":
+		return opts, nil
+	case "plain":
+		m = plain.Auth{User: user, Pass: password}.AsMechanism()
+	case "scram-sha-256":
+		m = scram.Auth{User: user, Pass: password}.AsSha256Mechanism()
+	case "scram-sha-512":
+		m = scram.Auth{User: user, Pass: password}.AsSha512Mechanism()
+	default:
+		return nil, errors.New("sasl: want plain, scram-sha-256 or scram-sha-512")
+	}
+	return append(opts, kgo.SASL(m)), nil
+}
+
+// Deliver produces m and waits for the ack of every in-sync replica.
+func (s *kafkaSink) Deliver(ctx context.Context, m Message) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	rec := &kgo.Record{Topic: s.topic, Key: []byte(m.Key), Value: m.Body, Timestamp: m.Timestamp}
+	for _, k := range []string{HeaderID, HeaderTimestamp, HeaderSignature} {
+		if v, ok := m.Header[k]; ok {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+		}
+	}
+	err := s.client.ProduceSync(ctx, rec).FirstErr()
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge), errors.Is(err, kerr.InvalidRecord):
+		errors.As(err, &ke)
+		return &DeliveryError{Permanent: true, Status: int(ke.Code), Reason: "the broker will never take the record: " + ke.Message}
+	case errors.As(err, &ke):
+		return &DeliveryError{Status: int(ke.Code), Reason: "the broker refused the record: " + ke.Message}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout):
+		return fmt.Errorf("forward: no ack from %s within %s: %w", s.redacted, s.timeout, err)
+	}
+	return fmt.Errorf("forward: produce to %s: %w", s.redacted, err)
+}
+
+// Close flushes nothing (every Deliver waited for its ack) and closes the
+// client's connections.
+func (s *kafkaSink) Close() error {
+	s.client.Close()
+	return nil
+}
