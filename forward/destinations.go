@@ -53,6 +53,9 @@ type sinkSet struct {
 	cfg   SinkConfig
 	dests Destinations
 	named map[string]Sink // by destination name; read-only after openSinks
+	// signed is whether the worker signs: an older job's http URL is not
+	// opened without it.
+	signed bool
 
 	mu     sync.Mutex
 	byURL  map[string]Sink // older jobs' URLs
@@ -99,6 +102,9 @@ func (s *sinkSet) resolve(a store.ForwardArgs) (Sink, string, error) {
 	}
 	if sink, ok := s.byURL[a.URL]; ok {
 		return sink, LegacyDestination, nil
+	}
+	if NeedsSignature(a.URL) && !s.signed {
+		return nil, LegacyDestination, fmt.Errorf("%w: the job's URL %s takes signed messages only, and this worker has no secret", ErrNoDestination, Redact(a.URL))
 	}
 	sink, err := OpenSink(a.URL, s.cfg)
 	if err != nil {

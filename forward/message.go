@@ -62,7 +62,8 @@ type envelope struct {
 
 // message builds what one attempt of a's forward sends, at now: the body
 // (reading the payment for payment.recorded), its ordering key, and the
-// Standard Webhooks headers, signed with secret. Errors wrap
+// Standard Webhooks headers, signed with the worker's secret when it has
+// one. Errors wrap
 // store.ErrNotFound when the subject is gone.
 func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time) (Message, error) {
 	body, err := w.body(ctx, a)
@@ -71,6 +72,9 @@ func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time
 	}
 	m := Message{ID: a.ID, Type: a.Type, Timestamp: now, Key: messageKey(a), Body: body,
 		Header: map[string]string{HeaderID: a.ID, HeaderTimestamp: strconv.FormatInt(now.Unix(), 10)}}
+	if !signs(w.cfg.Secret) {
+		return m, nil // unsigned: a broker destination, which authenticates paylock itself
+	}
 	for k, v := range signature.Sign(signature.SchemeStandard, w.cfg.Secret, a.ID, now, body) {
 		m.Header[strings.ToLower(k)] = v[0]
 	}

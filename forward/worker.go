@@ -24,7 +24,8 @@ type Store interface {
 // Config tunes a Worker. Zero values take the defaults noted.
 type Config struct {
 	// Secret signs every forward (Standard Webhooks): the first of
-	// PAYLOCK_FORWARD_SECRETS. Required.
+	// PAYLOCK_FORWARD_SECRETS. Required when a destination is http(s)
+	// (NeedsSignature); without it, messages go unsigned to brokers.
 	Secret signature.Secret
 	// Destinations are the forward destinations, by name (see
 	// Destinations); each is opened once, by New, with its URL's sink.
@@ -111,7 +112,7 @@ var ErrConfig = errors.New("forward: invalid configuration")
 // a worker; Close closes the sinks. Its errors wrap ErrConfig and name the
 // bad setting.
 func New(cfg Config, st Store) (*Worker, error) {
-	if err := checkSecret(cfg.Secret); err != nil {
+	if err := checkSigning(cfg.Secret, cfg.Destinations); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout <= 0 {
@@ -133,6 +134,7 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	sinks.signed = signs(cfg.Secret)
 	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks}, nil
 }
 

@@ -1,0 +1,48 @@
+package forward
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/paylock/paylock/signature"
+)
+
+// NeedsSignature reports whether the destination rawURL takes only signed
+// messages: an http(s) receiver tells paylock's forwards from anyone's by
+// their Standard Webhooks signature alone, while a broker (nats, kafka)
+// authenticates its clients itself, so messages to it may go unsigned.
+// A URL that does not parse needs one (CheckURL refuses it anyway).
+func NeedsSignature(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return true
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "nats", "kafka":
+		return false
+	}
+	return true
+}
+
+// signs reports whether secret is set (not the zero Secret).
+func signs(secret signature.Secret) bool { return secret.Fingerprint() != "" }
+
+// checkSigning refuses a destination that needs a signature (NeedsSignature)
+// when there is no secret, naming it (its URL redacted), and a secret that
+// is not a Standard Webhooks one. Errors wrap ErrConfig.
+func checkSigning(secret signature.Secret, dests Destinations) error {
+	if signs(secret) {
+		return checkSecret(secret)
+	}
+	if len(dests) == 0 {
+		// Only jobs carrying an older http URL could come: they need it.
+		return fmt.Errorf("%w: PAYLOCK_FORWARD_SECRETS: no secret to sign forwards with, and no broker destination", ErrConfig)
+	}
+	for _, name := range dests.Names() {
+		if NeedsSignature(dests[name]) {
+			return fmt.Errorf("%w: destination %q (%s) is an http(s) receiver: PAYLOCK_FORWARD_SECRETS must be set to sign what it receives", ErrConfig, name, Redact(dests[name]))
+		}
+	}
+	return nil
+}
