@@ -26,7 +26,7 @@ func (c *ForwardConfig) title() string { return "forwarding" }
 
 func (c *ForwardConfig) settings() []setting {
 	return []setting{
-		{env: "PAYLOCK_FORWARD_URL", flag: "forward-url", usage: "http(s) URL every recorded payment is forwarded to, signed with PAYLOCK_FORWARD_SECRETS (empty: none)",
+		{env: "PAYLOCK_FORWARD_URL", flag: "forward-url", usage: "where every recorded payment is forwarded: an http(s) URL (signed with PAYLOCK_FORWARD_SECRETS), nats://host:port/subject (JetStream) or kafka://host:port/topic (empty: none)",
 			parse: func(v string) error { c.URL = v; return checkForwardURL(v) }},
 		{env: "PAYLOCK_FORWARD_SECRETS", flag: "forward-secrets", secret: true, usage: "comma-separated Standard Webhooks secrets (whsec_...) signing forwarded payments",
 			parse: text(&c.secretsRaw)},
@@ -39,9 +39,10 @@ func (c *ForwardConfig) settings() []setting {
 	}
 }
 
-// validate parses PAYLOCK_FORWARD_SECRETS and refuses a forward URL
-// without them: the receiving service must be able to tell paylock's
-// forwards from anyone's.
+// validate parses PAYLOCK_FORWARD_SECRETS and refuses an http(s) forward
+// URL without them: the receiving service must be able to tell paylock's
+// forwards from anyone's. A broker URL (nats://, kafka://) needs none: the
+// broker authenticates paylock (forward.NeedsSignature).
 func (c *ForwardConfig) validate() error {
 	if c.secretsRaw != "" {
 		secrets, err := signature.ParseSecrets(signature.SchemeStandard, c.secretsRaw)
@@ -50,7 +51,7 @@ func (c *ForwardConfig) validate() error {
 		}
 		c.Secrets, c.secretsRaw = secrets, ""
 	}
-	if c.URL != "" && len(c.Secrets) == 0 {
+	if c.URL != "" && len(c.Secrets) == 0 && forward.NeedsSignature(c.URL) {
 		return fmt.Errorf("invalid PAYLOCK_FORWARD_URL=%q: PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments", forward.Redact(c.URL))
 	}
 	return nil
@@ -66,16 +67,9 @@ func (c *ForwardConfig) logAttrs() []slog.Attr {
 	}
 }
 
-// enabled reports whether this deployment forwards anything: any forward
-// URL (PAYLOCK_FORWARD_URL or a source's forward_url) needs
-// PAYLOCK_FORWARD_SECRETS (validate, checkSpec), so the secrets being set
-// is what turns the forward queue on, in serve and in "paylock worker"
-// alike, without reading the sources file.
-func (c *ForwardConfig) enabled() bool { return len(c.Secrets) > 0 }
-
 // checkForwardURL accepts "" (no forward) or a URL a registered sink
-// takes (forward.CheckURL: today an absolute http(s) URL with a host and no
-// fragment).
+// takes (forward.CheckURL: an absolute http(s) URL with a host and no
+// fragment, a nats:// subject or a kafka:// topic).
 func checkForwardURL(v string) error {
 	if v == "" {
 		return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
 
@@ -80,14 +81,30 @@ func unsignedMembers(cfg Config, specs []sourceSpec) func(source string, payload
 	}
 }
 
+// forwarding reports whether this deployment forwards anything: whether
+// PAYLOCK_FORWARD_URL or a source's forward_url names a destination
+// (forwardSpecs, routeForwards). It turns the forward queue on, in serve
+// and in "paylock worker" alike. An http(s) destination needs
+// PAYLOCK_FORWARD_SECRETS (ForwardConfig.validate, checkSpec); a broker
+// destination does not.
+func forwarding(cfg Config) (bool, error) {
+	if cfg.Forward.URL != "" {
+		return true, nil
+	}
+	specs, err := forwardSpecs(cfg)
+	if err != nil {
+		return false, err
+	}
+	routes, err := routeForwards(cfg, specs)
+	return len(routes.Destinations) > 0, err
+}
+
 // newForwardWorker builds the forward worker from cfg, with a sink open
 // for each destination (close it with Worker.Close once River has
 // stopped); observe, when not nil, sees every attempt
-// (paylock_forward_total{outcome}).
+// (paylock_forward_total{outcome}). It signs with the first of
+// PAYLOCK_FORWARD_SECRETS when they are set.
 func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe func(forward.Event)) (*forward.Worker, error) {
-	if !cfg.Forward.enabled() {
-		return nil, errors.New("invalid PAYLOCK_FORWARD_SECRETS: forwarding needs a signing secret")
-	}
 	specs, err := forwardSpecs(cfg)
 	if err != nil {
 		return nil, err
@@ -96,9 +113,13 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("forwarding", slog.Any("destinations", routes.Destinations.Redacted()))
+	var secret signature.Secret
+	if len(cfg.Forward.Secrets) > 0 {
+		secret = cfg.Forward.Secrets[0]
+	}
+	logger.Info("forwarding", slog.Any("destinations", routes.Destinations.Redacted()), slog.Bool("signed", len(cfg.Forward.Secrets) > 0))
 	return forward.New(forward.Config{
-		Secret:       cfg.Forward.Secrets[0],
+		Secret:       secret,
 		Destinations: routes.Destinations,
 		Timeout:      cfg.Forward.Timeout,
 		Concurrency:  cfg.Forward.Concurrency,

@@ -43,7 +43,7 @@ type jobObservers struct {
 }
 
 // jobsConfig is the one River client of a process: the payout queue when
-// withPayout, the forward queue when cfg.Forward.enabled(), and always the
+// withPayout, the forward queue when forwarding(cfg), and always the
 // delivery log's periodic purge (deliveries.go).
 // Both share PAYLOCK_WORKER_POLL; the client's rescuer waits for the longer
 // of the two workers' RescueAfter. closeSinks closes the forward worker's
@@ -70,7 +70,11 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 			return nil, nil, err
 		}
 	}
-	if cfg.Forward.enabled() {
+	withForward, err := forwarding(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if withForward {
 		fw, err := newForwardWorker(cfg, st, logger, obs.forward)
 		if err != nil {
 			return nil, nil, err

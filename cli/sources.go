@@ -563,7 +563,7 @@ func checkSpec(s sourceSpec, newSource bool, cfg Config, rules *payload.Rules) *
 		if err := checkForwardURL(s.ForwardURL); err != nil {
 			return fail("forward_url", fmt.Errorf("%q: %v", forward.Redact(s.ForwardURL), err))
 		}
-		if !cfg.Forward.enabled() {
+		if len(cfg.Forward.Secrets) == 0 && forward.NeedsSignature(s.ForwardURL) {
 			return fail("forward_url", errors.New("PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments"))
 		}
 	}

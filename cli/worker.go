@@ -18,18 +18,22 @@ var workerCommand = Command[noOpts]{
 
 // errNoPayoutURL stops a worker that would have nothing to do: no payout
 // provider to pay out through and nothing to forward.
-var errNoPayoutURL = errors.New("invalid PAYLOCK_PAYOUT_URL: the worker needs the payout provider's base URL (or PAYLOCK_FORWARD_SECRETS, with a forward URL, to forward recorded payments)")
+var errNoPayoutURL = errors.New("invalid PAYLOCK_PAYOUT_URL: the worker needs the payout provider's base URL (or a forward destination, PAYLOCK_FORWARD_URL or a source's forward_url, to forward recorded payments)")
 
 // runWorker implements "paylock worker": the payout worker (with
-// PAYLOCK_PAYOUT_URL), the forward worker (with PAYLOCK_FORWARD_SECRETS)
+// PAYLOCK_PAYOUT_URL), the forward worker (with a forward destination)
 // and the periodic reconciliation (with PAYLOCK_RECONCILE_INTERVAL, as in
 // serve) in one River client, as a process of its own, until ctx is cancelled
 // (SIGTERM), after which the jobs in hand finish and it returns nil. It
 // serves its metrics on mln, or when mln is nil on PAYLOCK_METRICS_ADDR
 // (unless that is off).
 func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Listener) error {
-	if cfg.Payout.URL == "" && !cfg.Forward.enabled() {
-		return errNoPayoutURL
+	if cfg.Payout.URL == "" {
+		if fwd, err := forwarding(cfg); err != nil {
+			return err
+		} else if !fwd {
+			return errNoPayoutURL
+		}
 	}
 	st, err := openStoreMigrated(ctx, &cfg)
 	if err != nil {

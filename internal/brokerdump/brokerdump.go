@@ -1,0 +1,143 @@
+// Package brokerdump reads back what paylock's broker sinks wrote: every
+// message of a NATS JetStream stream, or every record of a Kafka topic,
+// with its headers and key, and counts them by webhook-id. Tests, the
+// chaos scenarios (cmd/brokerdump) and the benchmark check with it that
+// every payment arrived, and how many times.
+package brokerdump
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Message is one message as the broker keeps it.
+type Message struct {
+	// ID is the webhook-id header.
+	ID string `json:"id"`
+	// MsgID is the Nats-Msg-Id header (NATS only).
+	MsgID string `json:"msg_id,omitempty"`
+	// Key is the record's key (Kafka only).
+	Key       string `json:"key,omitempty"`
+	Partition int32  `json:"partition"`
+	Signed    bool   `json:"signed"`
+	Body      []byte `json:"-"`
+}
+
+// Summary counts a dump by webhook-id.
+type Summary struct {
+	Messages   int `json:"messages"`
+	IDs        int `json:"ids"`        // distinct webhook-ids
+	Duplicates int `json:"duplicates"` // messages beyond the first of their webhook-id
+	// MisKeyed counts messages whose key is not want(id) (Kafka).
+	MisKeyed int `json:"miskeyed"`
+}
+
+// Summarize counts msgs; keyOf, when not nil, says the key the message of
+// a webhook-id must have ("" for any).
+func Summarize(msgs []Message, keyOf func(Message) string) Summary {
+	seen := map[string]int{}
+	s := Summary{Messages: len(msgs)}
+	for _, m := range msgs {
+		seen[m.ID]++
+		if keyOf != nil {
+			if want := keyOf(m); want != "" && m.Key != want {
+				s.MisKeyed++
+			}
+		}
+	}
+	s.IDs = len(seen)
+	s.Duplicates = s.Messages - s.IDs
+	return s
+}
+
+// NATS returns every message of stream name at the server url, in order.
+func NATS(ctx context.Context, url, name string) ([]Message, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return nil, fmt.Errorf("brokerdump: connect: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("brokerdump: stream %s: %w", name, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Message
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // deleted
+		}
+		if err != nil {
+			return nil, fmt.Errorf("brokerdump: message %d: %w", seq, err)
+		}
+		out = append(out, Message{ID: m.Header.Get("webhook-id"), MsgID: m.Header.Get(jetstream.MsgIDHeader),
+			Signed: m.Header.Get("webhook-signature") != "", Body: m.Data})
+	}
+	return out, nil
+}
+
+// Kafka returns every record of topic at the brokers, partition by
+// partition, each in offset order: it reads up to the end offsets it
+// finds when it starts.
+func Kafka(ctx context.Context, brokers []string, topic string) ([]Message, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("brokerdump: end offsets of %s: %w", topic, err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	var out []Message
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("brokerdump: %d partitions not read to their end: %w", len(want), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := want[r.Partition]; ok && r.Offset < end {
+				out = append(out, kafkaMessage(r))
+				if r.Offset+1 >= end {
+					delete(want, r.Partition)
+				}
+			}
+		})
+	}
+	return out, nil
+}
+
+func kafkaMessage(r *kgo.Record) Message {
+	m := Message{Key: string(r.Key), Partition: r.Partition, Body: r.Value}
+	for _, h := range r.Headers {
+		switch strings.ToLower(h.Key) {
+		case "webhook-id":
+			m.ID = string(h.Value)
+		case "webhook-signature":
+			m.Signed = true
+		}
+	}
+	return m
+}
