@@ -13,7 +13,8 @@
 # Extra arguments go to paybench run, e.g. -reps 1 -measure 5s -rounds 1
 # -handler-count 1 for a quick look, or -profile-dir /tmp/prof to keep CPU
 # and allocation profiles of the replicas.
-# Needs pgbench (apt-get install postgresql-client).
+# Needs pgbench (apt-get install postgresql-client) and, for the forward
+# throughput by sink, nats-server (apt-get install nats-server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

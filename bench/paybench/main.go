@@ -12,6 +12,8 @@
 //  2. repetitions of: pgbench running the store's INSERT at the senders'
 //     concurrency, then one `paylock serve` replica per scenario (lock on or
 //     off; 0 %, 50 % or 95 % duplicate deliveries) under the load generator.
+//  3. repetitions of the forward worker draining a backlog into each sink
+//     (http, nats, kafka) and then keeping up with a steady rate (sinks.go).
 //
 // Figures are medians over rounds or repetitions; ratios are medians of the
 // per-round (per-repetition) ratios.

@@ -219,6 +219,7 @@ func (rp *report) sections() string {
 	rp.modeSection()
 	rp.handlerSection()
 	rp.repsSection()
+	rp.sinkSection()
 	return rp.b.String()
 }
 

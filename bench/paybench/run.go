@@ -48,9 +48,12 @@ type runConfig struct {
 	Benchtime  string
 	Unsigned   bool
 	PgbenchTx  bool   // also run pgbench with BEGIN, INSERT, COMMIT
-	Only       string // "", "locks", "handler" or "webhooks"
+	Only       string // "", "locks", "handler", "webhooks" or "sinks"
 	Scenarios  string // comma-separated scenario names; "" runs them all
 	ReplicaEnv string // comma-separated NAME=value settings added to every replica
+
+	// SinkBacklog, SinkRate and SinkConcurrency size section 6 (sinks.go).
+	SinkBacklog, SinkRate, SinkConcurrency int
 
 	Out        string // BENCHMARKS.md
 	JSON       string // raw results, optional
@@ -160,6 +163,7 @@ type results struct {
 	Pgbench           []pgbenchRun
 	PgbenchTx         []pgbenchRun // BEGIN, INSERT, COMMIT: for information
 	Webhooks          []webhookRun
+	Sinks             []sinkRun // section 6 (sinks.go)
 	ReplicaEnv        string
 	PgbenchCommand    string
 	Notes             []string
@@ -190,7 +194,10 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&c.Benchtime, "benchtime", "1s", "-test.benchtime of each lock benchmark round")
 	fs.BoolVar(&c.Unsigned, "unsigned", false, "send unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED=true) instead of signed ones")
 	fs.BoolVar(&c.PgbenchTx, "pgbench-tx", true, "also run pgbench with BEGIN, INSERT, COMMIT (for information)")
-	fs.StringVar(&c.Only, "only", "", "run only locks, handler or webhooks (for profiling by hand; the report then lacks the rest)")
+	fs.StringVar(&c.Only, "only", "", "run only locks, handler, webhooks or sinks (for profiling by hand; the report then lacks the rest)")
+	fs.IntVar(&c.SinkBacklog, "sink-backlog", 2000, "sinks: payments recorded before the forward worker starts, drained")
+	fs.IntVar(&c.SinkRate, "sink-rate", 200, "sinks: payments per second recorded while the worker runs, for the lag")
+	fs.IntVar(&c.SinkConcurrency, "sink-concurrency", 64, "sinks: the forward worker's concurrency (PAYLOCK_FORWARD_CONCURRENCY)")
 	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,lock-50,off-50,lock-95,off-95; default all)")
 	fs.StringVar(&c.ReplicaEnv, "replica-env", "", "comma-separated NAME=value settings for every replica (e.g. PAYLOCK_DB_MAX_CONNS=16); named in the report")
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "report to write")
@@ -212,9 +219,9 @@ func runAll(ctx context.Context, args []string) error {
 		return errors.New("-reps, -rounds, -senders and -handler-count must be at least 1, -measure at least 1s")
 	}
 	switch c.Only {
-	case "", "locks", "handler", "webhooks":
+	case "", "locks", "handler", "webhooks", "sinks":
 	default:
-		return fmt.Errorf("-only %q: want locks, handler or webhooks", c.Only)
+		return fmt.Errorf("-only %q: want locks, handler, webhooks or sinks", c.Only)
 	}
 	c.Paylock, c.LockTest, c.LocksTest = absPath(c.Paylock), absPath(c.LockTest), absPath(c.LocksTest)
 	c.HandlerTest = absPath(c.HandlerTest)
@@ -247,6 +254,11 @@ func runAll(ctx context.Context, args []string) error {
 	}
 	if c.Only == "" || c.Only == "webhooks" {
 		if err := runWebhooks(ctx, c, dir, r); err != nil {
+			return err
+		}
+	}
+	if c.Only == "" || c.Only == "sinks" {
+		if err := runSinks(ctx, c, dir, r); err != nil {
 			return err
 		}
 	}
