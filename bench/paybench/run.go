@@ -52,7 +52,7 @@ type runConfig struct {
 	Scenarios  string // comma-separated scenario names; "" runs them all
 	ReplicaEnv string // comma-separated NAME=value settings added to every replica
 
-	// SinkBacklog, SinkRate and SinkConcurrency size section 6 (sinks.go).
+	// SinkBacklog, SinkRate and SinkConcurrency size section 5 (sinks.go).
 	SinkBacklog, SinkRate, SinkConcurrency int
 
 	Out        string // BENCHMARKS.md
@@ -163,7 +163,7 @@ type results struct {
 	Pgbench           []pgbenchRun
 	PgbenchTx         []pgbenchRun // BEGIN, INSERT, COMMIT: for information
 	Webhooks          []webhookRun
-	Sinks             []sinkRun // section 6 (sinks.go)
+	Sinks             []sinkRun // section 5 (sinks.go)
 	ReplicaEnv        string
 	PgbenchCommand    string
 	Notes             []string

@@ -22,7 +22,7 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// Forward throughput by sink (section 6): paylock's forward worker, in
+// Forward throughput by sink (section 5): paylock's forward worker, in
 // process, on River over the benchmark server, delivering to each kind of
 // destination on this machine: paybench's own http receiver (204 to every
 // POST, signed forwards), a throwaway nats-server with JetStream (a file
@@ -325,14 +325,14 @@ func recordPayments(ctx context.Context, st *store.Store, prefix string, n, rate
 	return out, errors.Join(errs...)
 }
 
-// sinkSection is section 6 of the report.
+// sinkSection is section 5 of the report.
 func (rp *report) sinkSection() {
 	r := rp.r
 	if len(r.Sinks) == 0 {
 		return
 	}
 	c := r.Config
-	rp.p("## 6. Forward throughput by sink")
+	rp.p("## 5. Forward throughput by sink")
 	rp.p("")
 	rp.p("paylock's forward worker (in process, on River over the same Postgres, PAYLOCK_FORWARD_CONCURRENCY=%d,", c.SinkConcurrency)
 	rp.p("River's fetch cooldown 100 ms as in `paylock worker`) delivering to each kind of destination on this")

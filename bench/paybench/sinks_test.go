@@ -15,7 +15,7 @@ func TestTheSinkSectionShowsTheMedianOfEachSinkBesideTheQueuesFloor(t *testing.T
 		}
 	}
 	md := renderReport(r)
-	if !strings.Contains(md, "## 6. Forward throughput by sink") || !strings.Contains(md, "jobs per fetch cooldown, 640") {
+	if !strings.Contains(md, "## 5. Forward throughput by sink") || !strings.Contains(md, "jobs per fetch cooldown, 640") {
 		t.Fatalf("no sink section with its floor in:\n%s", md)
 	}
 	for _, sink := range []string{"http", "nats", "kafka"} {
@@ -23,7 +23,7 @@ func TestTheSinkSectionShowsTheMedianOfEachSinkBesideTheQueuesFloor(t *testing.T
 			t.Errorf("no median row for %s (610 payments/s, lag p50 60 ms, p99 101 ms) in the section", sink)
 		}
 	}
-	if strings.Contains(renderReport(&results{}), "## 6.") {
+	if strings.Contains(renderReport(&results{}), "## 5.") {
 		t.Error("a run without sinks renders the section")
 	}
 }
