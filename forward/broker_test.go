@@ -181,6 +181,7 @@ func TestBrokerURLsAreCheckedWithoutPrintingCredentials(t *testing.T) {
 		{"kafka://k1:9092/pay ments?password=hunter2", "topic"},
 		{"kafka://k1:9092/payments?sasl=gssapi&user=u&password=hunter2", "sasl"},
 		{"kafka://k1:9092,/payments", "absolute"},
+		{"kafka://k1:9092/payments?create=maybe&password=hunter2", "create"},
 	} {
 		err := forward.CheckURL(c.in)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2") {
@@ -188,7 +189,7 @@ func TestBrokerURLsAreCheckedWithoutPrintingCredentials(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"nats://127.0.0.1:4222,127.0.0.1:4223/paylock.payments?stream=PAYMENTS&create=true&duplicates=10m",
-		"nats://t0ken@nats.internal:4222/paylock.payments", "kafka://u:p@k1:9092,k2:9092/payments?sasl=scram-sha-512&tls=true"} {
+		"nats://t0ken@nats.internal:4222/paylock.payments", "kafka://u:p@k1:9092,k2:9092/payments?sasl=scram-sha-512&tls=true&create=true"} {
 		if err := forward.CheckURL(ok); err != nil {
 			t.Errorf("CheckURL(%q) = %v", ok, err)
 		}

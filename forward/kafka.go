@@ -40,6 +40,8 @@ import (
 //	                         never printed: errors print the URL redacted
 //	client_id=ID             the client id the brokers see (default
 //	                         paylock-forward)
+//	create=true              ask the brokers to create the topic when it
+//	                         does not exist (auto.create.topics.enable)
 //
 // A record too large for the broker is ErrPermanent; any other refusal, or
 // no ack within the timeout, is a failed attempt.
@@ -80,6 +82,15 @@ func openKafka(u *url.URL, cfg SinkConfig) (Sink, error) {
 		kgo.RecordDeliveryTimeout(cfg.Timeout),
 		kgo.ProducerLinger(0),
 		kgo.ClientID(cmp.Or(q.Get("client_id"), "paylock-forward")),
+	}
+	if v := q.Get("create"); v != "" {
+		create, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, errors.New("create: want true or false")
+		}
+		if create {
+			opts = append(opts, kgo.AllowAutoTopicCreation())
+		}
 	}
 	more, err := kafkaAuth(u, q, cfg)
 	if err != nil {
