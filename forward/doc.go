@@ -19,7 +19,12 @@
 // The worker builds each attempt's Message (the body, the webhook-id, the
 // webhook-timestamp and the signature) and hands it to the sink, which
 // only carries it: http.go is the http and https sink, a Standard Webhooks
-// POST. A sink says what its failure means for the next attempt
+// POST; nats.go publishes to NATS JetStream (Nats-Msg-Id = the webhook-id,
+// done on the stream's PubAck); kafka.go produces to Kafka (idempotent,
+// acks=all, keyed by Message.Key, done on the ack). An http(s) destination
+// takes signed messages only; a broker authenticates paylock itself, so
+// without PAYLOCK_FORWARD_SECRETS its messages go unsigned (NeedsSignature).
+// A sink says what its failure means for the next attempt
 // (Sink.Deliver): ErrPermanent gives the forward up at once, ErrRejected
 // and anything else are tried again (a *DeliveryError's RetryAfter
 // obeyed).
