@@ -203,3 +203,18 @@ func TestBrokerURLsAreCheckedWithoutPrintingCredentials(t *testing.T) {
 		}
 	}
 }
+
+func TestNATSCredentialsComeFromTheURLAndAreNeverPrinted(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t, "--user", "paylock", "--pass", "s3cret-pass")
+	hostport := strings.TrimPrefix(srv.URL, "nats://")
+	good := openSink(t, "nats://paylock:s3cret-pass@"+hostport+"/paylock.payments?stream=PAYMENTS&create=true", 5*time.Second)
+	if err := good.Deliver(context.Background(), brokerMessage("tx-1")); err != nil {
+		t.Fatalf("Deliver with the server's user and password: %v", err)
+	}
+	bad := openSink(t, "nats://"+hostport+"/paylock.payments?user=paylock&password=wrong-hunter2", time.Second)
+	err := bad.Deliver(context.Background(), brokerMessage("tx-2"))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Deliver with a wrong password: %v; want an error without the password", err)
+	}
+}

@@ -35,6 +35,7 @@ type Server struct {
 	port int
 	bin  string
 	log  string
+	args []string // extra nats-server arguments
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -57,8 +58,9 @@ func Binary() (string, error) {
 }
 
 // Start starts a nats-server with JetStream for t, or skips t (fails it
-// under CI) when there is no nats-server binary.
-func Start(t testing.TB) *Server {
+// under CI) when there is no nats-server binary. args are further
+// nats-server arguments (--user u --pass p, say).
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -69,7 +71,7 @@ func Start(t testing.TB) *Server {
 		t.Skip(msg)
 	}
 	dir := t.TempDir()
-	s := &Server{Dir: filepath.Join(dir, "js"), port: freePort(t), bin: bin, log: filepath.Join(dir, "nats.log")}
+	s := &Server{Dir: filepath.Join(dir, "js"), port: freePort(t), bin: bin, log: filepath.Join(dir, "nats.log"), args: args}
 	s.URL = "nats://127.0.0.1:" + strconv.Itoa(s.port)
 	if err := s.start(); err != nil {
 		t.Fatal(err)
@@ -98,7 +100,7 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.Dir)
+	cmd := exec.Command(s.bin, append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.Dir}, s.args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("natstest: start %s: %w", s.bin, err)
