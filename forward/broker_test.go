@@ -218,3 +218,23 @@ func TestNATSCredentialsComeFromTheURLAndAreNeverPrinted(t *testing.T) {
 		t.Fatalf("Deliver with a wrong password: %v; want an error without the password", err)
 	}
 }
+
+func TestKafkaSASLCredentialsComeFromTheURLAndAreNeverPrinted(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "payments"), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", "paylock", "s3cret-pass"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	good := openSink(t, "kafka://paylock:s3cret-pass@"+addr+"/payments?sasl=scram-sha-256", 5*time.Second)
+	if err := good.Deliver(context.Background(), brokerMessage("tx-1")); err != nil {
+		t.Fatalf("Deliver with the cluster's user and password: %v", err)
+	}
+	bad := openSink(t, "kafka://paylock:wrong-hunter2@"+addr+"/payments?sasl=scram-sha-256", 2*time.Second)
+	err = bad.Deliver(context.Background(), brokerMessage("tx-2"))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Deliver with a wrong password: %v; want an error without the password", err)
+	}
+}
