@@ -23,6 +23,10 @@ if ! command -v pgbench >/dev/null 2>&1; then
   echo "pgbench is not installed: install it (apt-get install postgresql-client)" >&2
   exit 1
 fi
+if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then
+  echo "nats-server is not installed: install it (apt-get install nats-server); the forward throughput by sink needs it" >&2
+  exit 1
+fi
 
 # shellcheck source=scripts/services.sh
 source scripts/services.sh
