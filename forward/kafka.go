@@ -166,8 +166,11 @@ func (s *kafkaSink) Deliver(ctx context.Context, m Message) error {
 	var ke *kerr.Error
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge), errors.Is(err, kerr.InvalidRecord):
-		errors.As(err, &ke)
-		return &DeliveryError{Permanent: true, Status: int(ke.Code), Reason: "the broker will never take the record: " + ke.Message}
+		de := &DeliveryError{Permanent: true, Reason: "the broker will never take the record: " + err.Error()}
+		if errors.As(err, &ke) {
+			de.Status = int(ke.Code)
+		}
+		return de
 	case errors.As(err, &ke):
 		return &DeliveryError{Status: int(ke.Code), Reason: "the broker refused the record: " + ke.Message}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout):
