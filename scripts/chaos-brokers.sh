@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Scenarios 8 and 9 of scripts/chaos.sh (sourced by it): forwarding into
+# Scenarios 9 and 10 of scripts/chaos.sh (sourced by it): forwarding into
 # message brokers. The replicas restart with PAYLOCK_FORWARD_URL naming a
 # broker and no PAYLOCK_FORWARD_SECRETS (a broker authenticates its
 # clients; the messages go unsigned), pspsim storms them (BRK_TXS
@@ -8,12 +8,12 @@
 # bounded wait: BRK_WAIT seconds) cmd/brokerdump reads the stream or topic
 # back and the verdict joins it with the database:
 #
-#   8  NATS JetStream: nats-server (Debian's) killed with SIGKILL mid-storm
+#   9  NATS JetStream: nats-server (Debian's) killed with SIGKILL mid-storm
 #      and restarted on the same store directory. Every payment in the
 #      stream exactly once: no webhook-id twice, its Nats-Msg-Id its
 #      webhook-id (JetStream's duplicate window drops the retry of a publish
 #      whose ack was lost).
-#   9  Kafka: cmd/kfakebroker (franz-go's kfake, 3 brokers in one process:
+#   10 Kafka: cmd/kfakebroker (franz-go's kfake, 3 brokers in one process:
 #      no real Kafka here) appends BRK_DROP_ACKS of the produce requests and
 #      answers them REQUEST_TIMED_OUT (a lost ack), while a replica is
 #      SIGKILLed mid-storm (River rescues its jobs). Every payment under its
@@ -116,7 +116,7 @@ broker_settle() {
     fault "not settled after ${BRK_WAIT}s ($held messages for $payments payments)"; fi
 }
 
-# run_broker ID KIND TITLE: scenario 8 (nats) or 9 (kafka).
+# run_broker ID KIND TITLE: scenario 9 (nats) or 10 (kafka).
 run_broker() {
   local id=$1 kind=$2 title=$3 notes="" prefix rc=0 i settled=false settle_s=0 psql s v
   if [[ -n $only && ",$only," != *",$id,"* ]]; then return 0; fi
@@ -207,14 +207,14 @@ broker_verdict() {
     }' "$work/$1.rows" "$work/$1.jobs" "$work/$1.messages"
 }
 
-# broker_report: the report's section on scenarios 8 and 9.
+# broker_report: the report's section on scenarios 9 and 10.
 broker_report() {
   local id row k fv any=false
-  for id in 8 9; do [[ -s $work/$id.forward ]] && any=true; done
+  for id in 9 10; do [[ -s $work/$id.forward ]] && any=true; done
   $any || return 0
   cat <<'EOF'
 
-## Forwarding into brokers (scenarios 8 and 9)
+## Forwarding into brokers (scenarios 9 and 10)
 
 From the database (the run's payments, River's forward jobs) and the broker
 read back by `cmd/brokerdump` (every message of the JetStream stream, every
@@ -231,7 +231,7 @@ broker held every payment.
 | scenario | payments | in the broker | messages | lost | wrong ids | seen twice | mis-keyed | jobs | jobs not completed | settled | verdict |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
 EOF
-  for id in 8 9; do
+  for id in 9 10; do
     [[ -s $work/$id.forward ]] || continue
     row="| $id |"
     for k in payments forwarded messages lost duplicate_ids consumer_duplicates miskeyed jobs jobs_not_completed; do

@@ -31,10 +31,10 @@
 #       each webhook-id and drops 10% of its answers after processing, while
 #       a replica is killed with SIGKILL mid-storm; every payment forwarded
 #       under one webhook-id, every signature verified, one job per payment
-#   8   forwarding into NATS JetStream (unsigned): nats-server killed with
+#   9   forwarding into NATS JetStream (unsigned): nats-server killed with
 #       SIGKILL mid-storm and restarted on its store; every payment in the
 #       stream exactly once (scripts/chaos-brokers.sh)
-#   9   forwarding into Kafka (cmd/kfakebroker, in process: no real Kafka
+#   10  forwarding into Kafka (cmd/kfakebroker, in process: no real Kafka
 #       here) that loses acks after appending, a replica SIGKILLed; every
 #       payment under its webhook-id, keyed source:transaction_id, the
 #       duplicates a consumer sees counted (scripts/chaos-brokers.sh)
@@ -896,8 +896,8 @@ report() {
   if grep -q '^7'$'\x1f' "$work/results"; then
     echo "- scenario 7: the replicas restart with PAYLOCK_FORWARD_URL pointing at \`fakereceiver --fail-first $FWD_FAIL_FIRST --drop-rate $FWD_DROP\` (${FWD_SETTINGS[*]}, the other forward settings default); \`pspsim\` sends $FWD_TXS transactions × $FWD_DELIVERIES deliveries at $FWD_RATE deliveries/s; replica 2 is SIGKILLed a quarter into the storm and restarted after it; within ${FWD_WAIT}s the receiver must have processed as many webhook-ids as the run recorded payments. Its **duplicates** add the payments delivered under more than one webhook-id and the deliveries or jobs of no recorded payment; its **lost**, the payments never delivered; its verdict also needs pspsim's, no signature failure, and exactly one forward job (River kind \`$FWD_KIND\`) per payment, whose webhook-id is the one delivered"
   fi
-  if grep -qE '^(8|9)'$'\x1f' "$work/results"; then
-    echo "- scenarios 8 and 9: the replicas restart with PAYLOCK_FORWARD_URL naming the broker and no PAYLOCK_FORWARD_SECRETS (${BRK_SETTINGS[*]}); \`pspsim\` sends $BRK_TXS transactions × $BRK_DELIVERIES deliveries at $BRK_RATE deliveries/s; 8: a throwaway \`nats-server -js\`, the stream created by paylock (\`create=true&duplicates=10m\`), killed with SIGKILL a third into the storm and restarted on its store 3s later (longer than an attempt); 9: \`kfakebroker --brokers 3 --partitions 6 --drop-acks $BRK_DROP_ACKS\`, replica 2 SIGKILLed a quarter into the storm. Within ${BRK_WAIT}s the broker must hold as many messages as the run recorded payments. Their **duplicates** add the messages under a wrong id (and, for NATS, a webhook-id held twice); their **lost**, payments the broker does not hold"
+  if grep -qE '^(9|10)'$'\x1f' "$work/results"; then
+    echo "- scenarios 9 and 10: the replicas restart with PAYLOCK_FORWARD_URL naming the broker and no PAYLOCK_FORWARD_SECRETS (${BRK_SETTINGS[*]}); \`pspsim\` sends $BRK_TXS transactions × $BRK_DELIVERIES deliveries at $BRK_RATE deliveries/s; 9: a throwaway \`nats-server -js\`, the stream created by paylock (\`create=true&duplicates=10m\`), killed with SIGKILL a third into the storm and restarted on its store 3s later (longer than an attempt); 10: \`kfakebroker --brokers 3 --partitions 6 --drop-acks $BRK_DROP_ACKS\`, replica 2 SIGKILLed a quarter into the storm. Within ${BRK_WAIT}s the broker must hold as many messages as the run recorded payments. Their **duplicates** add the messages under a wrong id (and, for NATS, a webhook-id held twice); their **lost**, payments the broker does not hold"
   fi
   echo
   echo "| scenario | deliveries | retries | rows | duplicates | lost | verdict | non-2xx answers | ack p99 / max |"
@@ -1039,8 +1039,8 @@ TXS=30 RATE=9 run 5d "Postgres replies dropped at light traffic (30 transactions
 TXS=$((TXS * 4)) RATE=0 STORM_FLAGS="--deliveries 1 --concurrency 192" run 8 "replica killed (SIGKILL) in the middle of a batch: full-speed storm, multi-row inserts in flight" scenario_8
 run_disbursements 6 "disbursements: provider drops answers after creating payouts ($DISB_DROP) and answers 503 ($DISB_FAIL); two workers race"
 run_forwarding 7 "forwarding: receiver fails the first $FWD_FAIL_FIRST attempts per webhook-id and drops $FWD_DROP of its answers; replica killed (SIGKILL) mid-storm"
-run_broker 8 nats "forwarding into NATS JetStream: nats-server killed (SIGKILL) mid-storm, restarted on its store"
-run_broker 9 kafka "forwarding into Kafka (kfake): $BRK_DROP_ACKS of the acks lost after the append; replica killed (SIGKILL) mid-storm"
+run_broker 9 nats "forwarding into NATS JetStream: nats-server killed (SIGKILL) mid-storm, restarted on its store"
+run_broker 10 kafka "forwarding into Kafka (kfake): $BRK_DROP_ACKS of the acks lost after the append; replica killed (SIGKILL) mid-storm"
 
 report >"$work/report.md"
 echo
