@@ -250,8 +250,8 @@ func runSinkOnce(ctx context.Context, c runConfig, st *store.Store, db *pg, d si
 }
 
 // startSinkWorker starts the forward worker to d on River, as `paylock
-// worker` runs it (River's fetch cooldown 100ms, the forward timeout 10s)
-// with PAYLOCK_FORWARD_CONCURRENCY=c.SinkConcurrency.
+// worker` runs it (the forward queue's own fetch cooldown, the forward
+// timeout 10s) with PAYLOCK_FORWARD_CONCURRENCY=c.SinkConcurrency.
 func startSinkWorker(ctx context.Context, c runConfig, st *store.Store, d sinkDest, obs *sinkObserver) (stop func(), err error) {
 	quiet := slog.New(slog.DiscardHandler)
 	cfg := forward.Config{Destinations: forward.Destinations{sinkDestination: d.URL}, Concurrency: c.SinkConcurrency,
@@ -335,13 +335,13 @@ func (rp *report) sinkSection() {
 	rp.p("## 5. Forward throughput by sink")
 	rp.p("")
 	rp.p("paylock's forward worker (in process, on River over the same Postgres, PAYLOCK_FORWARD_CONCURRENCY=%d,", c.SinkConcurrency)
-	rp.p("River's fetch cooldown 100 ms as in `paylock worker`) delivering to each kind of destination on this")
+	rp.p("the forward queue's fetch cooldown %s as in `paylock worker`) delivering to each kind of destination on this", forward.FetchCooldown)
 	rp.p("machine: paybench's http receiver (204 to every signed POST), a throwaway `nats-server -js` (a file")
 	rp.p("stream paylock creates; complete on the PubAck) and a three-broker in-process Kafka cluster (franz-go's")
 	rp.p("kfake, no real Kafka here; idempotent producer, acks=all). **payments/s**: a backlog of %d recorded", c.SinkBacklog)
 	rp.p("payments drained (from the worker's start to the last ack); **lag**: payments then recorded at %d/s", c.SinkRate)
 	rp.p("for %s, from each one's COMMIT to the sink's ack. Medians over %d repetitions (sinks in rotating order).", c.Measure/2, c.Reps)
-	rp.p("The floor they share: River fetches at most PAYLOCK_FORWARD_CONCURRENCY jobs per fetch cooldown, %d", c.SinkConcurrency*10)
+	rp.p("The ceiling they share: River fetches at most PAYLOCK_FORWARD_CONCURRENCY jobs per fetch cooldown, %d", int(float64(c.SinkConcurrency)/forward.FetchCooldown.Seconds()))
 	rp.p("jobs/s here; a sink near it is bounded by the queue, not by its broker.")
 	rp.p("")
 	rp.p("| sink | payments/s (drain) | lag p50 | lag p99 | failed attempts |")
