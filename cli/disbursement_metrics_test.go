@@ -87,6 +87,7 @@ func TestServeExportsDisbursementGaugesAndItsWorkersAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln, mln := testkit.Listen(t), testkit.Listen(t)
+	cfg.Admin.listener = testkit.Listen(t) // not the default port, which every test would share
 	var logs testkit.LogBuffer
 	running := testkit.Run(t, "serve", func(ctx context.Context) error { return serve(ctx, cfg, cfg.Log.logger(&logs), ln, mln) })
 	base := "http://" + ln.Addr().String()

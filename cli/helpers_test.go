@@ -33,8 +33,12 @@ func startServe(t *testing.T, env map[string]string, o serveOptions) *served {
 		t.Fatal(err)
 	}
 	s := &served{cfg: cfg}
-	if o.admin {
+	if o.admin || cfg.Admin.Addr != "" {
+		// A free port even when the test does not use it: the default
+		// address is one port for every test running at once.
 		cfg.Admin.listener = testkit.Listen(t)
+	}
+	if o.admin {
 		s.admin = "http://" + cfg.Admin.listener.Addr().String()
 	}
 	var mln net.Listener

@@ -60,6 +60,7 @@ sources:
 		"STRIPE_API_KEY":          stripeKey,
 		"PAYLOCK_STRIPE_API_URL":  srv.URL,
 		"PAYLOCK_LOG_LEVEL":       "error",
+		"PAYLOCK_ADMIN_ADDR":      "off", // the default port is one for every test at once
 	}
 	return &stripeReconcileEnv{env: env, st: st, api: api}
 }
