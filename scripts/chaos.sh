@@ -94,7 +94,8 @@ DB_PARAMS=${CHAOS_DB_PARAMS-}
 # Three replicas on one host: no admin listener (its default address would be
 # taken by the first); pprof on the metrics listeners, for the goroutine dumps.
 export PAYLOCK_LOCK_TTL=$LOCK_TTL PAYLOCK_LOCK_WAIT=1s PAYLOCK_SHUTDOWN_TIMEOUT=5s \
-  PAYLOCK_LOG_FORMAT=json PAYLOCK_LOG_LEVEL=info PAYLOCK_ADMIN_ADDR=off PAYLOCK_PPROF=true
+  PAYLOCK_LOG_FORMAT=json PAYLOCK_LOG_LEVEL=info PAYLOCK_ADMIN_ADDR=off PAYLOCK_PPROF=true \
+  PAYLOCK_BATCH_MAX=64 # natural batching is opt-in (issue #20): the fault suite runs it
 PAYLOCK_WEBHOOK_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
 # The lending platform signs with a secret of its own: a secret verifies
 # only its own source.
@@ -887,7 +888,7 @@ report() {
   echo "- commit: $commit$dirty"
   echo "- command: \`$command_line\` ($form form)"
   echo "- machine: $(nproc) CPUs, $(uname -sr), $(go version | awk '{print $3}'), $(postgres --version 2>/dev/null || "$(_svc_find_pg_bin postgres)" --version), Redis $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
-  echo "- paylock: 3 replicas (\`paylock serve\`) reaching Redis and Postgres through \`chaosproxy\` (transparent unless a fault is set), PAYLOCK_LOCK_TTL=$PAYLOCK_LOCK_TTL, PAYLOCK_LOCK_WAIT=$PAYLOCK_LOCK_WAIT, other settings default (PAYLOCK_REDIS_UNAVAILABLE=backstop, PAYLOCK_REDIS_TIMEOUT=500ms), DATABASE_URL $(if [[ -n $DB_PARAMS ]]; then echo "with \`$DB_PARAMS\`"; else echo "without extra parameters"; fi); throwaway Redis and Postgres (fsync off)"
+  echo "- paylock: 3 replicas (\`paylock serve\`) reaching Redis and Postgres through \`chaosproxy\` (transparent unless a fault is set), PAYLOCK_LOCK_TTL=$PAYLOCK_LOCK_TTL, PAYLOCK_LOCK_WAIT=$PAYLOCK_LOCK_WAIT, PAYLOCK_BATCH_MAX=$PAYLOCK_BATCH_MAX, other settings default (PAYLOCK_REDIS_UNAVAILABLE=backstop, PAYLOCK_REDIS_TIMEOUT=500ms), DATABASE_URL $(if [[ -n $DB_PARAMS ]]; then echo "with \`$DB_PARAMS\`"; else echo "without extra parameters"; fi); throwaway Redis and Postgres (fsync off)"
   [[ -z $DB_PARAMS ]] || echo "- why the DATABASE_URL parameters: without a connect timeout and a pool ping timeout, connection attempts and acquire-time pings whose replies are lost never end and hold pool slots; scenario 5d then loses transactions (\`CHAOS_DB_PARAMS= scripts/chaos.sh --short --only 5d\` shows it)"
   echo "- storm per scenario: \`pspsim\` with $TXS transactions × $DELIVERIES deliveries at $RATE deliveries/s over the 3 replicas (round-robin, each retry to the next), $CONCURRENCY requests in flight at most, Standard Webhooks signatures, \`${PSPSIM_FLAGS[*]}\`"
   if grep -q '^6'$'\x1f' "$work/results"; then
