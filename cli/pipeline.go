@@ -202,7 +202,9 @@ func basicAuthOf(spec sourceSpec, getenv func(string) string) (string, error) {
 // PAYLOCK_LOCK_PIPELINE=auto and a standalone server, rdb's blocking
 // auto-pipeliner (go-redis v9.23, EXPERIMENTAL there), so that the obtain
 // and finish commands of concurrent deliveries go out as one pipelined
-// write and come back as one read; it is closed with rdb. A cluster or
+// write and come back as one read; it is closed with rdb. A command sent
+// while no other lock command is in flight goes straight through rdb
+// (lock.Adaptive): a lone delivery pays no pipeliner hand-off. A cluster or
 // sentinel client stays plain: go-redis has auto-pipeliners for both
 // (ClusterClient.AutoPipeline, and a failover client is a *redis.Client),
 // but paylock's cluster and sentinel suites have not run over them yet.
@@ -216,5 +218,5 @@ func lockClient(c LockConfig, rdb redis.UniversalClient, logger *slog.Logger) lo
 		logger.Warn("lock: no auto-pipelining; one round trip per command", slog.Any("error", err))
 		return rdb
 	}
-	return ap
+	return lock.NewAdaptive(plain, ap)
 }
