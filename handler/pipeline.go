@@ -349,7 +349,10 @@ func (h *Handler) write(ctx context.Context, lk *held, u unit, o *outcome) (stri
 		return settled(res, err)
 	}
 	leaseCtx, stopLease := lk.KeepAlive(ctx)
-	res, err := u.record(leaseCtx)
+	// The lease gates what is sent and committed; a statement already sent
+	// is interrupted only by ctx (store.WithLease): cutting an autocommit
+	// insert short when the lease ends would turn its outcome unknown.
+	res, err := u.record(store.WithLease(ctx, leaseCtx))
 	leaseErr := context.Cause(leaseCtx)
 	stopLease()
 	lost := errors.Is(leaseErr, lock.ErrLeaseLost)

@@ -106,18 +106,23 @@
 //   - No answer: a lost connection, a timeout or a FATAL after the statement
 //     was sent is ErrCommitUnknown. The server may have committed (it does
 //     when only the client's side of the connection is lost); the sender's
-//     retry then answers ErrDuplicate. A lease lost while the statement runs
-//     cancels ctx and so the statement: the server either answers with an
-//     ERROR (rolled back) or the outcome is unknown; it cannot be checked
-//     between the insert and the commit any more, as there is no such
-//     moment. A statement that did commit is the payment's one record,
-//     whatever the lock: the constraint, not the lock, decides.
+//     retry then answers ErrDuplicate. A ctx that ends while the statement
+//     runs (the client gone, a deadline) interrupts it: the server either
+//     answers with an ERROR (rolled back) or the outcome is unknown.
+//   - The lease: a caller that passes its lock's lease with WithLease (the
+//     handler does) has it checked before sending, as ctx is, but a lease
+//     that ends while the statement runs interrupts nothing: the statement
+//     runs to its answer. There is no moment between the insert and its
+//     commit at which to act on the lease, and interrupting the statement
+//     would only turn a known outcome into ErrCommitUnknown (a 503 for a
+//     payment that committed). A statement that did commit is the payment's
+//     one record, whatever the lock: the constraint, not the lock, decides.
 //
 // RecordPaymentFunc with an fn is BEGIN, the same INSERT, fn (only for a
 // newly recorded payment; a conflict rolls back, since the transaction is
 // aborted, and is confirmed by a fresh read outside it), then COMMIT. An
-// error from fn rolls back and is returned wrapped. After fn, a ctx whose
-// cause is set rolls back instead of committing. COMMIT runs under
+// error from fn rolls back and is returned wrapped. After fn, a ctx, or a
+// lease (WithLease), whose cause is set rolls back instead of committing. COMMIT runs under
 // context.WithoutCancel with Config.CommitTimeout, so a caller that gives up
 // does not turn a sent COMMIT into a guess; an unanswered COMMIT is
 // ErrCommitUnknown. BEGIN stays a round trip of its own: pgx cannot pipeline
@@ -142,8 +147,12 @@
 //     payment known only by its events), as on the single-row path. A row
 //     whose source and transaction id an earlier row of the same batch
 //     carries is recorded alone once the batch ended.
-//   - A row whose ctx is done when its batch is taken is not sent
-//     (ErrUnavailable wrapping the cause).
+//   - A row whose ctx or lease is done when its batch is taken is not sent
+//     (ErrUnavailable wrapping the cause). The batch's statements run under
+//     a context of their own (Config.StatementTimeout plus
+//     Config.CommitTimeout): no row's ctx interrupts the others' statement,
+//     and, as on the single-row path, a lease that ends while the statement
+//     runs interrupts nothing.
 //   - A statement answered with an ERROR (another constraint, invalid data,
 //     a timeout) rolled every row back: each row is recorded again alone,
 //     so one bad row fails only itself.
@@ -154,7 +163,7 @@
 //     inserted through the batch's transaction (Outbox.EnqueueForwardTx),
 //     gathered into one River InsertManyTx, then COMMIT. The batch commits
 //     only whole: an fn's error or panic, a failed statement, or a row whose
-//     ctx is done after the fns ran (its lock's lease lost) rolls the whole
+//     ctx or lease is done after the fns ran (its lock's lease lost) rolls the whole
 //     transaction back before COMMIT is sent, and every row is then recorded
 //     alone, where its own checks apply: the row whose lease was lost is
 //     answered ErrUnavailable and nothing of it, its fn's work included,

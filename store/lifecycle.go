@@ -96,7 +96,7 @@ func (s *Payments) RecordEvent(ctx context.Context, e PaymentEvent, fn func(ctx 
 		return nil, fmt.Errorf("%w: record event: want an event id, a transaction id and a lifecycle kind (got %q)",
 			ErrInvalidPayload, e.Kind)
 	}
-	if cause := context.Cause(ctx); cause != nil {
+	if cause := leaseCause(ctx); cause != nil {
 		return nil, fmt.Errorf("%w: record event: not sent: %w", ErrUnavailable, cause)
 	}
 	tx, err := s.pool.Begin(ctx)
@@ -111,7 +111,7 @@ func (s *Payments) RecordEvent(ctx context.Context, e PaymentEvent, fn func(ctx 
 	}()
 	c, err := s.recordEventTx(ctx, tx, e, fn)
 	if err == nil {
-		if cause := context.Cause(ctx); cause != nil {
+		if cause := leaseCause(ctx); cause != nil {
 			err = fmt.Errorf("%w: record event: not committed: %w", ErrUnavailable, cause)
 		}
 	}

@@ -128,8 +128,8 @@ func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error
 // Config.CommitTimeout (even if ctx is done). An error from fn rolls back and
 // is returned wrapped (wrapping ErrUnavailable when it is a transient driver
 // or context error); so is a ctx whose cause is set after fn (the lock's
-// lease was lost, or the client went away): a replica that lost its lock
-// must not commit, the retry settles the payment.
+// lease was lost, or the client went away; see WithLease): a replica that
+// lost its lock must not commit, the retry settles the payment.
 //
 // In both cases a ctx already done before the insert is sent sends nothing,
 // and the outcomes are those of RecordPayment: nil only for a newly recorded
@@ -138,7 +138,7 @@ func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error
 // ErrCommitUnknown when the commit's outcome is unknown.
 func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (Payment, error) {
 	p = p.withSource()
-	if cause := context.Cause(ctx); cause != nil {
+	if cause := leaseCause(ctx); cause != nil {
 		return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
 	}
 	if s.batch != nil {
@@ -226,7 +226,7 @@ func (s *Payments) inTx(ctx context.Context, p Payment, write func(context.Conte
 	}
 	// The caller's context may have ended while the insert or fn ran: the
 	// lock's lease was lost, or the client went away.
-	if cause := context.Cause(ctx); cause != nil {
+	if cause := leaseCause(ctx); cause != nil {
 		s.rollback(ctx, tx)
 		return Payment{}, fmt.Errorf("%w: record payment: not committed: %w", ErrUnavailable, cause)
 	}

@@ -107,7 +107,7 @@ func (s *Payments) recordBatched(ctx context.Context, p Payment, fn recordFn) (P
 func (s *Payments) settle(ctx context.Context, p Payment, fn recordFn, r batchResult) (Payment, error) {
 	switch {
 	case r.next == batchSingle:
-		if cause := context.Cause(ctx); cause != nil {
+		if cause := leaseCause(ctx); cause != nil {
 			return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
 		}
 		rec, err := s.recordSingle(ctx, p, fn)
@@ -161,8 +161,8 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 	for _, r := range batch {
 		k := [2]string{r.p.Source, r.p.TransactionID}
 		switch {
-		case context.Cause(r.ctx) != nil:
-			r.answer(batchResult{err: fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, context.Cause(r.ctx))})
+		case leaseCause(r.ctx) != nil:
+			r.answer(batchResult{err: fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, leaseCause(r.ctx))})
 		case seen[k]:
 			later = append(later, r)
 		default:
@@ -349,7 +349,7 @@ func (s *Payments) batchWrite(ctx context.Context, tx pgx.Tx, rows []*batchReq) 
 		if !ok || r.fn == nil {
 			continue
 		}
-		if context.Cause(r.ctx) != nil {
+		if leaseCause(r.ctx) != nil {
 			return nil, errBatchLease
 		}
 		if err := r.fn(context.WithValue(r.ctx, jobCollectorKey{}, jobs), tx, rec); err != nil {
@@ -362,7 +362,7 @@ func (s *Payments) batchWrite(ctx context.Context, tx pgx.Tx, rows []*batchReq) 
 		}
 	}
 	for _, r := range rows {
-		if context.Cause(r.ctx) != nil {
+		if leaseCause(r.ctx) != nil {
 			return nil, errBatchLease
 		}
 	}

@@ -221,7 +221,11 @@ func TestBatchRowWhoseLeaseIsLostDoesNotCommitItsHookWork(t *testing.T) {
 		name   string
 		victim int
 		during int
-	}{{"DuringItsOwnHook", 1, 1}, {"AfterItsHookRan", 0, 2}} {
+		// withLease: the lease rides on a context that never ends
+		// (WithLease, as the handler passes it) instead of being the ctx.
+		withLease bool
+	}{{"DuringItsOwnHook", 1, 1, false}, {"AfterItsHookRan", 0, 2, false},
+		{"DuringItsOwnHook/WithLease", 1, 1, true}, {"AfterItsHookRan/WithLease", 0, 2, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
@@ -240,6 +244,9 @@ func TestBatchRowWhoseLeaseIsLostDoesNotCommitItsHookWork(t *testing.T) {
 				}
 			}
 			items[tc.victim].ctx = ctx
+			if tc.withLease {
+				items[tc.victim].ctx = WithLease(context.Background(), ctx)
+			}
 			out := recordAsBatch(b.store.Payments(), items)
 			for i, o := range out {
 				tx := items[i].p.TransactionID

@@ -1,0 +1,36 @@
+package store
+
+import "context"
+
+type leaseKey struct{}
+
+// WithLease returns a copy of ctx that carries lease: a context that ends,
+// with a cause, when the caller's lock is no longer known to be held (the
+// lock package's KeepAlive context).
+//
+// The recording methods treat the two apart. ctx bounds the statements, as
+// always: its end (the client gone, the request's deadline) interrupts them.
+// The lease only gates what is sent: a lease that ended before the insert is
+// sent sends nothing, and one that ended before COMMIT rolls back the
+// transaction of a record hook (RecordPaymentFunc, RecordEvent), whose work
+// must not commit on a replica that lost its lock. An insert in autocommit
+// that is already sent runs to its answer when only the lease ends: the
+// unique constraint decides that payment, not the lock, and interrupting the
+// statement would only turn a known outcome into ErrCommitUnknown.
+//
+// Passing the lease as ctx itself (without WithLease) is also correct: the
+// lease's end then interrupts statements too.
+func WithLease(ctx, lease context.Context) context.Context {
+	return context.WithValue(ctx, leaseKey{}, lease)
+}
+
+// leaseCause is the cause of ctx, or else of the lease WithLease gave it.
+func leaseCause(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	if lease, ok := ctx.Value(leaseKey{}).(context.Context); ok {
+		return context.Cause(lease)
+	}
+	return nil
+}
