@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // River over the store's pool: the insert-only client that inserts the
@@ -22,9 +23,10 @@ import (
 var discardLogger = slog.New(slog.DiscardHandler)
 
 // newInsertOnlyClient returns a River client that inserts jobs over pool
-// and works none.
-func newInsertOnlyClient(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
-	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLogger})
+// and works none; a job inserted inside a span of tp carries its trace
+// context (jobs_trace.go).
+func newInsertOnlyClient(pool *pgxpool.Pool, tp trace.TracerProvider) (*river.Client[pgx.Tx], error) {
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLogger, Middleware: jobMiddleware(tp)})
 	if err != nil {
 		return nil, fmt.Errorf("store: river client: %w", err)
 	}
@@ -46,13 +48,16 @@ func (s *Store) JobClient() *river.Client[pgx.Tx] { return s.jobs }
 // the client cannot LISTEN: StartJobs sets cfg.PollOnly, and jobs are found
 // by polling every cfg.FetchPollInterval. Discarded jobs are kept (cfg's
 // DiscardedJobRetentionPeriod -1 unless set): see review_retention.go.
-// Errors wrap ErrUnavailable when
+// Every job is worked in a span of Config.TracerProvider linked to the
+// span that inserted it (otelriver's middleware, added to cfg: see
+// jobs_trace.go). Errors wrap ErrUnavailable when
 // the database cannot be reached; nothing is started then.
 func (s *Store) StartJobs(ctx context.Context, cfg *river.Config) (stop func(context.Context) error, err error) {
 	if s.pooled {
 		cfg.PollOnly = true
 	}
 	keepDiscarded(cfg)
+	traceJobs(cfg, s.cfg.TracerProvider)
 	c, err := river.NewClient(riverpgxv5.New(s.pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: river client: %w", err)

@@ -262,9 +262,11 @@ func (s *Outbox) ForwardChangeHook(destination string) func(ctx context.Context,
 
 func (s *Outbox) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {
 	opts := &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}
-	if collect(ctx, tx, args, opts) {
+	if collect(ctx, tx, args, withRowTrace(ctx, opts)) {
 		// A batch of payments inserts its hooks' jobs together, in its
-		// transaction, before COMMIT (Payments.batchWrite).
+		// transaction, before COMMIT (Payments.batchWrite), under the
+		// batch's ctx: each job keeps its own delivery's trace context
+		// (jobs_trace.go).
 		return nil
 	}
 	if _, err := s.jobs.InsertTx(ctx, tx, args, opts); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults for the zero values of Config's durations.
@@ -69,6 +70,10 @@ type Config struct {
 	// to the delivery log in an hour (Deliveries.Keep); 0 is
 	// DefaultDeliveryLogCap.
 	DeliveryLogCap int
+	// TracerProvider makes the spans of the store's River clients (a
+	// job's insert and work; see StartJobs); nil: the global provider
+	// (otel.GetTracerProvider).
+	TracerProvider trace.TracerProvider
 }
 
 // withDefaults returns c with zero durations replaced by the defaults, or an
@@ -177,7 +182,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, translate("open: ping", err)
 	}
-	jobs, err := newInsertOnlyClient(pool)
+	jobs, err := newInsertOnlyClient(pool, cfg.TracerProvider)
 	if err != nil {
 		pool.Close()
 		return nil, err
