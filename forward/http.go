@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The http sink: http:// and https:// destinations get a Standard Webhooks
@@ -80,6 +83,8 @@ func (s *httpSink) Deliver(ctx context.Context, m Message) error {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	// The attempt's span (the worker's), when ctx holds one.
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}

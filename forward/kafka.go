@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The kafka sink: kafka://host:port[,host:port…]/topic destinations get a
@@ -154,13 +158,14 @@ func (s *kafkaSink) Deliver(ctx context.Context, m Message) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	rec := &kgo.Record{Topic: s.topic, Key: []byte(m.Key), Value: m.Body, Timestamp: m.Timestamp}
-	for _, k := range []string{HeaderID, HeaderTimestamp, HeaderSignature} {
-		if v, ok := m.Header[k]; ok {
-			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
-		}
+	for _, k := range slices.Sorted(maps.Keys(m.Header)) { // webhook-*, traceparent...
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(m.Header[k])})
 	}
-	err := s.client.ProduceSync(ctx, rec).FirstErr()
+	res := s.client.ProduceSync(ctx, rec)
+	r, err := res.First()
 	if err == nil {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Int("messaging.destination.partition.id", int(r.Partition)),
+			attribute.Int64("messaging.kafka.offset", r.Offset))
 		return nil
 	}
 	var ke *kerr.Error

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The nats sink: nats://host:port[,host:port…]/subject destinations get a
@@ -206,8 +208,10 @@ func (s *natsSink) Deliver(ctx context.Context, m Message) error {
 	if s.stream != "" {
 		opts = append(opts, jetstream.WithExpectStream(s.stream))
 	}
-	_, err = js.PublishMsg(ctx, msg, opts...)
+	ack, err := js.PublishMsg(ctx, msg, opts...)
 	if err == nil {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String("paylock.nats.stream", ack.Stream),
+			attribute.Int64("paylock.nats.sequence", int64(ack.Sequence)), attribute.Bool("paylock.nats.duplicate", ack.Duplicate))
 		return nil
 	}
 	return s.publishError(err)

@@ -35,8 +35,9 @@ type Message struct {
 	Body []byte
 	// Header holds the Standard Webhooks headers, by lower-case name:
 	// webhook-id, webhook-timestamp, and webhook-signature when the
-	// worker signs (PAYLOCK_FORWARD_SECRETS). A sink sends them all, as
-	// HTTP headers or its broker's message headers.
+	// worker signs (PAYLOCK_FORWARD_SECRETS); and the attempt's W3C trace
+	// context (traceparent, tracestate) when tracing is on. A sink sends
+	// them all, as HTTP headers or its broker's message headers.
 	Header map[string]string
 }
 

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -49,6 +52,13 @@ type Config struct {
 	// that its signature did not cover (provider.PartlySigned); a
 	// payment.recorded forward names them in data.unauthenticated.
 	Unsigned func(source string, payload []byte) []string
+	// TracerProvider makes each attempt's span (trace.go); nil: the
+	// global provider (otel.GetTracerProvider).
+	TracerProvider trace.TracerProvider
+	// Propagator writes the attempt's trace context into the message's
+	// headers (traceparent); nil: the global propagator
+	// (otel.GetTextMapPropagator).
+	Propagator propagation.TextMapPropagator
 }
 
 // DefaultConcurrency is Config.Concurrency's default, and FetchCooldown
@@ -100,6 +110,9 @@ type Worker struct {
 	st    Store
 	log   *slog.Logger
 	sinks *sinkSet
+	// tracer and prop trace attempts (trace.go).
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
 	// retryAt holds, from Work to NextRetry, when a job whose destination
 	// asked for a delay (DeliveryError.RetryAfter) is due again.
 	retryAt sync.Map // job id → time.Time
@@ -135,7 +148,14 @@ func New(cfg Config, st Store) (*Worker, error) {
 		return nil, err
 	}
 	sinks.signed = signs(cfg.Secret)
-	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks}, nil
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	if cfg.Propagator == nil {
+		cfg.Propagator = otel.GetTextMapPropagator()
+	}
+	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks,
+		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}, nil
 }
 
 // checkSecret turns signature.Sign's panic on a secret not parsed for the
@@ -189,10 +209,13 @@ func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 // Work makes one attempt: it builds the message (reading the payment for
 // payment.recorded) and hands it to the sink of the job's destination. nil
 // means delivered; a refusal for good, or a subject that is gone, cancels
-// the job.
+// the job. The attempt is a span (trace.go) whose trace context the
+// message carries in its headers.
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
 	a := job.Args
+	ctx, span := w.startAttempt(ctx, a, job.Attempt)
 	ev := Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
+	defer func() { endAttempt(span, ev) }()
 	m, err := w.message(ctx, a, time.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		ev.Outcome, ev.Err = OutcomeDiscarded, err
@@ -200,6 +223,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 		return river.JobCancel(err)
 	}
 	if err == nil {
+		w.injectTrace(ctx, &m)
 		err = w.deliver(ctx, job, m, &ev)
 	}
 	ev.Err = err

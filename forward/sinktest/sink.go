@@ -97,6 +97,24 @@ func runSink(t *testing.T, h Harness) {
 			t.Errorf("an unsigned message arrived with webhook-signature %q", sig)
 		}
 	})
+	t.Run("a message's trace context arrives with it", func(t *testing.T) {
+		m := message(t, "sink-traced", true)
+		m.Header["traceparent"] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+		m.Header["tracestate"] = "paylock=sinktest"
+		got, err := deliver(t, m)
+		if err != nil {
+			t.Fatalf("Deliver: %v", err)
+		}
+		checkArrived(t, h, got, m, true)
+		for _, k := range []string{"traceparent", "tracestate"} {
+			if got[0].Header[k] != m.Header[k] {
+				t.Errorf("header %s: %q arrived, %q was sent: a sink sends every header of the message", k, got[0].Header[k], m.Header[k])
+			}
+		}
+		if err := verify(t, got[0]); err != nil {
+			t.Errorf("with trace headers, the signature does not verify: %v", err)
+		}
+	})
 	t.Run("a refusal is an error that may be retried", func(t *testing.T) {
 		m := message(t, "sink-refused", true)
 		h.Refuse(1)

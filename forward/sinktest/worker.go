@@ -7,11 +7,16 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/testkit"
@@ -27,6 +32,8 @@ const destination = "sinktest"
 // forwarding to one harness.
 type worker struct {
 	st *store.Store
+	// spans records the worker's spans (River's and the attempts').
+	spans *tracetest.SpanRecorder
 
 	mu     sync.Mutex
 	events []forward.Event
@@ -57,12 +64,15 @@ func startWorker(t *testing.T, h Harness) *worker {
 	t.Helper()
 	ctx := context.Background()
 	dsn, _ := paylocktest.MigratedSchema(t)
-	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: 5})
-	w := &worker{st: st}
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: 5, TracerProvider: tp})
+	w := &worker{st: st, spans: spans}
 	quiet := slog.New(slog.DiscardHandler)
 	fw, err := forward.New(forward.Config{Secret: secret(t), Destinations: forward.Destinations{destination: h.URL},
 		TLS: h.TLS, Timeout: 5 * time.Second, Backoff: func(int) time.Duration { return 20 * time.Millisecond },
-		Logger: quiet, Observe: w.observe}, st.Payments())
+		Logger: quiet, Observe: w.observe, TracerProvider: tp, Propagator: propagation.TraceContext{}}, st.Payments())
 	if err != nil {
 		t.Fatalf("forward.New with destination %s: %v", forward.Redact(h.URL), err)
 	}
@@ -150,6 +160,7 @@ func runWorker(t *testing.T, h Harness) {
 				t.Errorf("outcomes %v, want %v", got, c.outcomes)
 			}
 			checkAttempts(t, h, id, tx, len(c.outcomes), c.state == "completed")
+			checkTraced(t, w.spans, byID(h, id))
 		})
 	}
 }
@@ -179,6 +190,40 @@ func checkAttempts(t *testing.T, h Harness, id, tx string, attempts int, deliver
 		}
 		if last := i == len(got)-1; r.Accepted != (last && delivered) {
 			t.Errorf("%s: accepted %v", what, r.Accepted)
+		}
+	}
+}
+
+// checkTraced checks that each message received carries the trace context
+// of its attempt's span (forward.SpanName), a child of River's span of the
+// job, with the attempt's number.
+func checkTraced(t *testing.T, spans *tracetest.SpanRecorder, got []Received) {
+	t.Helper()
+	ended := spans.Ended()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range ended {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	for i, r := range got {
+		sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(),
+			propagation.MapCarrier{"traceparent": r.Header["traceparent"]}))
+		if !sc.IsValid() {
+			t.Errorf("attempt %d arrived without a valid traceparent (%q): the sink must send every header of the message", i+1, r.Header["traceparent"])
+			continue
+		}
+		s, ok := byID[sc.SpanID()]
+		if !ok || !strings.HasPrefix(s.Name(), forward.SpanName+" ") {
+			t.Errorf("attempt %d's traceparent names no %s span", i+1, forward.SpanName)
+			continue
+		}
+		if s.SpanContext().TraceID() != sc.TraceID() {
+			t.Errorf("attempt %d's traceparent is in trace %v, its span in %v", i+1, sc.TraceID(), s.SpanContext().TraceID())
+		}
+		if p, ok := byID[s.Parent().SpanID()]; !ok || p.Name() != "river.work/"+(store.ForwardArgs{}).Kind() {
+			t.Errorf("attempt %d's span is not a child of River's span of the job", i+1)
+		}
+		if !slices.Contains(s.Attributes(), forward.AttrAttempt.Int(i+1)) {
+			t.Errorf("attempt %d's span has attributes %v, want %s=%d", i+1, s.Attributes(), forward.AttrAttempt, i+1)
 		}
 	}
 }
