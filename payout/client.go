@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Errors of the provider client. Compare them with errors.Is; the client
@@ -68,17 +71,27 @@ const maxAnswer = 64 << 10
 // Client calls the payout provider's API. It is safe for concurrent use.
 // Bound every call with the context: the client sets no timeout itself.
 type Client struct {
-	base string
-	hc   *http.Client
+	base   string
+	hc     *http.Client
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
 }
 
 // NewClient returns a client for the provider at baseURL (its /v1/payouts
-// endpoints), using hc, or http.DefaultClient when hc is nil.
-func NewClient(baseURL string, hc *http.Client) *Client {
+// endpoints), using hc, or http.DefaultClient when hc is nil. Each call is
+// a client span (SpanCreate, SpanLookup) of the global TracerProvider, its
+// trace context sent as traceparent by the global propagator, unless opts
+// say otherwise.
+func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+	defaultTracing(c)
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Create asks the provider for a payout under key, the Idempotency-Key: the
@@ -96,7 +109,10 @@ func (c *Client) Create(ctx context.Context, key string, req Request) (Payout, e
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Idempotency-Key", key)
-	return c.do(hr)
+	hr, span := c.startCall(hr, SpanCreate, key)
+	p, err := c.do(hr)
+	endCall(span, p, err)
+	return p, err
 }
 
 // Lookup finds the payout created under key, without creating one. Errors
@@ -107,11 +123,13 @@ func (c *Client) Lookup(ctx context.Context, key string) (Payout, error) {
 	if err != nil {
 		return Payout{}, fmt.Errorf("payout: %w", err)
 	}
+	hr, span := c.startCall(hr, SpanLookup, key)
 	p, err := c.do(hr)
 	var se *StatusError
 	if errors.As(err, &se) && se.Code == http.StatusNotFound {
 		se.kind = ErrNotFound
 	}
+	endCall(span, p, err)
 	return p, err
 }
 

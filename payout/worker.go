@@ -15,6 +15,9 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/paylock/paylock/store"
 )
@@ -53,6 +56,12 @@ type Config struct {
 	// Observe, when set, is called synchronously after each attempt (for
 	// metrics). It must be quick and safe for concurrent use.
 	Observe func(Event)
+	// TracerProvider makes the attempts' and the provider calls' spans
+	// (trace.go); nil: the global provider (otel.GetTracerProvider).
+	TracerProvider trace.TracerProvider
+	// Propagator writes a provider call's trace context into its request
+	// (traceparent); nil: the global propagator.
+	Propagator propagation.TextMapPropagator
 }
 
 // AttemptTimeout bounds one attempt: up to two provider calls (a POST, and
@@ -95,6 +104,7 @@ type Worker struct {
 	st     Store
 	client *Client
 	log    *slog.Logger
+	tracer trace.Tracer
 	// retryAt holds, from Work to NextRetry, when a job that failed
 	// temporarily is due again (jitter and Retry-After included).
 	retryAt sync.Map // job id → time.Time
@@ -145,11 +155,15 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
 	return &Worker{
 		cfg:    cfg,
 		st:     st,
-		client: NewClient(cfg.ProviderURL, cfg.HTTPClient),
+		client: NewClient(cfg.ProviderURL, cfg.HTTPClient, WithTracerProvider(cfg.TracerProvider), WithPropagator(cfg.Propagator)),
 		log:    cfg.Logger.With(slog.String("worker", cfg.ID)),
+		tracer: cfg.TracerProvider.Tracer(tracerName),
 	}, nil
 }
 
@@ -235,19 +249,30 @@ func (w *Worker) NextRetry(job *river.Job[store.PayoutArgs]) time.Time {
 // pending), and an error for River to retry the job later, with the same
 // key. The call and the update run to completion even when ctx ends:
 // abandoning them would be safe (the next attempt uses the same key) but
-// would waste the attempt.
+// would waste the attempt. The attempt is a span (SpanAttempt), the
+// provider calls its children.
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.PayoutArgs]) error {
+	ctx, span := w.startAttempt(ctx, job.Args)
+	ev, err := w.work(ctx, job)
+	endAttempt(span, ev, err)
+	return err
+}
+
+// work is Work's attempt; it returns what the attempt came to (logged and
+// observed already) and what Work returns to River.
+func (w *Worker) work(ctx context.Context, job *river.Job[store.PayoutArgs]) (Event, error) {
 	ctx = context.WithoutCancel(ctx)
 	d, err := w.st.BeginAttempt(ctx, job.Args.DisbursementID)
 	switch {
 	case errors.Is(err, store.ErrNotPending):
-		w.done(ctx, Event{Outcome: OutcomeNotPending, Disbursement: d, Err: err})
-		return nil
+		ev := Event{Outcome: OutcomeNotPending, Disbursement: d, Err: err}
+		w.done(ctx, ev)
+		return ev, nil
 	case errors.Is(err, store.ErrNotFound):
 		// No row, now or ever: the job outlived it (a restore, a purge).
-		return river.JobCancel(err)
+		return Event{Err: err}, river.JobCancel(err)
 	case err != nil:
-		return err
+		return Event{Outcome: OutcomeError, Err: err}, err
 	}
 	var ev Event
 	// The provider forgets keys after KeyRetention, counted from its first
@@ -275,11 +300,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.PayoutArgs]) err
 			w.log.WarnContext(ctx, "noting the retry failed", slog.Int64("disbursement_id", d.ID), slog.Any("error", err))
 		}
 		w.retryAt.Store(job.ID, time.Now().Add(delay))
-		return ev.Err
+		return ev, ev.Err
 	case OutcomeError:
-		return ev.Err
+		return ev, ev.Err
 	}
-	return nil
+	return ev, nil
 }
 
 func lastError(ev Event) string {
