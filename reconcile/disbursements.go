@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/store"
 )
@@ -149,6 +151,9 @@ type Disbursements struct {
 	Timeout  time.Duration    // one lookup; tried LookupTries times while the provider is unavailable
 	Grace    time.Duration    // how long a row may lag behind the provider (Compare)
 	Now      func() time.Time // the clock rows are judged by once looked up; nil: time.Now
+	// TracerProvider makes each run's span (SpanDisbursements); nil: the
+	// global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // DisbursementReport is what Disbursements.Run found.
@@ -160,7 +165,12 @@ type DisbursementReport struct {
 
 // Run reads the rows, looks each key up at the provider and compares. It
 // returns ctx's error when ctx ends before every row is looked up.
-func (c Disbursements) Run(ctx context.Context) (DisbursementReport, error) {
+func (c Disbursements) Run(ctx context.Context) (rep DisbursementReport, err error) {
+	ctx, span := startRun(ctx, c.TracerProvider, SpanDisbursements)
+	defer func() {
+		span.SetAttributes(rep.attributes()...)
+		endRun(span, err)
+	}()
 	// Every row pending or sent (in its status for longer than nothing),
 	// flagged ones included, oldest first.
 	rows, err := c.Rows.StuckDisbursements(ctx, 0)
@@ -176,7 +186,7 @@ func (c Disbursements) Run(ctx context.Context) (DisbursementReport, error) {
 	if err := ctx.Err(); err != nil {
 		return DisbursementReport{}, err
 	}
-	rep := DisbursementReport{At: time.Now()}
+	rep = DisbursementReport{At: time.Now()}
 	if c.Now != nil {
 		rep.At = c.Now()
 	}

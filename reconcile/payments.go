@@ -21,6 +21,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/store"
@@ -38,6 +40,9 @@ type Payments struct {
 	Events  provider.EventLister // the source's events at its provider's API
 	Handler Ingester
 	DryRun  bool // read only: report what would be recorded
+	// TracerProvider makes each run's span (SpanPayments); nil: the
+	// global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // Difference is one event that did not agree with paylock.
@@ -68,10 +73,14 @@ func (r Report) Clean() bool {
 // reported in Errors and the others go on; Run returns an error only when
 // the listing fails (ctx's error included), with the report of the events
 // settled so far.
-func (p Payments) Run(ctx context.Context, since time.Time) (Report, error) {
-	var rep Report
+func (p Payments) Run(ctx context.Context, since time.Time) (rep Report, err error) {
+	ctx, span := p.startSpan(ctx, since)
+	defer func() {
+		span.SetAttributes(rep.attributes()...)
+		endRun(span, err)
+	}()
 	seen := map[string]bool{}
-	err := p.Events.List(ctx, since, func(ev provider.ListedEvent) error {
+	err = p.Events.List(ctx, since, func(ev provider.ListedEvent) error {
 		if seen[ev.ID] {
 			return nil
 		}
