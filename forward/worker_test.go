@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/testkit"
@@ -72,21 +74,37 @@ type bundle struct {
 // "default".
 func setup(t *testing.T, maxAttempts int, url string) *bundle {
 	t.Helper()
+	return setupTraced(t, maxAttempts, url, nil)
+}
+
+// setupTraced is setup whose store and worker make their spans in spans
+// (nil: the global provider's), the worker sending traceparent.
+func setupTraced(t *testing.T, maxAttempts int, url string, spans *testkit.Spans) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	dsn, _ := paylocktest.MigratedSchema(t)
-	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts})
+	scfg := store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts}
+	var tp trace.TracerProvider
+	var prop propagation.TextMapPropagator
+	if spans != nil {
+		tp, prop = spans.Provider, propagation.TraceContext{}
+		scfg.TracerProvider = tp
+	}
+	st := paylocktest.OpenStore(t, scfg)
 	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := &outcomes{}
 	w, err := forward.New(forward.Config{
-		Secret:       secrets[0],
-		Destinations: forward.Destinations{forward.DefaultDestination: url},
-		Timeout:      300 * time.Millisecond,
-		Backoff:      func(int) time.Duration { return 20 * time.Millisecond },
-		Logger:       slog.New(slog.DiscardHandler),
-		Observe:      o.observe,
+		Secret:         secrets[0],
+		Destinations:   forward.Destinations{forward.DefaultDestination: url},
+		Timeout:        300 * time.Millisecond,
+		Backoff:        func(int) time.Duration { return 20 * time.Millisecond },
+		Logger:         slog.New(slog.DiscardHandler),
+		Observe:        o.observe,
+		TracerProvider: tp,
+		Propagator:     prop,
 	}, st.Payments())
 	if err != nil {
 		t.Fatal(err)
