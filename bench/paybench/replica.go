@@ -37,6 +37,9 @@ type replicaConfig struct {
 	LockPrefix  string
 	LogPath     string
 	Extra       []string // more NAME=value settings
+	// DropEnv, when set, leaves out the inherited variables whose names
+	// start with it (OTEL_ for the tracing scenarios).
+	DropEnv string
 }
 
 // freeAddr returns a loopback address with a port free right now.
@@ -68,7 +71,7 @@ func startReplica(ctx context.Context, rc replicaConfig) (*replica, error) {
 	if rc.NoLock {
 		lockMode = "off"
 	}
-	env := append(os.Environ(),
+	env := append(environ(rc.DropEnv),
 		"DATABASE_URL="+rc.DatabaseURL,
 		"REDIS_URL="+rc.RedisURL,
 		"PAYLOCK_ADDR="+addr,

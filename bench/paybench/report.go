@@ -220,6 +220,7 @@ func (rp *report) sections() string {
 	rp.handlerSection()
 	rp.repsSection()
 	rp.sinkSection()
+	rp.traceSection()
 	return rp.b.String()
 }
 

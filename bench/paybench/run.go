@@ -81,6 +81,12 @@ type scenario struct {
 	Forward bool
 	// Senders, when positive, overrides -senders (a lone sender: 1).
 	Senders int
+	// Trace, when set, makes the scenario one of section 6's: tracing off
+	// (traceOff) or on at that sampling ratio, exporting to paybench's own
+	// OTLP endpoint (tracing.go).
+	Trace string
+	// FirstRepOnly runs the scenario in the first repetition only.
+	FirstRepOnly bool
 }
 
 // DupPercent is the share of deliveries that are duplicates.
@@ -106,6 +112,9 @@ var scenarios = []scenario{
 	{Name: "lock-1c-plain", Copies: 1, Senders: 1, Env: []string{"PAYLOCK_BATCH_MAX=1", "PAYLOCK_LOCK_PIPELINE=off"}},
 	{Name: "lock-50", Copies: 2}, {Name: "off-50", NoLock: true, Copies: 2},
 	{Name: "lock-95", Copies: 20}, {Name: "off-95", NoLock: true, Copies: 20},
+	{Name: "trace-off", Copies: 1, Trace: traceOff, FirstRepOnly: true},
+	{Name: "trace-100", Copies: 1, Trace: traceAll, FirstRepOnly: true},
+	{Name: "trace-1", Copies: 1, Trace: traceOnce, FirstRepOnly: true},
 }
 
 // webhookRun is one replica's run of one scenario.
@@ -126,6 +135,7 @@ type webhookRun struct {
 	CPU          cpuUse        // over the measured phase; groups paylock, postgres (its backends), redis
 	Arrivals     *arrivals     // of the copies, from the replica's log; lock mode with duplicates only
 	Lag          *forwardLag   // with a forward URL: the outbox's lag during and after the load
+	Trace        *traceStats   // a tracing scenario's: what the OTLP endpoint received
 }
 
 // WritesPerAck and WritesPerTx are the measured phase's write attempts per
@@ -198,7 +208,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.IntVar(&c.SinkBacklog, "sink-backlog", 2000, "sinks: payments recorded before the forward worker starts, drained")
 	fs.IntVar(&c.SinkRate, "sink-rate", 200, "sinks: payments per second recorded while the worker runs, for the lag")
 	fs.IntVar(&c.SinkConcurrency, "sink-concurrency", 10, "sinks: the forward worker's concurrency (PAYLOCK_FORWARD_CONCURRENCY; its default)")
-	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,lock-50,off-50,lock-95,off-95; default all)")
+	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,fwd-0,lock-1c,lock-1c-plain,lock-50,off-50,lock-95,off-95,trace-off,trace-100,trace-1; default all)")
 	fs.StringVar(&c.ReplicaEnv, "replica-env", "", "comma-separated NAME=value settings for every replica (e.g. PAYLOCK_DB_MAX_CONNS=16); named in the report")
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "report to write")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results here")
@@ -403,7 +413,7 @@ func runWebhooks(ctx context.Context, c runConfig, dir string, r *results) (err 
 			logf("rep %d/%d: pgbench BEGIN/INSERT/COMMIT %.0f tps, p99 %s", rep, c.Reps, pb.TPS, ms(pb.Latency.P99))
 		}
 		for _, sc := range scenarios {
-			if !selected(c.Scenarios, sc.Name) {
+			if !selected(c.Scenarios, sc.Name) || sc.FirstRepOnly && rep > 1 {
 				continue
 			}
 			w, err := runScenario(ctx, c, db, dir, sc, rep, runID, secretText, secret, r.Env.RedisPID)
@@ -414,6 +424,10 @@ func runWebhooks(ctx context.Context, c runConfig, dir string, r *results) (err 
 			r.ReplicaEnv = w.Replica
 			logf("rep %d/%d: %-7s %7.0f deliveries/s, p99 %s, %.2f writes/tx, %d non-2xx",
 				rep, c.Reps, sc.Name, w.Meas.DeliveriesPerSec(), ms(w.Meas.Latency.P99), w.WritesPerTx(), w.Meas.NonOK())
+			if w.Trace != nil {
+				logf("rep %d/%d: %-7s tracing %s: %d spans received in %d export requests (%d bytes, %d refused)",
+					rep, c.Reps, sc.Name, sc.Trace, w.Trace.Spans, w.Trace.Requests, w.Trace.Bytes, w.Trace.Refused)
+			}
 		}
 	}
 	return nil
@@ -435,6 +449,21 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 		Binary: c.Paylock, DatabaseURL: db.bench, RedisURL: c.RedisURL, Secret: secretText, NoLock: sc.NoLock,
 		LockPrefix: "paylock-bench:" + tag + ":", LogPath: filepath.Join(dir, "paylock-"+tag+".log"),
 		Extra: append(splitList(c.ReplicaEnv), sc.Env...),
+	}
+	var otlp *otlpReceiver
+	if sc.Trace != "" {
+		rc.DropEnv = "OTEL_" // the scenario says whether the replica traces, not paybench's environment
+		if sc.Trace != traceOff {
+			if otlp, err = startOTLPReceiver(); err != nil {
+				return w, err
+			}
+			defer otlp.Close()
+		}
+		var endpoint string
+		if otlp != nil {
+			endpoint = otlp.Addr
+		}
+		rc.Extra = append(rc.Extra, traceEnv(sc.Trace, endpoint)...)
 	}
 	if sc.Forward {
 		recv, err := startForwardReceiver()
@@ -517,6 +546,12 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 
 	if err := rp.stop(); err != nil {
 		return w, err
+	}
+	if sc.Trace != "" {
+		w.Trace = &traceStats{}
+		if otlp != nil { // read once the replica has stopped: its last batch flushed
+			*w.Trace = otlp.stats()
+		}
 	}
 	x1, err := db.xacts(ctx)
 	if err != nil {
