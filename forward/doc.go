@@ -99,6 +99,24 @@
 // that is gone (never, unless restored from an older backup), or a sink's
 // ErrPermanent, cancels the job.
 //
+// # Tracing
+//
+// Each attempt is a span, "paylock.forward <destination>" (SpanName; a
+// client span toward an http(s) receiver, a producer span toward a
+// broker), a child of River's span of the job ("river.work/forward",
+// itself linked to the span of the delivery that recorded the payment:
+// package store). It carries the destination, the sink (the URL's scheme),
+// the type, the webhook-id, the source and transaction id, the attempt and
+// its outcome, and what the destination answered (http.response.status_code;
+// a broker's partition and offset, or stream and sequence). The attempt's
+// trace context is injected (Config.Propagator, default the global one)
+// into Message.Header as traceparent and tracestate, which every sink
+// sends with the webhook-* headers: HTTP headers, NATS message headers,
+// Kafka record headers. They are not signed (a Standard Webhooks signature
+// covers the webhook-id, the timestamp and the body), so a receiver's
+// verification is unaffected. Config.TracerProvider defaults to the global
+// provider; without one configured, nothing is recorded or sent.
+//
 // Config.Observe sees every attempt (delivered, failed_attempt, discarded)
 // and its destination, for metrics. Neither the secret, nor the payload,
 // nor a destination's URL is ever logged; errors print URLs through Redact.

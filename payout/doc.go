@@ -44,6 +44,17 @@
 //     job's last attempt (store.PayoutMaxAttempts) the row is flagged for
 //     review instead of River discarding the job with the row pending.
 //
+// # Tracing
+//
+// Each attempt is a span, SpanAttempt ("paylock.payout"), a child of
+// River's span of the job ("river.work/payout", linked to the span that
+// accepted the disbursement), with the disbursement, the loan and tranche,
+// the attempt and its outcome. Each provider call is a client span
+// (SpanCreate, SpanLookup) whose trace context the request carries as
+// traceparent. Config.TracerProvider and Config.Propagator (for a Client
+// of its own: WithTracerProvider, WithPropagator) default to the global
+// ones.
+//
 // # What it leaves to others
 //
 // Accepting loan events, deduplicating them and the provider's status

@@ -14,6 +14,11 @@
 // the payout provider's payouts for their idempotency keys (Compare says
 // which disagreements are differences, and of which kind); it changes
 // nothing.
+//
+// Each run is a span (SpanPayments, SpanDisbursements) with its report's
+// counts as attributes; the events it records and the lookups it makes are
+// its children. Their TracerProvider fields default to the global
+// provider.
 package reconcile
 
 import (

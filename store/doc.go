@@ -86,6 +86,14 @@
 // Outbox.ForwardJobs and Outbox.RetryForward list and put back River's
 // forward jobs.
 //
+// Tracing: both River clients of the store (the insert-only one and the
+// one StartJobs starts) carry River's OpenTelemetry middleware (otelriver)
+// with trace propagation, over Config.TracerProvider (nil: the global
+// provider). A job inserted inside a span carries that span's traceparent
+// in its metadata, and the span that works it ("river.work/<kind>") is
+// linked to it. A job of a batch (natural batching, below) links to its own
+// delivery's span, not the batch writer's (jobs_trace.go).
+//
 // # Where each check sits
 //
 // Payments.RecordPayment (RecordPaymentFunc with a nil fn) is one statement in
