@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -114,5 +117,31 @@ func TestTheTracingSectionComparesEachRunWithTheOffRunOfItsRepetition(t *testing
 	}
 	if strings.Contains(renderReport(&results{}), "## 6.") {
 		t.Error("a run without tracing scenarios renders the section")
+	}
+}
+
+// The endpoint takes what OpenTelemetry's own OTLP/HTTP exporter sends, as
+// a replica configured by OTEL_EXPORTER_OTLP_ENDPOINT would.
+func TestTheOTLPEndpointTakesWhatTheSDKsExporterSends(t *testing.T) {
+	o, err := startOTLPReceiver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx := context.Background()
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL("http://"+o.Addr+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	for range 5 {
+		_, span := tp.Tracer("paybench").Start(ctx, "delivery")
+		span.End()
+	}
+	if err := tp.Shutdown(ctx); err != nil { // flushes, and fails if the endpoint refused the export
+		t.Fatalf("export: %v", err)
+	}
+	if got := o.stats(); got.Spans != 5 || got.Requests < 1 || got.Refused != 0 {
+		t.Errorf("stats %+v, want the 5 spans exported", got)
 	}
 }
