@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -64,10 +65,12 @@ func WithPropagator(p propagation.TextMapPropagator) ClientOption {
 // startCall starts the client span of a provider call and writes its trace
 // context into hr's headers; end it with endCall.
 func (c *Client) startCall(hr *http.Request, name, key string) (*http.Request, trace.Span) {
-	ctx, span := c.tracer.Start(hr.Context(), name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("http.request.method", hr.Method),
-			attribute.String("server.address", hr.URL.Host),
-			attribute.String("paylock.idempotency_key", key)))
+	attrs := []attribute.KeyValue{attribute.String("http.request.method", hr.Method),
+		attribute.String("server.address", hr.URL.Hostname()), attribute.String("paylock.idempotency_key", key)}
+	if port, err := strconv.Atoi(hr.URL.Port()); err == nil {
+		attrs = append(attrs, attribute.Int("server.port", port))
+	}
+	ctx, span := c.tracer.Start(hr.Context(), name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	c.prop.Inject(ctx, propagation.HeaderCarrier(hr.Header))
 	return hr.WithContext(ctx), span
 }
@@ -96,8 +99,13 @@ func (w *Worker) startAttempt(ctx context.Context, args store.PayoutArgs) (conte
 // what Work returns to River.
 func endAttempt(span trace.Span, ev Event, err error) {
 	d := ev.Disbursement
-	span.SetAttributes(AttrOutcome.String(string(ev.Outcome)), AttrLoanID.String(d.LoanID),
-		AttrTranche.Int(d.Tranche), AttrAttempt.Int(d.Attempts), AttrLookup.Bool(ev.Lookup))
+	if ev.Outcome != "" { // "": the row is gone, the job cancelled
+		span.SetAttributes(AttrOutcome.String(string(ev.Outcome)))
+	}
+	if d.ID != 0 {
+		span.SetAttributes(AttrLoanID.String(d.LoanID), AttrTranche.Int(d.Tranche), AttrAttempt.Int(d.Attempts),
+			AttrLookup.Bool(ev.Lookup))
+	}
 	if ev.ProviderRef != "" {
 		span.SetAttributes(AttrProviderRef.String(ev.ProviderRef))
 	}

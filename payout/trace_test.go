@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -62,6 +63,8 @@ func TestPayoutAttemptAndProviderCallAreSpansAndTheProviderGetsTheirTrace(t *tes
 	}
 	testkit.WantAttrs(t, attempt, payout.AttrDisbursementID.Int64(d.ID), payout.AttrLoanID.String("L-traced"),
 		payout.AttrTranche.Int(1), payout.AttrOutcome.String(string(payout.OutcomeSent)), payout.AttrAttempt.Int(1))
+	testkit.WantAttrs(t, create, attribute.String("http.request.method", "POST"),
+		attribute.String("paylock.idempotency_key", d.IdempotencyKey), attribute.String("paylock.payout.status", "pending"))
 	if create.SpanKind() != trace.SpanKindClient {
 		t.Errorf("the provider call's span is a %v span, want client", create.SpanKind())
 	}
