@@ -421,7 +421,9 @@ func runWebhooks(ctx context.Context, c runConfig, dir string, r *results) (err 
 				return fmt.Errorf("%s rep %d: %w", sc.Name, rep, err)
 			}
 			r.Webhooks = append(r.Webhooks, w)
-			r.ReplicaEnv = w.Replica
+			if sc.Trace == "" { // section 6 names its own OTEL_* settings
+				r.ReplicaEnv = w.Replica
+			}
 			logf("rep %d/%d: %-7s %7.0f deliveries/s, p99 %s, %.2f writes/tx, %d non-2xx",
 				rep, c.Reps, sc.Name, w.Meas.DeliveriesPerSec(), ms(w.Meas.Latency.P99), w.WritesPerTx(), w.Meas.NonOK())
 			if w.Trace != nil {
