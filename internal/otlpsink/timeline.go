@@ -54,8 +54,8 @@ var keyAttrs = []string{
 
 type bar struct {
 	Name, Kind, Service, Took, Attrs string
-	Indent, Left, Width            float64
-	Error                          bool
+	Indent, Left, Width              float64
+	Error                            bool
 }
 
 // WriteHTML writes spans as a self-contained timeline page titled title:
