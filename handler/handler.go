@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/paylock/paylock/internal/ratelog"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/payload"
@@ -129,6 +132,13 @@ type Config struct {
 	// nothing (the delivery log, deliverylog.go): an ignored one is
 	// answered 200 only once it is kept.
 	Deliveries DeliveryLog
+	// TracerProvider starts the spans of every delivery (the server span,
+	// signature, adapt, record, confirm); nil is the global TracerProvider.
+	// The lock's and the store's spans come from their own options.
+	TracerProvider trace.TracerProvider
+	// Propagator reads an incoming delivery's trace context (traceparent);
+	// nil is the global propagator.
+	Propagator propagation.TextMapPropagator
 	// OnPayment, when set, runs in the recording transaction of every
 	// newly recorded payment of every payment source, after the source's
 	// own OnRecord (see RecordHook). Teams that embed paylock use it to
@@ -206,6 +216,7 @@ type Handler struct {
 	lastShed atomic.Int64     // when a delivery was last shed (Unix ns); 0: never
 	refusals *ratelog.Limiter // bounds the log lines of refused signatures, per source
 	sources  map[string]*source
+	trace    tracing
 }
 
 // New returns the HTTP handler for cfg's sources. It returns an error for a
@@ -226,6 +237,7 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 		reading:  make(chan struct{}, cfg.MaxReading),
 		refusals: ratelog.New(refusalLogEvery, refusalLogBurst),
 		sources:  make(map[string]*source, len(cfg.Sources)),
+		trace:    newTracing(cfg),
 	}
 	names := make([]string, 0, len(cfg.Sources))
 	for _, s := range cfg.Sources {

@@ -283,7 +283,7 @@ func (m *Metrics) shed() {
 }
 
 // observe records one answered delivery.
-func (m *Metrics) observe(o outcome, took time.Duration) {
+func (m *Metrics) observe(ctx context.Context, o outcome, took time.Duration) {
 	if m == nil {
 		return
 	}
@@ -291,9 +291,9 @@ func (m *Metrics) observe(o outcome, took time.Duration) {
 	m.children.get(seriesKey{family: famRequests, source: o.source, label: result, code: o.status}, func() any {
 		return m.requests.WithLabelValues(o.source, result, strconv.Itoa(o.status))
 	}).(prometheus.Counter).Inc()
-	m.durationOf(o.source).Observe(took.Seconds())
+	observe(ctx, m.durationOf(o.source), took.Seconds())
 	if o.waited {
-		m.lockWait.Observe(o.lockWait.Seconds())
+		observe(ctx, m.lockWait, o.lockWait.Seconds())
 	}
 	if o.backstopDup {
 		m.backstopDups.Inc()

@@ -97,7 +97,9 @@ type batchResult struct {
 func (h *Handler) serve(src *source) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		r, span := h.trace.startDelivery(r, src)
 		o := outcome{source: src.name, msg: src.logMsg, requestID: requestID(r), secretIndex: -1}
+		defer endDelivery(span, &o)
 		w.Header().Set("X-Request-Id", o.requestID)
 		ans, err := h.deliver(w, r, src, &o)
 		err = h.keep(r.Context(), r, &o, err)
@@ -121,7 +123,7 @@ func (h *Handler) serve(src *source) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, ans)
 		}
 		took := time.Since(start)
-		h.cfg.Metrics.observe(o, took)
+		h.cfg.Metrics.observe(r.Context(), o, took)
 		if o.sigFailure != "" {
 			// Anyone can send refused deliveries: their lines are
 			// bounded per source (the metrics count every one).
@@ -171,7 +173,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o
 // and each one's result; the first failure ends it. o.result is the
 // delivery's overall result ("ignored" when the body carries no unit).
 func (h *Handler) process(ctx context.Context, src *source, body []byte, headerID string, o *outcome) ([]unit, []string, error) {
-	units, err := src.parse(body, headerID)
+	units, err := h.trace.adapt(ctx, src, body, headerID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -237,7 +239,7 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 	}
 	var id string
 	if src.verifier != nil {
-		res, err := src.verifier.Verify(r.Header, body)
+		res, err := h.trace.verify(r.Context(), src.verifier, r.Header, body)
 		if err != nil {
 			return refuse(err)
 		}
@@ -306,7 +308,7 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 		// The holder did not finish within LockWait. If it (or an earlier
 		// delivery) recorded the unit, this delivery is a duplicate;
 		// otherwise one more try, then 409.
-		if res, err := u.confirm(ctx); !errors.Is(err, store.ErrNotFound) {
+		if res, err := h.trace.confirm(ctx, u); !errors.Is(err, store.ErrNotFound) {
 			return res, err
 		}
 		lk, _, err = h.obtain(ctx, key, o, false)
@@ -315,7 +317,7 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 		// Another delivery settled this unit moments ago: a read confirms
 		// it. Should the database not have it (a restore, say), the
 		// database decides, without the lock.
-		if res, err := u.confirm(ctx); !errors.Is(err, store.ErrNotFound) {
+		if res, err := h.trace.confirm(ctx, u); !errors.Is(err, store.ErrNotFound) {
 			return res, err
 		}
 		lk, err = nil, nil
@@ -326,7 +328,7 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 	if lk != nil && waited {
 		// The lock was busy and is ours now: its holder most likely
 		// recorded the unit. A read settles that without a write attempt.
-		if res, err := u.confirm(ctx); !errors.Is(err, store.ErrNotFound) {
+		if res, err := h.trace.confirm(ctx, u); !errors.Is(err, store.ErrNotFound) {
 			h.release(ctx, lk, u, o, err == nil)
 			return res, err
 		}
@@ -340,7 +342,7 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 func (h *Handler) write(ctx context.Context, lk *held, u unit, o *outcome) (string, error) {
 	o.dbWrites++
 	if lk == nil {
-		res, err := u.record(ctx)
+		res, err := h.trace.record(ctx, u)
 		if errors.Is(err, store.ErrDuplicate) && u.lockKey() != "" && !h.cfg.NoLock {
 			// Redis was down, or the marker said "finished" and the read
 			// found nothing: the constraint caught what no lock guarded.
@@ -352,7 +354,7 @@ func (h *Handler) write(ctx context.Context, lk *held, u unit, o *outcome) (stri
 	// The lease gates what is sent and committed; a statement already sent
 	// is interrupted only by ctx (store.WithLease): cutting an autocommit
 	// insert short when the lease ends would turn its outcome unknown.
-	res, err := u.record(store.WithLease(ctx, leaseCtx))
+	res, err := h.trace.record(store.WithLease(ctx, leaseCtx), u)
 	leaseErr := context.Cause(leaseCtx)
 	stopLease()
 	lost := errors.Is(leaseErr, lock.ErrLeaseLost)

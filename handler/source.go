@@ -83,6 +83,8 @@ type source struct {
 	ack provider.Acknowledger
 	// logMsg is the message of the delivery's log line.
 	logMsg string
+	// route is the source's path, spanName its deliveries' span name.
+	route, spanName string
 }
 
 // build checks s and returns the source the pipeline serves.
@@ -90,7 +92,8 @@ func (h *Handler) build(s Source) (*source, error) {
 	if !sourceName.MatchString(s.Name) {
 		return nil, fmt.Errorf("handler: source name %q is not a URL-safe token (a-z, 0-9, _ and -, at most 63)", s.Name)
 	}
-	src := &source{name: s.Name, verifier: s.Verifier, logMsg: "payment webhook"}
+	src := &source{name: s.Name, verifier: s.Verifier, logMsg: "payment webhook",
+		route: "/webhooks/" + s.Name, spanName: "POST /webhooks/" + s.Name}
 	if s.BasicAuth != "" {
 		src.basicAuth = []byte(s.BasicAuth)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var (
@@ -77,6 +78,7 @@ type Locker struct {
 	client  Client
 	observe func(Event)
 	now     func() time.Time
+	tracer  trace.Tracer
 }
 
 // Option configures a Locker.
@@ -105,6 +107,9 @@ func New(client Client, opts ...Option) *Locker {
 	l := &Locker{client: client, now: time.Now}
 	for _, o := range opts {
 		o(l)
+	}
+	if l.tracer == nil {
+		l.tracer = defaultTracer()
 	}
 	return l
 }
@@ -186,6 +191,12 @@ func (e *BusyError) Unwrap() error { return ErrNotObtained }
 //
 // Each attempt is reported to the observer as an EventObtain.
 func (l *Locker) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
+	return l.obtainTraced(ctx, key, func(ctx context.Context) (*Lock, error) { return l.obtainAttempts(ctx, key, ttl, opts) })
+}
+
+// obtainAttempts is Obtain's work: attempts until the key is ours, the
+// retry strategy gives up, or an error.
+func (l *Locker) obtainAttempts(ctx context.Context, key string, ttl time.Duration, opts []ObtainOption) (*Lock, error) {
 	o, err := l.newObtaining(key, ttl, opts)
 	if err != nil {
 		return nil, err
@@ -456,7 +467,9 @@ func (lk *Lock) lease() (time.Duration, time.Time) {
 // then expires with its TTL). Release also stops any KeepAlive watchdog of
 // the lock, which then reports no lost lease.
 func (lk *Lock) Release(ctx context.Context) error {
-	return lk.end(ctx, "release", releaseScript, lk.token)
+	return lk.endTraced(ctx, "release", func(ctx context.Context) error {
+		return lk.end(ctx, "release", releaseScript, lk.token)
+	})
 }
 
 // Finish ends the lock like Release, but leaves a marker on the key for hold
@@ -469,7 +482,9 @@ func (lk *Lock) Finish(ctx context.Context, hold time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return lk.end(ctx, "finish", finishScript, lk.token, hold.Milliseconds())
+	return lk.endTraced(ctx, "finish", func(ctx context.Context) error {
+		return lk.end(ctx, "finish", finishScript, lk.token, hold.Milliseconds())
+	})
 }
 
 // end runs Release's or Finish's script and reports it as an EventRelease.

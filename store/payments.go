@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Payments records payment webhooks exactly once and reads them back:
@@ -27,6 +28,8 @@ type Payments struct {
 	// batch groups concurrent inserts (payments_batch.go); nil: every
 	// payment is recorded alone (Config.BatchMax 1).
 	batch *batcher
+	// tracer starts the record spans (trace.go).
+	tracer trace.Tracer
 }
 
 // DefaultSource is the source of a Payment whose Source is empty: paylock's
@@ -136,15 +139,17 @@ func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error
 // payment whose commit is confirmed, ErrDuplicate or ErrMismatch after a
 // conflict on payments_transaction_id_key and a fresh read (fn is not run),
 // ErrCommitUnknown when the commit's outcome is unknown.
-func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (Payment, error) {
+func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (rec Payment, err error) {
 	p = p.withSource()
+	ctx, span := s.startRecord(ctx, p)
+	defer func() { endRecord(span, err) }()
 	if cause := leaseCause(ctx); cause != nil {
 		return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
 	}
 	if s.batch != nil {
 		return s.recordBatched(ctx, p, fn)
 	}
-	rec, err := s.recordSingle(ctx, p, fn)
+	rec, err = s.recordSingle(ctx, p, fn)
 	if errors.Is(err, errConflict) {
 		return s.confirmConflictFunc(ctx, p, fn)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Config.BatchMax and Config.BatchWriters.
@@ -57,6 +58,10 @@ type batchReq struct {
 	p    Payment
 	fn   recordFn
 	done chan batchResult // buffered: the writer never waits for the reader
+	// size and batch are written before done is: the rows of the
+	// statement that carried this one, and its span (a multi-row one).
+	size  int
+	batch trace.SpanContext
 }
 
 // batchNext says what the delivery still has to do with a batch's result.
@@ -85,6 +90,7 @@ func (s *Payments) recordBatched(ctx context.Context, p Payment, fn recordFn) (P
 		b.active++
 		b.mu.Unlock()
 		b.rows.Observe(1)
+		batchSize(ctx, 1, trace.SpanContext{})
 		rec, err := func() (Payment, error) {
 			defer s.handOff() // even if fn panics
 			return s.recordSingle(ctx, p, fn)
@@ -98,7 +104,11 @@ func (s *Payments) recordBatched(ctx context.Context, p Payment, fn recordFn) (P
 		go s.flush()
 	}
 	b.mu.Unlock()
-	return s.settle(ctx, p, fn, <-req.done)
+	res := <-req.done
+	if req.size > 0 {
+		batchSize(ctx, req.size, req.batch)
+	}
+	return s.settle(ctx, p, fn, res)
 }
 
 // settle finishes a delivery from its batch's result: a conflict is
@@ -193,6 +203,9 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 		return
 	}
 	s.batch.rows.Observe(float64(len(rows)))
+	for _, r := range rows {
+		r.size = len(rows)
+	}
 	if slices.ContainsFunc(rows, func(r *batchReq) bool { return r.fn != nil }) {
 		s.batchInTx(rows)
 	} else {
@@ -201,9 +214,12 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 }
 
 // batchCtx bounds a batch's statements: no single delivery's context may
-// cancel the statement that carries the others' rows.
-func (s *Payments) batchCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.cfg.StatementTimeout+s.cfg.CommitTimeout)
+// cancel the statement that carries the others' rows. It carries the
+// batch's span (startBatch), which done ends.
+func (s *Payments) batchCtx(rows []*batchReq) (ctx context.Context, done func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StatementTimeout+s.cfg.CommitTimeout)
+	ctx, span := s.startBatch(ctx, rows)
+	return ctx, func() { span.End(); cancel() }
 }
 
 // batchAutocommit inserts rows with one statement outside any transaction:
@@ -211,8 +227,8 @@ func (s *Payments) batchCtx() (context.Context, context.CancelFunc) {
 // row is then recorded alone, so that one bad row fails only itself. No
 // answer leaves every row's outcome unknown.
 func (s *Payments) batchAutocommit(rows []*batchReq) {
-	ctx, cancel := s.batchCtx()
-	defer cancel()
+	ctx, done := s.batchCtx(rows)
+	defer done()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		answerAll(rows, batchResult{next: batchSingle})
@@ -304,8 +320,8 @@ func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchRe
 // (the row whose lease was lost is answered ErrUnavailable without being
 // sent). A COMMIT that gets no answer is ErrCommitUnknown for every row.
 func (s *Payments) batchInTx(rows []*batchReq) {
-	ctx, cancel := s.batchCtx()
-	defer cancel()
+	ctx, done := s.batchCtx(rows)
+	defer done()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		answerAll(rows, batchResult{next: batchSingle})

@@ -70,9 +70,11 @@ type Config struct {
 	// to the delivery log in an hour (Deliveries.Keep); 0 is
 	// DefaultDeliveryLogCap.
 	DeliveryLogCap int
-	// TracerProvider makes the spans of the store's River clients (a
-	// job's insert and work; see StartJobs); nil: the global provider
-	// (otel.GetTracerProvider).
+	// TracerProvider traces the store's work: the spans of its River
+	// clients (a job's insert and work; see StartJobs), a span per recorded
+	// payment (and per multi-row statement), and the pool's queries through
+	// pgx's tracer hook (otelpgx), these under the caller's span only. Nil
+	// is the global provider (otel.GetTracerProvider).
 	TracerProvider trace.TracerProvider
 }
 
@@ -164,6 +166,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if pcfg.PingTimeout == 0 {
 		pcfg.PingTimeout = DefaultPingTimeout
 	}
+	pcfg.ConnConfig.Tracer = pgxTracer(cfg.tracerProvider())
 	if cfg.ExecMode != "" {
 		pcfg.ConnConfig.DefaultQueryExecMode = execModes[cfg.ExecMode]
 	}
@@ -194,7 +197,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 func newStore(b *base, pooled bool) *Store {
 	outbox := &Outbox{base: b}
 	disbursements := &Disbursements{base: b}
-	payments := &Payments{base: b, insert: insertPaymentSQL, outbox: outbox}
+	payments := &Payments{base: b, insert: insertPaymentSQL, outbox: outbox,
+		tracer: b.cfg.tracerProvider().Tracer(tracerName)}
 	if b.cfg.BatchMax > 1 {
 		payments.batch = newBatcher(b.cfg.BatchMax, max(b.cfg.BatchWriters, 1))
 	}
