@@ -74,8 +74,12 @@ type Command[O Opts] struct {
 	// ArgsIgnored: arguments left after the settings flags are ignored,
 	// not refused (serve, migrate and worker always have).
 	ArgsIgnored bool
-	New         func() O // fresh options
-	Run         func(ctx context.Context, b *Base, opts O) error
+	// Traced: the command starts the tracing the OTEL_* variables ask for
+	// before it opens anything, and flushes it on exit (the long-running
+	// commands, and those that record or reconcile).
+	Traced bool
+	New    func() O // fresh options
+	Run    func(ctx context.Context, b *Base, opts O) error
 }
 
 // Base is what the preamble hands a command's Run.
@@ -113,6 +117,13 @@ func (c Command[O]) run(ctx context.Context, e *env, args []string) int {
 	b, code, ok := c.prepare(e, args, opts)
 	if !ok {
 		return code
+	}
+	if c.Traced {
+		stop, err := startTracing(ctx, b.Config.Telemetry, b.Logger)
+		if err != nil {
+			return b.exit(err)
+		}
+		defer stop()
 	}
 	if c.Open != OpenNothing {
 		var err error

@@ -35,6 +35,8 @@ type Config struct {
 	Log       LogConfig
 	// DeliveryLog is the delivery log (config_deliveries.go).
 	DeliveryLog DeliveryLogConfig
+	// Telemetry is tracing, from the OTEL_* variables (config_telemetry.go).
+	Telemetry TelemetryConfig
 
 	// getenv is the environment loadConfig read: the sources loader reads
 	// each file source's secrets_env variable from it.
@@ -55,7 +57,7 @@ type concern interface {
 
 // concerns are c's parts, in the order they are read, checked and shown.
 func (c *Config) concerns() []concern {
-	return []concern{&c.Database, &c.Lock, &c.Server, &c.Sources, &c.Admin, &c.Forward, &c.Reconcile, &c.Payout, &c.Log, &c.DeliveryLog}
+	return []concern{&c.Database, &c.Lock, &c.Server, &c.Sources, &c.Admin, &c.Forward, &c.Reconcile, &c.Payout, &c.Log, &c.DeliveryLog, &c.Telemetry}
 }
 
 // setting is one configuration variable: its environment name, its flag,
@@ -152,6 +154,9 @@ func loadConfig(name string, args []string, getenv func(string) string) (Config,
 		}
 		return c, nil, err
 	}
+	if err := c.Telemetry.load(getenv); err != nil {
+		return c, nil, err
+	}
 	if err := c.validate(); err != nil {
 		return c, nil, err
 	}
@@ -177,6 +182,9 @@ func printFlags(w io.Writer, cmd string) {
 	fmt.Fprintf(w, "Usage: paylock %s [flags]\n\nFlags (each overrides its environment variable):\n", cmd)
 	for _, k := range (&Config{}).concerns() {
 		fmt.Fprintf(w, "\n%s:\n", k.title())
+		if len(k.settings()) == 0 {
+			fmt.Fprintf(w, "  see the README's Tracing section\n")
+		}
 		for _, s := range k.settings() {
 			def := s.def
 			if def == "" {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+
+	"github.com/paylock/paylock/telemetry"
 )
 
 // LogConfig is the process's log: its format and level.
@@ -33,11 +35,13 @@ func (c *LogConfig) validate() error { return nil }
 
 func (c *LogConfig) logAttrs() []slog.Attr { return nil }
 
-// logger writes to w in the configured format, from the configured level.
+// logger writes to w in the configured format, from the configured level;
+// a line logged with the context of a traced request carries its trace_id
+// and span_id (telemetry.LogHandler).
 func (c *LogConfig) logger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: c.Level}
 	if c.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
 }

@@ -72,12 +72,13 @@ func (c redisPoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(redisPool, prometheus.CounterValue, float64(r.Timeouts), "timeout")
 }
 
-// metricsMux serves /metrics and, with withPprof (PAYLOCK_PPROF=true), on
+// metricsMux serves /metrics (in the OpenMetrics format to a scraper that
+// asks for it, which carries the latency histograms' trace id exemplars) and, with withPprof (PAYLOCK_PPROF=true), on
 // this listener only, pprof. The pprof cmdline handler is left out: it would
 // print flags such as --webhook-secrets or --database-url.
 func metricsMux(reg *prometheus.Registry, withPprof bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
 	if !withPprof {
 		return mux
 	}

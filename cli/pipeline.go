@@ -140,6 +140,7 @@ func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	traceRedis(cfg.Telemetry, rdb, logger)
 	metrics := handler.NewMetrics(prometheus.NewRegistry(), cfg.Lock.TTL)
 	h, err = newPipeline(cfg, logger, sources, st, newLocker(lockClient(cfg.Lock, rdb, logger), metrics), metrics, nil)
 	if err != nil {

@@ -44,7 +44,7 @@ PAYLOCK_PAYOUT_URL, PAYLOCK_PAYOUT_TIMEOUT...).
 
 // reconcileCommand is "paylock reconcile [disbursements]".
 var reconcileCommand = Command[*reconcileOpts]{
-	Name: "paylock reconcile", Usage: reconcileUsage, Open: OpenStore,
+	Name: "paylock reconcile", Usage: reconcileUsage, Open: OpenStore, Traced: true,
 	New: func() *reconcileOpts { return &reconcileOpts{grace: time.Hour} },
 	Run: func(ctx context.Context, b *Base, o *reconcileOpts) error {
 		check := reconcile.Disbursements{Rows: b.Store.Disbursements(),

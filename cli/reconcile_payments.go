@@ -78,7 +78,7 @@ func reconciler(cfg Config, src handler.Source, h *handler.Handler, dryRun bool)
 
 // reconcilePaymentsCommand is "paylock reconcile payments".
 var reconcilePaymentsCommand = Command[*reconcilePaymentsOpts]{
-	Name: "paylock reconcile payments", Usage: reconcilePaymentsUsage, Open: OpenMigratedStore,
+	Name: "paylock reconcile payments", Usage: reconcilePaymentsUsage, Open: OpenMigratedStore, Traced: true,
 	New: func() *reconcilePaymentsOpts { return &reconcilePaymentsOpts{source: "stripe", since: 72 * time.Hour} },
 	Run: runReconcilePayments,
 }

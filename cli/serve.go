@@ -22,7 +22,7 @@ import (
 
 // serveCommand is "paylock serve".
 var serveCommand = Command[noOpts]{
-	Name: "paylock serve", Usage: flagsUsage("serve"), ArgsIgnored: true, New: newNoOpts,
+	Name: "paylock serve", Usage: flagsUsage("serve"), ArgsIgnored: true, Traced: true, New: newNoOpts,
 	Run: func(ctx context.Context, b *Base, _ noOpts) error { return serve(ctx, b.Config, b.Logger, nil, nil) },
 }
 
@@ -110,6 +110,7 @@ func (s *serving) open(ctx context.Context) error {
 		return err
 	}
 	s.later(func() { s.rdb.Close() })
+	traceRedis(s.cfg.Telemetry, s.rdb, s.logger)
 	logRedisTo(s.logger)
 	cctx, cancel := context.WithTimeout(ctx, 4*s.cfg.Lock.Redis.Timeout)
 	err = s.cfg.Lock.Redis.checkMode(cctx, s.rdb)

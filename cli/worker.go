@@ -12,7 +12,7 @@ import (
 
 // workerCommand is "paylock worker".
 var workerCommand = Command[noOpts]{
-	Name: "paylock worker", Usage: flagsUsage("worker"), ArgsIgnored: true, New: newNoOpts,
+	Name: "paylock worker", Usage: flagsUsage("worker"), ArgsIgnored: true, Traced: true, New: newNoOpts,
 	Run: func(ctx context.Context, b *Base, _ noOpts) error { return runWorker(ctx, b.Config, b.Logger, nil) },
 }
 

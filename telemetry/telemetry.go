@@ -20,6 +20,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // The protocols of OTEL_EXPORTER_OTLP_PROTOCOL that paylock exports with.
@@ -255,6 +257,10 @@ func (c *Config) readResource(getenv func(string) string) error {
 // no-ops.
 type Tracing struct {
 	provider *sdktrace.TracerProvider
+	// prev and prevProp are the globals Setup replaced, put back by
+	// Shutdown while the provider is still the global one.
+	prev     trace.TracerProvider
+	prevProp propagation.TextMapPropagator
 }
 
 // Setup installs the tracing cfg asks for, version being service.version
@@ -285,9 +291,10 @@ func Setup(ctx context.Context, cfg Config, version string) (*Tracing, error) {
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(cfg.sampler()),
 	)
+	t := &Tracing{provider: tp, prev: otel.GetTracerProvider(), prevProp: otel.GetTextMapPropagator()}
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return &Tracing{provider: tp}, nil
+	return t, nil
 }
 
 // exporter builds the OTLP exporter of cfg's protocol with what cfg read.
@@ -331,10 +338,43 @@ func (t *Tracing) TracerProvider() trace.TracerProvider {
 }
 
 // Shutdown flushes the spans still queued and stops exporting, within
-// ctx. It is safe to call on an off Tracing and more than once.
+// ctx, and puts back the global TracerProvider and propagator Setup
+// replaced (unless another Setup replaced them since). It is safe to call
+// on an off Tracing and more than once.
 func (t *Tracing) Shutdown(ctx context.Context) error {
 	if !t.Enabled() {
 		return nil
 	}
+	if otel.GetTracerProvider() == trace.TracerProvider(t.provider) {
+		otel.SetTracerProvider(t.prev)
+		otel.SetTextMapPropagator(t.prevProp)
+	}
 	return t.provider.Shutdown(ctx)
+}
+
+// ChildrenOnly wraps tp so that its tracers start a span only under a
+// recording one: a client hook (Redis commands) then adds spans to the
+// traces of requests, and starts none of its own for background work
+// (health pings, refreshes outside a request).
+func ChildrenOnly(tp trace.TracerProvider) trace.TracerProvider { return childrenOnly{tp: tp} }
+
+type childrenOnly struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (c childrenOnly) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return childTracer{t: c.tp.Tracer(name, opts...)}
+}
+
+type childTracer struct {
+	embedded.Tracer
+	t trace.Tracer
+}
+
+func (c childTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() {
+		return ctx, noop.Span{}
+	}
+	return c.t.Start(ctx, name, opts...)
 }

@@ -235,3 +235,26 @@ func TestLogHandlerAddsTraceAndSpanIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestChildrenOnlyStartsNoTraceOfItsOwn(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	hook := telemetry.ChildrenOnly(tp).Tracer("hook")
+	_, orphan := hook.Start(context.Background(), "PING")
+	orphan.End()
+	ctx, parent := tp.Tracer("app").Start(context.Background(), "request")
+	_, child := hook.Start(ctx, "EVALSHA")
+	child.End()
+	parent.End()
+	var names []string
+	for _, sp := range rec.Ended() {
+		names = append(names, sp.Name())
+		if sp.Name() == "EVALSHA" && sp.Parent().SpanID() != parent.SpanContext().SpanID() {
+			t.Error("the hook's span is not the request's child")
+		}
+	}
+	if strings.Join(names, ",") != "EVALSHA,request" {
+		t.Fatalf("spans = %v, want the child and its parent only", names)
+	}
+}

@@ -48,13 +48,15 @@ func Tree(spans []Span) []Node {
 var keyAttrs = []string{
 	"http.request.method", "http.route", "http.response.status_code",
 	"paylock.source", "paylock.transaction_id", "paylock.outcome", "paylock.signature.result",
-	"paylock.events", "paylock.lock.outcome", "paylock.lock.attempts", "paylock.lock.wait_ms",
+	"paylock.events", "paylock.lock.op", "paylock.lock.outcome", "paylock.lock.attempts", "paylock.lock.wait_ms",
 	"paylock.result", "paylock.batch.size", "db.operation.name", "db.query.summary", "db.system.name",
 }
 
 type bar struct {
 	Name, Kind, Service, Took, Attrs string
 	Indent, Left, Width              float64
+	Right                            float64 // where a label placed inside or before the bar ends, from the right
+	Place                            string  // the duration label: after the bar, inside it (a long bar near the edge), or before it
 	Error                            bool
 }
 
@@ -79,6 +81,13 @@ func WriteHTML(w io.Writer, title string, spans []Span) error {
 			Indent: float64(n.Depth) * 1.2, Error: n.StatusError,
 			Left:  100 * float64(n.Start.Sub(start)) / total,
 			Width: max(100*float64(n.Duration())/total, 0.3)}
+		b.Place = "after"
+		switch {
+		case b.Left+b.Width > 80 && b.Width >= 12:
+			b.Place, b.Right = "inside", max(100-b.Left-b.Width, 0)
+		case b.Left+b.Width > 80:
+			b.Place, b.Right = "before", 100-b.Left
+		}
 		for _, k := range keyAttrs {
 			if v, ok := n.Attrs[k]; ok {
 				b.Attrs += fmt.Sprintf("%s=%s  ", k, v)
@@ -121,21 +130,24 @@ var page = template.Must(template.New("timeline").Parse(`<!doctype html>
 body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#1d2430;background:#fff}
 h1{font-size:16px;margin:0 0 4px}
 .meta{color:#5a6472;margin-bottom:12px}
-.row{display:grid;grid-template-columns:34% 66%;border-bottom:1px solid #eef0f3;min-height:34px;align-items:center}
+.row{display:grid;grid-template-columns:40% 60%;border-bottom:1px solid #eef0f3;min-height:34px;align-items:center;padding:2px 0}
 .label{overflow:hidden;white-space:nowrap;text-overflow:ellipsis;padding-right:8px}
 .name{font-weight:600}
 .kind{color:#5a6472;font-size:11px;margin-left:4px}
-.attrs{display:block;color:#5a6472;font:11px ui-monospace,monospace;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-.lane{position:relative;height:22px;background:repeating-linear-gradient(90deg,#f7f8fa 0 10%,#fff 10% 20%)}
+.label{white-space:normal}
+.attrs{display:block;color:#5a6472;font:11px ui-monospace,monospace}
+.lane{position:relative;height:22px;background:linear-gradient(90deg,#eef0f3 1px,transparent 1px) 0 0/10% 100%}
 .bar{position:absolute;top:3px;height:16px;border-radius:3px;background:#3b82c4}
 .bar.server{background:#2f9e6b}.bar.client{background:#d08a2c}.bar.err{background:#c43b3b}
 .took{position:absolute;top:3px;font-size:11px;color:#1d2430;white-space:nowrap;padding-left:4px}
+.took.inside{color:#fff;padding-right:4px;line-height:16px}
+.took.before{padding-right:4px;padding-left:0}
 </style></head><body>
 <h1>{{.Title}}</h1>
 <div class="meta">trace {{.Trace}} · {{len .Bars}} spans · {{.Total}}</div>
 {{range .Bars}}<div class="row">
 <div class="label" style="padding-left:{{.Indent}}em"><span class="name">{{.Name}}</span><span class="kind">{{.Kind}}</span><span class="attrs">{{.Attrs}}</span></div>
-<div class="lane"><div class="bar {{.Kind}}{{if .Error}} err{{end}}" style="left:{{.Left}}%;width:{{.Width}}%"></div><span class="took" style="left:{{.Left}}%;margin-left:{{.Width}}%">{{.Took}}</span></div>
+<div class="lane"><div class="bar {{.Kind}}{{if .Error}} err{{end}}" style="left:{{.Left}}%;width:{{.Width}}%"></div>{{if ne .Place "after"}}<span class="took {{.Place}}" style="right:{{.Right}}%">{{.Took}}</span>{{else}}<span class="took" style="left:{{.Left}}%;margin-left:{{.Width}}%">{{.Took}}</span>{{end}}</div>
 </div>
 {{end}}</body></html>
 `))
