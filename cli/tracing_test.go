@@ -234,4 +234,3 @@ func TestTheReadmeDocumentsEveryOTELVariable(t *testing.T) {
 		}
 	}
 }
-
