@@ -5,12 +5,16 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -345,5 +349,40 @@ func TestBatchedRowsStayInTheirOwnDeliverysTrace(t *testing.T) {
 		if !linked {
 			t.Errorf("the batch span does not link the row of %s", attr(insert, "paylock.transaction_id"))
 		}
+	}
+}
+
+// TestLatencyHistogramsCarryTheTraceIDAsExemplar: a sampled delivery's
+// duration is observed with its trace id, which /metrics shows in the
+// OpenMetrics format.
+func TestLatencyHistogramsCarryTheTraceIDAsExemplar(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	metrics := handler.NewMetrics(reg, 5*time.Second)
+	r, rec := tracedReplica(t, paylocktest.Options{Config: handler.Config{Metrics: metrics},
+		Lock: []lock.Option{lock.WithObserver(metrics.LockObserver())}})
+	a, d := tracedPost(t, r, rec, "/webhooks/payments", nil, payJSON("tx-trace-exemplar", 100, "JPY"))
+	if a.status != http.StatusOK {
+		t.Fatalf("%d %s", a.status, a.raw)
+	}
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	page, _ := io.ReadAll(res.Body)
+	want := fmt.Sprintf(`# {trace_id="%s"}`, d.server.SpanContext().TraceID())
+	var found bool
+	for _, line := range strings.Split(string(page), "\n") {
+		if strings.HasPrefix(line, "paylock_webhook_request_duration_seconds_bucket") && strings.Contains(line, want) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no duration bucket with the exemplar %s in:\n%s", want, page)
 	}
 }
