@@ -30,3 +30,7 @@ scale-short: ## the same, one failover per storm: the CI form (about 1 minute on
 .PHONY: ui-check
 ui-check: ## River UI and the console on the admin listener in headless Chromium, through /admin/login; writes docs/img/river-ui*.png and docs/img/console-*.png
 	scripts/ui-check.sh
+
+.PHONY: trace-shot
+trace-shot: ## one delivery's trace, exported over OTLP to a local receiver, drawn as a timeline by headless Chromium; writes docs/img/trace.png
+	scripts/trace-shot.sh
