@@ -65,7 +65,8 @@ type Config struct {
 	Attributes  []attribute.KeyValue
 }
 
-// LogValue shows the settings without the headers' values.
+// LogValue shows the settings without the headers' values nor a password
+// in the endpoint.
 func (c Config) LogValue() slog.Value {
 	if !c.Enabled {
 		return slog.GroupValue(slog.Bool("enabled", false))
@@ -74,8 +75,12 @@ func (c Config) LogValue() slog.Value {
 	for k := range c.Headers {
 		names = append(names, k)
 	}
+	endpoint := c.Endpoint
+	if u, err := url.Parse(endpoint); err == nil {
+		endpoint = u.Redacted()
+	}
 	return slog.GroupValue(slog.Bool("enabled", true), slog.String("protocol", c.Protocol),
-		slog.String("endpoint", c.Endpoint), slog.Any("headers", names),
+		slog.String("endpoint", endpoint), slog.Any("headers", names),
 		slog.String("sampler", c.Sampler), slog.Float64("sampler_arg", c.SamplerArg),
 		slog.String("service_name", c.ServiceName))
 }

@@ -118,7 +118,7 @@ func TestBadValuesAreStartupErrorsNamingTheVariable(t *testing.T) {
 
 func TestHeadersNeverPrint(t *testing.T) {
 	t.Parallel()
-	c, err := telemetry.FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+	c, err := telemetry.FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:s3cr3t-pass@c:4318",
 		"OTEL_EXPORTER_OTLP_HEADERS": "api-key=s3cr3t-value", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-team=pay%20ments"}))
 	if err != nil {
 		t.Fatal(err)
