@@ -204,7 +204,7 @@ func (d *delivery) has(id trace.SpanID) bool {
 	return false
 }
 
-func TestSpansOfAProcessedThenDuplicateDelivery(t *testing.T) {
+func TestSpansOfProcessedDuplicateAndMismatchingDeliveries(t *testing.T) {
 	t.Parallel()
 	v, secrets := verifier(t, signature.SchemeStandard, testSecret)
 	r, rec := tracedReplica(t, paylocktest.Options{Config: handler.Config{Sources: []handler.Source{handler.PaymentsSource(v)}}})
@@ -250,6 +250,13 @@ func TestSpansOfAProcessedThenDuplicateDelivery(t *testing.T) {
 	if len(d.children(confirm)) == 0 {
 		t.Errorf("no pgx span under the confirming read\n%s", d)
 	}
+
+	// The same transaction id with another amount: 422, a mismatch.
+	other := payJSON("tx-trace-1", 9900, "JPY")
+	a, d = tracedPost(t, r, rec, "/webhooks/payments", signature.Sign(signature.SchemeStandard, secrets[0], "msg_trace_2", time.Now(), other), other)
+	wantProblem(t, a, http.StatusUnprocessableEntity)
+	d.wantServer(422, "mismatch", "tx-trace-1")
+	d.want(d.child(d.server, "paylock.confirm"), "paylock.result", "mismatch")
 }
 
 func TestSpansOfA409WhileAnotherDeliveryHoldsTheLock(t *testing.T) {
