@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/paylock/paylock/telemetry"
 )
@@ -34,6 +36,16 @@ func (c *TelemetryConfig) logAttrs() []slog.Attr { return []slog.Attr{slog.Any("
 func (c *TelemetryConfig) load(getenv func(string) string) (err error) {
 	c.Config, err = telemetry.FromEnv(getenv)
 	return err
+}
+
+// tracerProvider is what the packages trace with: the global provider
+// (startTracing installed it), or with tracing off OpenTelemetry's no-op
+// one, which the handler recognises and skips at no cost.
+func (c TelemetryConfig) tracerProvider() trace.TracerProvider {
+	if !c.Enabled {
+		return noop.NewTracerProvider()
+	}
+	return otel.GetTracerProvider()
 }
 
 // tracingShutdownTimeout bounds the flush of the spans still queued on

@@ -134,6 +134,7 @@ type Config struct {
 	Deliveries DeliveryLog
 	// TracerProvider starts the spans of every delivery (the server span,
 	// signature, adapt, record, confirm); nil is the global TracerProvider.
+	// A noop.TracerProvider turns tracing off at no cost.
 	// The lock's and the store's spans come from their own options.
 	TracerProvider trace.TracerProvider
 	// Propagator reads an incoming delivery's trace context (traceparent);

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -45,6 +46,10 @@ const (
 type tracing struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
+	// off: the provider is OpenTelemetry's no-op one (noop.TracerProvider,
+	// what paylock's commands pass when no OTEL_* variable asks for
+	// tracing): a delivery starts no span at all.
+	off bool
 }
 
 func newTracing(c Config) tracing {
@@ -55,15 +60,24 @@ func newTracing(c Config) tracing {
 	if prop == nil {
 		prop = otel.GetTextMapPropagator()
 	}
-	return tracing{tracer: tp.Tracer(tracerName), prop: prop}
+	_, off := tp.(noop.TracerProvider)
+	return tracing{tracer: tp.Tracer(tracerName), prop: prop, off: off}
 }
 
 // startDelivery starts a delivery's server span, "POST /webhooks/<source>"
 // (the route, as HTTP's conventions name a server span), continuing the
 // trace of an incoming traceparent (a PSP's or a gateway's).
 func (t tracing) startDelivery(r *http.Request, src *source) (*http.Request, trace.Span) {
+	if t.off {
+		return r, noop.Span{}
+	}
 	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	ctx, span := t.tracer.Start(ctx, src.spanName, trace.WithSpanKind(trace.SpanKindServer))
+	if !span.SpanContext().IsValid() {
+		// Tracing off and no incoming trace: nothing for the request's
+		// context to carry (no copy of the request).
+		return r, span
+	}
 	if span.IsRecording() {
 		span.SetAttributes(attrMethod.String(http.MethodPost), attrRoute.String(src.route), attrSource.String(src.name))
 	}
@@ -101,8 +115,17 @@ func endDelivery(span trace.Span, o *outcome) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// traced says whether ctx's span records: the steps' spans are started
+// only under the delivery's when it does, so that an untraced delivery
+// (tracing off, or not sampled) pays a context lookup per step, nothing
+// more.
+func traced(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
+
 // verify is the signature check, in a span of its own.
 func (t tracing) verify(ctx context.Context, v Verifier, h http.Header, body []byte) (signature.Result, error) {
+	if !traced(ctx) {
+		return v.Verify(h, body)
+	}
 	_, span := t.tracer.Start(ctx, "paylock.signature")
 	res, err := v.Verify(h, body)
 	if span.IsRecording() {
@@ -119,6 +142,9 @@ func (t tracing) verify(ctx context.Context, v Verifier, h http.Header, body []b
 // adapt is the source's parse of a trusted body into units, in a span of
 // its own.
 func (t tracing) adapt(ctx context.Context, src *source, body []byte, headerID string) ([]unit, error) {
+	if !traced(ctx) {
+		return src.parse(body, headerID)
+	}
 	_, span := t.tracer.Start(ctx, "paylock.adapt")
 	units, err := src.parse(body, headerID)
 	if span.IsRecording() {
@@ -165,6 +191,9 @@ func endUnit(span trace.Span, res string, err error) {
 
 // record is u.record in a paylock.record span.
 func (t tracing) record(ctx context.Context, u unit) (string, error) {
+	if !traced(ctx) {
+		return u.record(ctx)
+	}
 	ctx, span := t.unitSpan(ctx, "paylock.record", u)
 	res, err := u.record(ctx)
 	endUnit(span, res, err)
@@ -173,6 +202,9 @@ func (t tracing) record(ctx context.Context, u unit) (string, error) {
 
 // confirm is u.confirm in a paylock.confirm span.
 func (t tracing) confirm(ctx context.Context, u unit) (string, error) {
+	if !traced(ctx) {
+		return u.confirm(ctx)
+	}
 	ctx, span := t.unitSpan(ctx, "paylock.confirm", u)
 	res, err := u.confirm(ctx)
 	endUnit(span, res, err)

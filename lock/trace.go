@@ -15,8 +15,9 @@ import (
 const tracerName = "github.com/paylock/paylock/lock"
 
 // WithTracerProvider makes the Locker start its spans (paylock.lock.obtain,
-// paylock.lock.release) with tp's tracer; the default is the global
-// TracerProvider (otel.GetTracerProvider). The Redis commands underneath
+// paylock.lock.release) with tp's tracer, each under the caller's span when
+// that one records (a call outside a traced request starts none); the
+// default is the global TracerProvider (otel.GetTracerProvider). The Redis commands underneath
 // are traced by the client's own hook (redisotel), when its builder
 // installs one.
 func WithTracerProvider(tp trace.TracerProvider) Option {
@@ -24,6 +25,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 func defaultTracer() trace.Tracer { return otel.GetTracerProvider().Tracer(tracerName) }
+
+// traced says whether ctx's span records: the lock's spans are children
+// only, so that an untraced caller pays a context lookup, nothing more.
+func traced(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
 
 // Span attributes of the lock's spans.
 const (
@@ -37,11 +42,10 @@ const (
 // obtainTraced is Obtain's span around obtain: its outcome (obtained,
 // busy, finished, error), attempts and the whole wait in milliseconds.
 func (l *Locker) obtainTraced(ctx context.Context, key string, obtain func(context.Context) (*Lock, error)) (*Lock, error) {
-	ctx, span := l.tracer.Start(ctx, "paylock.lock.obtain")
-	if !span.IsRecording() {
-		span.End()
+	if !traced(ctx) {
 		return obtain(ctx)
 	}
+	ctx, span := l.tracer.Start(ctx, "paylock.lock.obtain")
 	start := time.Now()
 	lk, err := obtain(ctx)
 	var busy *BusyError
@@ -66,11 +70,10 @@ func (l *Locker) obtainTraced(ctx context.Context, key string, obtain func(conte
 // endTraced is Release's and Finish's span: paylock.lock.release with the
 // op (release, finish) and the outcome (released, expired, lost, error).
 func (lk *Lock) endTraced(ctx context.Context, op string, end func(context.Context) error) error {
-	ctx, span := lk.locker.tracer.Start(ctx, "paylock.lock.release")
-	if !span.IsRecording() {
-		span.End()
+	if !traced(ctx) {
 		return end(ctx)
 	}
+	ctx, span := lk.locker.tracer.Start(ctx, "paylock.lock.release")
 	err := end(ctx)
 	outcome := "released"
 	switch {

@@ -73,8 +73,9 @@ type Config struct {
 	// TracerProvider traces the store's work: the spans of its River
 	// clients (a job's insert and work; see StartJobs), a span per recorded
 	// payment (and per multi-row statement), and the pool's queries through
-	// pgx's tracer hook (otelpgx), these under the caller's span only. Nil
-	// is the global provider (otel.GetTracerProvider).
+	// pgx's tracer hook (otelpgx), these only under a recording span of the
+	// caller's (an untraced call costs a context lookup). Nil is the global
+	// provider (otel.GetTracerProvider).
 	TracerProvider trace.TracerProvider
 }
 

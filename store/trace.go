@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/exaring/otelpgx"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -22,14 +21,6 @@ func (c Config) tracerProvider() trace.TracerProvider {
 	return otel.GetTracerProvider()
 }
 
-// pgxTracer traces the pool's queries, batches, prepares, connects and
-// acquires (otelpgx): a span only under a recording one, so that River's
-// polling and the purgers start no traces of their own. Query parameters
-// (a payment's payload) are never recorded.
-func pgxTracer(tp trace.TracerProvider) *otelpgx.Tracer {
-	return otelpgx.NewTracer(otelpgx.WithTracerProvider(tp), otelpgx.WithDisableConnectionDetailsInAttributes())
-}
-
 // Attributes of the store's spans.
 const (
 	attrSource    = attribute.Key("paylock.source")
@@ -40,18 +31,25 @@ const (
 
 // startRecord starts RecordPaymentFunc's span, paylock.store.record_payment:
 // the insert, the hook and COMMIT of one payment (a row of a multi-row
-// statement on the batched path) under the caller's span.
+// statement on the batched path) under the caller's span, when that one
+// records (nil span otherwise).
 func (s *Payments) startRecord(ctx context.Context, p Payment) (context.Context, trace.Span) {
-	ctx, span := s.tracer.Start(ctx, "paylock.store.record_payment")
-	if span.IsRecording() {
-		span.SetAttributes(attrSource.String(p.Source), attrTxID.String(p.TransactionID))
+	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() {
+		// Untraced (tracing off, or the request not sampled): no span,
+		// no allocation. endRecord leaves the caller's span alone.
+		return ctx, nil
 	}
+	ctx, span := s.tracer.Start(ctx, "paylock.store.record_payment",
+		trace.WithAttributes(attrSource.String(p.Source), attrTxID.String(p.TransactionID)))
 	return ctx, span
 }
 
 // endRecord ends a record span with the result: recorded, duplicate,
 // mismatch or error.
 func endRecord(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
 	if span.IsRecording() {
 		result := "recorded"
 		switch {

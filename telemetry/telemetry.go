@@ -333,11 +333,12 @@ func exporter(ctx context.Context, cfg Config) (*otlptrace.Exporter, error) {
 // Enabled reports whether spans are exported.
 func (t *Tracing) Enabled() bool { return t != nil && t.provider != nil }
 
-// TracerProvider is the provider Setup installed, or the global one when
-// tracing is off.
+// TracerProvider is the provider Setup installed, or OpenTelemetry's
+// no-op one when tracing is off (packages that recognise it skip their
+// spans entirely).
 func (t *Tracing) TracerProvider() trace.TracerProvider {
 	if !t.Enabled() {
-		return otel.GetTracerProvider()
+		return noop.NewTracerProvider()
 	}
 	return t.provider
 }
