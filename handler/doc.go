@@ -41,4 +41,11 @@
 // The admin listener (PAYLOCK_ADMIN_ADDR: disbursement reads, the review
 // queue, the console, River UI) is package admin; handler serves only the
 // public webhook listener.
+//
+// Tracing (Config.TracerProvider and Config.Propagator, the global ones by
+// default): a delivery is a server span named after its route, continuing
+// an incoming traceparent, with the status, source, transaction id and
+// outcome; the signature check, the adapter, each unit's record and
+// confirming read are its children (trace.go). The latency histograms
+// carry the trace id of a sampled delivery as an exemplar.
 package handler

@@ -136,4 +136,13 @@
 //   - CheckMode: a *ModeError (matches ErrWrongMode) when the server is of
 //     another mode; otherwise the INFO call's error. Ping: the PING's
 //     error, wrapped.
+//
+// # Tracing
+//
+// Obtain, Release and Finish start a span each (paylock.lock.obtain with
+// the outcome, the attempts and the wait in milliseconds;
+// paylock.lock.release with the op, release or finish) under the caller's
+// span when that one records, with the tracer of WithTracerProvider (the
+// global TracerProvider by default). A call outside a traced request
+// starts none and costs a context lookup.
 package lock

@@ -209,4 +209,10 @@
 // errors. Mapping errors to HTTP statuses, logging, the Redis lock that saves
 // concurrent deliveries some work, and retrying are the caller's: the store
 // never retries, and the unique constraint, not the lock, decides.
+//
+// Tracing (Config.TracerProvider, the global one by default): a payment's
+// record is a paylock.store.record_payment span with paylock.batch.size on
+// the batched path, a multi-row statement a paylock.store.record_batch span
+// linked to its rows, and the pool's queries are traced by pgx's tracer
+// hook (otelpgx); all of them only under a recording span of the caller's.
 package store
