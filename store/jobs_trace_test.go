@@ -61,15 +61,19 @@ func TestForwardJobInsertedInsideASpanCarriesItsTraceContext(t *testing.T) {
 		t.Fatalf("the job's traceparent is in trace %v, want the delivery's %v", got.TraceID(), parent.SpanContext().TraceID())
 	}
 	// The job's traceparent names otelriver's insert span, a child of the
-	// delivery's.
-	var insert sdktrace.ReadOnlySpan
+	// payment's record span, itself the delivery's child.
+	var insert, record sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
-		if s.Name() == "river.insert_many" {
+		switch s.Name() {
+		case "river.insert_many":
 			insert = s
+		case "paylock.store.record_payment":
+			record = s
 		}
 	}
-	if insert == nil || insert.Parent().SpanID() != parent.SpanContext().SpanID() || insert.SpanContext().SpanID() != got.SpanID() {
-		t.Errorf("want a river.insert_many span, child of the delivery's, named by the job's traceparent %v; spans: %v", got.SpanID(), names(rec.Ended()))
+	if insert == nil || record == nil || insert.Parent().SpanID() != record.SpanContext().SpanID() ||
+		record.Parent().SpanID() != parent.SpanContext().SpanID() || insert.SpanContext().SpanID() != got.SpanID() {
+		t.Errorf("want a river.insert_many span under the record's under the delivery's, named by the job's traceparent %v; spans: %v", got.SpanID(), names(rec.Ended()))
 	}
 }
 

@@ -105,9 +105,12 @@ func (s *Payments) recordBatched(ctx context.Context, p Payment, fn recordFn) (P
 	}
 	b.mu.Unlock()
 	res := <-req.done
-	if req.size > 0 {
-		batchSize(ctx, req.size, req.batch)
+	// A row the writer sent back is recorded alone (settle): one row.
+	size := req.size
+	if size == 0 || res.next == batchSingle {
+		size = 1
 	}
+	batchSize(ctx, size, req.batch)
 	return s.settle(ctx, p, fn, res)
 }
 
