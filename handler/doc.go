@@ -43,8 +43,10 @@
 // public webhook listener.
 //
 // Tracing (Config.TracerProvider and Config.Propagator, the global ones by
-// default): a delivery is a server span named after its route, continuing
-// an incoming traceparent, with the status, source, transaction id and
+// default): a delivery is a server span named after its route, the root of
+// a trace of its own that links an incoming traceparent (the route is
+// public: a sender must not choose the sample), with the status, source,
+// transaction id and
 // outcome; the signature check, the adapter, each unit's record and
 // confirming read are its children (trace.go). The latency histograms
 // carry the trace id of a sampled delivery as an exemplar.

@@ -65,17 +65,26 @@ func newTracing(c Config) tracing {
 }
 
 // startDelivery starts a delivery's server span, "POST /webhooks/<source>"
-// (the route, as HTTP's conventions name a server span), continuing the
-// trace of an incoming traceparent (a PSP's or a gateway's).
+// (the route, as HTTP's conventions name a server span). The span is the
+// root of a trace of its own: an incoming traceparent (a PSP's, a
+// gateway's, or anyone's: the webhook route is public and the span starts
+// before the signature is checked) is only linked to, never continued, so
+// that a sender can neither force its deliveries into the sample (a
+// sampled flag under parentbased sampling) nor keep them out of it, nor
+// choose the trace ids that logs and exemplars show. Baggage is not read.
 func (t tracing) startDelivery(r *http.Request, src *source) (*http.Request, trace.Span) {
 	if t.off {
 		return r, noop.Span{}
 	}
-	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := t.tracer.Start(ctx, src.spanName, trace.WithSpanKind(trace.SpanKindServer))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithNewRoot()}
+	remote := trace.SpanContextFromContext(t.prop.Extract(context.Background(), propagation.HeaderCarrier(r.Header)))
+	if remote.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: remote}))
+	}
+	ctx, span := t.tracer.Start(r.Context(), src.spanName, opts...)
 	if !span.SpanContext().IsValid() {
-		// Tracing off and no incoming trace: nothing for the request's
-		// context to carry (no copy of the request).
+		// Tracing off: nothing for the request's context to carry (no
+		// copy of the request).
 		return r, span
 	}
 	if span.IsRecording() {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -80,16 +81,26 @@ func tracedPost(t *testing.T, r *paylocktest.Replica, rec *tracetest.SpanRecorde
 	a := do(t, req)
 	d := &delivery{t: t, remote: remote}
 	testkit.WaitFor(t, 5*time.Second, "the delivery's server span", func() bool {
-		d.spans = d.spans[:0]
-		for _, sp := range rec.Ended() {
-			if sp.SpanContext().TraceID() == remote.TraceID() {
-				d.spans = append(d.spans, sp)
-				if sp.SpanKind() == trace.SpanKindServer {
-					d.server = sp
-				}
+		// The server span is a root linked to the caller's span; the
+		// delivery's spans are those of its trace.
+		ended := rec.Ended()
+		for _, sp := range ended {
+			if sp.SpanKind() == trace.SpanKindServer && slices.ContainsFunc(sp.Links(), func(l sdktrace.Link) bool {
+				return l.SpanContext.SpanID() == remote.SpanID()
+			}) {
+				d.server = sp
 			}
 		}
-		return d.server != nil
+		if d.server == nil {
+			return false
+		}
+		d.spans = d.spans[:0]
+		for _, sp := range ended {
+			if sp.SpanContext().TraceID() == d.server.SpanContext().TraceID() {
+				d.spans = append(d.spans, sp)
+			}
+		}
+		return true
 	})
 	return a, d
 }
@@ -173,12 +184,13 @@ func (d *delivery) want(sp sdktrace.ReadOnlySpan, kvs ...string) {
 	}
 }
 
-// wantServer checks the delivery's server span: a child of the caller's
-// span, with the attributes an operator filters by.
+// wantServer checks the delivery's server span: the root of a trace of its
+// own, linked to (not continuing) the caller's span, whose trace id the
+// sender chose; with the attributes an operator filters by.
 func (d *delivery) wantServer(status int, outcome, tx string) {
 	d.t.Helper()
-	if d.server.Parent().SpanID() != d.remote.SpanID() || !d.server.Parent().IsRemote() {
-		d.t.Errorf("the server span's parent is %v, want the traceparent's span %v", d.server.Parent().SpanID(), d.remote.SpanID())
+	if d.server.Parent().IsValid() || d.server.SpanContext().TraceID() == d.remote.TraceID() {
+		d.t.Errorf("the server span continues the sender's trace (parent %v), want a root linked to it", d.server.Parent().SpanID())
 	}
 	if d.server.Name() != "POST /webhooks/payments" {
 		d.t.Errorf("server span %q, want POST /webhooks/payments", d.server.Name())
@@ -393,3 +405,4 @@ func TestLatencyHistogramsCarryTheTraceIDAsExemplar(t *testing.T) {
 		t.Fatalf("no duration bucket with the exemplar %s in:\n%s", want, page)
 	}
 }
+
