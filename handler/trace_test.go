@@ -405,4 +405,3 @@ func TestLatencyHistogramsCarryTheTraceIDAsExemplar(t *testing.T) {
 		t.Fatalf("no duration bucket with the exemplar %s in:\n%s", want, page)
 	}
 }
-
