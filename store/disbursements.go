@@ -182,6 +182,12 @@ WHERE loan_id = $1 AND tranche = $2`
 // ErrUnavailable for transient failures, a plain wrapped error for the rest.
 func (s *Disbursements) AcceptDisbursement(ctx context.Context, d Disbursement) (Disbursement, error) {
 	d.IdempotencyKey = IdempotencyKey(d.LoanID, d.Tranche)
+	// A ctx or lease (WithLease) already done sends nothing; one done
+	// before COMMIT rolls back: a replica that lost its lock commits no
+	// disbursement and no payout job.
+	if cause := leaseCause(ctx); cause != nil {
+		return Disbursement{}, fmt.Errorf("%w: accept disbursement: not sent: %w", ErrUnavailable, cause)
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return Disbursement{}, translate("accept disbursement: begin", err)
@@ -192,6 +198,10 @@ func (s *Disbursements) AcceptDisbursement(ctx context.Context, d Disbursement) 
 	if err != nil && (errors.Is(err, ErrEventSeen) || !errors.Is(err, ErrDuplicate)) {
 		s.rollback(ctx, tx)
 		return stored, err
+	}
+	if cause := leaseCause(ctx); cause != nil {
+		s.rollback(ctx, tx)
+		return Disbursement{}, fmt.Errorf("%w: accept disbursement: not committed: %w", ErrUnavailable, cause)
 	}
 	if cerr := s.commit(ctx, tx); cerr != nil {
 		return Disbursement{}, fmt.Errorf("accept disbursement: %w", cerr)

@@ -109,3 +109,47 @@ func TestALeaseLostWhileTheInsertRunsInterruptsNothingButHookWork(t *testing.T) 
 		})
 	}
 }
+
+// TestALeaseLostCommitsNoDisbursement: a loan delivery takes the tranche's
+// lock too. Its lease, passed with WithLease, lost before the transaction
+// starts sends nothing, and lost while the transaction runs rolls it back:
+// no disbursement, no payout job, the event id not kept; the retry then
+// accepts the tranche.
+func TestALeaseLostCommitsNoDisbursement(t *testing.T) {
+	t.Parallel()
+	for _, during := range []bool{false, true} {
+		name := "BeforeSending"
+		if during {
+			name = "WhileTheTransactionRuns"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			lease, lose := context.WithCancelCause(context.Background())
+			defer lose(nil)
+			if during {
+				testkit.SlowInsert{Table: "disbursements", Sleep: 300 * time.Millisecond}.Install(t, b.admin)
+				time.AfterFunc(100*time.Millisecond, func() { lose(errLeaseLostForTest) })
+			} else {
+				lose(errLeaseLostForTest)
+			}
+			d := newDisbursement("L-lease-"+name, 1, "evt_lease_"+name)
+			_, err := b.store.Disbursements().AcceptDisbursement(WithLease(context.Background(), lease), d)
+			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errLeaseLostForTest) || errors.Is(err, ErrCommitUnknown) {
+				t.Fatalf("got %v, want ErrUnavailable wrapping the lease's cause, nothing committed", err)
+			}
+			var n int
+			if err := b.admin.QueryRow(context.Background(),
+				"SELECT (SELECT count(*) FROM disbursements WHERE loan_id = $1) + (SELECT count(*) FROM webhook_events WHERE event_id = $2)",
+				d.LoanID, d.EventID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Fatalf("%d disbursement or event rows committed after the lease was lost, want 0", n)
+			}
+			if _, err := b.store.Disbursements().AcceptDisbursement(context.Background(), d); err != nil {
+				t.Errorf("retry: %v, want accepted", err)
+			}
+		})
+	}
+}
