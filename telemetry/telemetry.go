@@ -137,7 +137,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if endpoint != "" {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, invalid(name, endpoint, "want an http:// or https:// URL")
+			// Never the value itself: it may carry a password or a token.
+			shown := "(unparsable)"
+			if err == nil {
+				shown = u.Redacted()
+			}
+			return c, invalid(name, shown, "want an http:// or https:// URL")
 		}
 		if name == "OTEL_EXPORTER_OTLP_ENDPOINT" && c.Protocol == ProtocolHTTP {
 			u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
@@ -233,7 +238,7 @@ func (c Config) sampler() sdktrace.Sampler {
 // URL-encoded) and OTEL_SERVICE_NAME, which wins over a service.name
 // among the attributes.
 func (c *Config) readResource(getenv func(string) string) error {
-	for _, pair := range strings.Split(getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
+	for i, pair := range strings.Split(getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
 		if strings.TrimSpace(pair) == "" {
 			continue
 		}
@@ -241,7 +246,8 @@ func (c *Config) readResource(getenv func(string) string) error {
 		k = strings.TrimSpace(k)
 		val, err := url.PathUnescape(strings.TrimSpace(v))
 		if !ok || k == "" || err != nil {
-			return invalid("OTEL_RESOURCE_ATTRIBUTES", pair, "want comma-separated key=value pairs")
+			// Its position, never its text: a value may be a secret.
+			return invalid("OTEL_RESOURCE_ATTRIBUTES", fmt.Sprintf("pair %d", i+1), "want comma-separated key=value pairs")
 		}
 		if k == string(semconv.ServiceNameKey) {
 			c.ServiceName = val

@@ -258,3 +258,22 @@ func TestChildrenOnlyStartsNoTraceOfItsOwn(t *testing.T) {
 		t.Fatalf("spans = %v, want the child and its parent only", names)
 	}
 }
+
+// TestBadValuesNeverPrintTheirSecrets: a refused endpoint is named with
+// its password redacted, a refused resource attribute by its position.
+func TestBadValuesNeverPrintTheirSecrets(t *testing.T) {
+	t.Parallel()
+	for _, env := range []map[string]string{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "grpcs://user:s3cr3t-token@collector:4317"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "ftp://user:s3cr3t-token@collector"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_RESOURCE_ATTRIBUTES": "team=pay,s3cr3t-token"},
+	} {
+		_, err := telemetry.FromEnv(envOf(env))
+		if !errors.Is(err, telemetry.ErrInvalid) {
+			t.Fatalf("%v: got %v, want ErrInvalid", env, err)
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("the error prints the secret: %v", err)
+		}
+	}
+}
