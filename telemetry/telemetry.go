@@ -268,10 +268,6 @@ func (c *Config) readResource(getenv func(string) string) error {
 // no-ops.
 type Tracing struct {
 	provider *sdktrace.TracerProvider
-	// prev and prevProp are the globals Setup replaced, put back by
-	// Shutdown while the provider is still the global one.
-	prev     trace.TracerProvider
-	prevProp propagation.TextMapPropagator
 }
 
 // Setup installs the tracing cfg asks for, version being service.version
@@ -302,7 +298,7 @@ func Setup(ctx context.Context, cfg Config, version string) (*Tracing, error) {
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(cfg.sampler()),
 	)
-	t := &Tracing{provider: tp, prev: otel.GetTracerProvider(), prevProp: otel.GetTextMapPropagator()}
+	t := &Tracing{provider: tp}
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return t, nil
@@ -350,16 +346,18 @@ func (t *Tracing) TracerProvider() trace.TracerProvider {
 }
 
 // Shutdown flushes the spans still queued and stops exporting, within
-// ctx, and puts back the global TracerProvider and propagator Setup
-// replaced (unless another Setup replaced them since). It is safe to call
-// on an off Tracing and more than once.
+// ctx, and (unless another Setup replaced them since) leaves a no-op
+// global TracerProvider and propagator: OpenTelemetry's own defaults cannot
+// be put back, since they hand over, once and for good, to the first
+// provider installed, which is now shut down. It is safe to call on an off
+// Tracing and more than once.
 func (t *Tracing) Shutdown(ctx context.Context) error {
 	if !t.Enabled() {
 		return nil
 	}
 	if otel.GetTracerProvider() == trace.TracerProvider(t.provider) {
-		otel.SetTracerProvider(t.prev)
-		otel.SetTextMapPropagator(t.prevProp)
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 	}
 	return t.provider.Shutdown(ctx)
 }

@@ -12,8 +12,10 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/paylock/paylock/internal/otlpsink"
 	"github.com/paylock/paylock/telemetry"
@@ -143,8 +145,7 @@ func TestSetupExportsOverHTTPAndGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prev, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	t.Cleanup(func() { otel.SetTracerProvider(prev); otel.SetTextMapPropagator(prevProp) })
+	t.Cleanup(quietGlobals)
 	for _, tc := range []struct{ protocol, endpoint string }{{"http/protobuf", sink.URL()}, {"grpc", grpcURL}} {
 		cfg, err := telemetry.FromEnv(envOf(map[string]string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT": tc.endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": tc.protocol,
@@ -183,8 +184,7 @@ func TestSetupExportsOverHTTPAndGRPC(t *testing.T) {
 func TestSamplerRatioZeroExportsNothing(t *testing.T) {
 	sink := otlpsink.New()
 	defer sink.Close()
-	prev := otel.GetTracerProvider()
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	t.Cleanup(quietGlobals)
 	cfg, err := telemetry.FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL(),
 		"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}))
 	if err != nil {
@@ -276,4 +276,11 @@ func TestBadValuesNeverPrintTheirSecrets(t *testing.T) {
 			t.Errorf("the error prints the secret: %v", err)
 		}
 	}
+}
+
+// quietGlobals leaves no-op globals behind a test that installed a
+// provider (OpenTelemetry's defaults cannot be put back: see Shutdown).
+func quietGlobals() {
+	otel.SetTracerProvider(noop.NewTracerProvider())
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 }
