@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/rivercontrib/otelriver"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Tracing of River's jobs: every River client of the store (the
@@ -31,10 +32,21 @@ import (
 // withRowTrace and rowTraceMiddleware; it never reaches the database.
 const rowTraceKey = "paylock_row_trace"
 
+// tracingOff reports whether tp is OpenTelemetry's no-op provider: what
+// the cli passes when no OTEL_* variable asks for tracing.
+func tracingOff(tp trace.TracerProvider) bool {
+	_, off := tp.(noop.TracerProvider)
+	return off
+}
+
 // jobMiddleware is the middleware of every River client of the store:
 // otelriver's (spans and trace propagation, over tp; nil: the global
-// provider), then rowTraceMiddleware.
+// provider), then rowTraceMiddleware; none at all with tracing off, whose
+// cost on each job inserted and worked would buy nothing.
 func jobMiddleware(tp trace.TracerProvider) []rivertype.Middleware {
+	if tracingOff(tp) {
+		return nil
+	}
 	return []rivertype.Middleware{
 		otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
 			EnableTracePropagation:      true,
@@ -48,6 +60,9 @@ func jobMiddleware(tp trace.TracerProvider) []rivertype.Middleware {
 // traceJobs adds jobMiddleware to cfg unless cfg has otelriver's already
 // (a cfg started twice by RunJobs, or set up by its caller).
 func traceJobs(cfg *river.Config, tp trace.TracerProvider) {
+	if tracingOff(tp) {
+		return
+	}
 	for _, m := range cfg.Middleware {
 		if _, ok := m.(*otelriver.Middleware); ok {
 			return
@@ -58,14 +73,14 @@ func traceJobs(cfg *river.Config, tp trace.TracerProvider) {
 
 // withRowTrace returns opts (a copy; a new one when nil) whose metadata
 // notes ctx's trace context under rowTraceKey, for a job collected into a
-// batch's InsertManyTx. Without a span in ctx, opts is returned as it is.
+// batch's InsertManyTx; an empty note without a span in ctx, so that the
+// job gets no other row's trace context from the batch's ctx either.
+// Only with the middleware installed (tracing on): rowTraceMiddleware
+// removes the note before the job is stored.
 func withRowTrace(ctx context.Context, opts *river.InsertOpts) *river.InsertOpts {
 	carrier := propagation.MapCarrier{}
 	// The format otelriver reads back on work.
 	propagation.TraceContext{}.Inject(ctx, carrier)
-	if len(carrier) == 0 {
-		return opts
-	}
 	meta := map[string]any{}
 	if opts != nil && len(opts.Metadata) > 0 {
 		if err := json.Unmarshal(opts.Metadata, &meta); err != nil {
@@ -113,6 +128,11 @@ func restoreRowTrace(metadata []byte) []byte {
 		return metadata
 	}
 	delete(meta, rowTraceKey)
+	// What otelriver injected is the batch writer's context, not the
+	// job's: none of it stays.
+	for _, k := range (propagation.TraceContext{}).Fields() {
+		delete(meta, k)
+	}
 	for k, v := range carrier {
 		meta[k], _ = json.Marshal(v) // a string always marshals
 	}

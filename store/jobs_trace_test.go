@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // tracedSetup is setup with a TracerProvider recording every span.
@@ -120,10 +121,14 @@ func TestRowTraceWinsOverTheBatchWritersSpan(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	var params []river.InsertManyParams
 	spans := map[string]trace.SpanContext{}
-	for _, id := range []string{"tx_x", "tx_y"} {
-		rctx, span := tracer.Start(ctx, "delivery "+id)
-		span.End()
-		spans[id] = span.SpanContext()
+	for _, id := range []string{"tx_x", "tx_y", "tx_none"} {
+		rctx := ctx
+		if id != "tx_none" { // tx_none: a row whose ctx has no span
+			var span trace.Span
+			rctx, span = tracer.Start(ctx, "delivery "+id)
+			span.End()
+			spans[id] = span.SpanContext()
+		}
 		opts := withRowTrace(rctx, &river.InsertOpts{Metadata: []byte(`{"kept":"yes"}`)})
 		params = append(params, river.InsertManyParams{Args: ForwardArgs{ID: id, Type: ForwardPaymentRecorded,
 			Destination: "default", Source: DefaultSource, TransactionID: id}, InsertOpts: opts})
@@ -146,22 +151,37 @@ func TestRowTraceWinsOverTheBatchWritersSpan(t *testing.T) {
 			t.Fatal(err)
 		}
 		n++
+		if id == "tx_none" {
+			// Not the batch writer's trace context either.
+			if meta["traceparent"] != nil || meta["kept"] != "yes" || meta[rowTraceKey] != nil {
+				t.Errorf("job %s (no span): metadata %v, want no traceparent, kept=yes and no %s", id, meta, rowTraceKey)
+			}
+			continue
+		}
 		want := spans[id]
 		tp := "00-" + want.TraceID().String() + "-" + want.SpanID().String() + "-01"
 		if meta["traceparent"] != tp || meta["kept"] != "yes" || meta[rowTraceKey] != nil {
 			t.Errorf("job %s: metadata %v, want traceparent %s, kept=yes and no %s", id, meta, tp, rowTraceKey)
 		}
 	}
-	if n != len(spans) {
+	if n != len(spans)+1 {
 		t.Errorf("%d jobs, want %d", n, len(spans))
 	}
 }
 
-func TestWithRowTraceWithoutASpanLeavesTheOptionsAlone(t *testing.T) {
+// TestTracingOffAddsNoJobMiddleware: with the no-op provider (the cli's
+// when no OTEL_* variable asks for tracing) River's clients carry no
+// tracing middleware, whose work on every job would buy nothing, and
+// metadata without a row note passes through untouched.
+func TestTracingOffAddsNoJobMiddleware(t *testing.T) {
 	t.Parallel()
-	opts := &river.InsertOpts{MaxAttempts: 3}
-	if got := withRowTrace(context.Background(), opts); got != opts {
-		t.Errorf("withRowTrace without a span returned %+v, want the same options", got)
+	if m := jobMiddleware(noop.NewTracerProvider()); m != nil {
+		t.Errorf("middleware %v with tracing off, want none", m)
+	}
+	var cfg river.Config
+	traceJobs(&cfg, noop.NewTracerProvider())
+	if cfg.Middleware != nil {
+		t.Errorf("traceJobs added %v with tracing off", cfg.Middleware)
 	}
 	if got := restoreRowTrace([]byte(`{"a":1}`)); string(got) != `{"a":1}` {
 		t.Errorf("restoreRowTrace without the key changed the metadata to %s", got)

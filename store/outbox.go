@@ -262,7 +262,11 @@ func (s *Outbox) ForwardChangeHook(destination string) func(ctx context.Context,
 
 func (s *Outbox) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {
 	opts := &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}
-	if collect(ctx, tx, args, withRowTrace(ctx, opts)) {
+	batched := opts
+	if !tracingOff(s.cfg.TracerProvider) {
+		batched = withRowTrace(ctx, opts)
+	}
+	if collect(ctx, tx, args, batched) {
 		// A batch of payments inserts its hooks' jobs together, in its
 		// transaction, before COMMIT (Payments.batchWrite), under the
 		// batch's ctx: each job keeps its own delivery's trace context
