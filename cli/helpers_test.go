@@ -42,8 +42,11 @@ func startServe(t *testing.T, env map[string]string, o serveOptions) *served {
 		s.admin = "http://" + cfg.Admin.listener.Addr().String()
 	}
 	var mln net.Listener
-	if o.metrics {
+	if o.metrics || cfg.Server.MetricsAddr != "" {
+		// As for admin: the default :9090 is one port for every test.
 		mln = testkit.Listen(t)
+	}
+	if o.metrics {
 		s.metrics = "http://" + mln.Addr().String()
 	}
 	ln := testkit.Listen(t)
