@@ -251,10 +251,19 @@ func (w *Worker) NextRetry(job *river.Job[store.PayoutArgs]) time.Time {
 // abandoning them would be safe (the next attempt uses the same key) but
 // would waste the attempt. The attempt is a span (SpanAttempt), the
 // provider calls its children.
-func (w *Worker) Work(ctx context.Context, job *river.Job[store.PayoutArgs]) error {
+func (w *Worker) Work(ctx context.Context, job *river.Job[store.PayoutArgs]) (err error) {
 	ctx, span := w.startAttempt(ctx, job.Args)
-	ev, err := w.work(ctx, job)
-	endAttempt(span, ev, err)
+	var ev Event
+	defer func() {
+		// Ended even when the attempt panics (River recovers the job):
+		// that attempt's span is the one an operator looks for.
+		if r := recover(); r != nil {
+			endAttempt(span, Event{Outcome: OutcomeError}, fmt.Errorf("payout attempt panicked: %v", r))
+			panic(r)
+		}
+		endAttempt(span, ev, err)
+	}()
+	ev, err = w.work(ctx, job)
 	return err
 }
 
