@@ -64,7 +64,7 @@ func (c *DatabaseConfig) settings() []setting {
 			parse: boolean(&c.Migrate)},
 		{env: "PAYLOCK_EVENT_RETENTION", flag: "event-retention", usage: "serve purges webhook_events older than this, hourly (e.g. 90d; at least 7d; empty: never)",
 			parse: func(v string) (err error) { c.EventRetention, err = parseRetention(v); return err }},
-		{env: "PAYLOCK_BATCH_MAX", flag: "batch-max", def: "64", usage: "most payments recorded by one statement (natural batching: deliveries that arrive while a write is in flight go together, none waits for a timer; 1: one statement per payment)",
+		{env: "PAYLOCK_BATCH_MAX", flag: "batch-max", def: "1", usage: "most payments recorded by one statement (1, the default: one statement per payment; 64: natural batching, deliveries that arrive while a write is in flight go together, none waits for a timer; opt-in until the Redis Cluster storm keeps its processed answers under it with Redis down)",
 			parse: func(v string) (err error) { c.BatchMax, err = positiveInt(v); return err }},
 		{env: "PAYLOCK_BATCH_WRITERS", flag: "batch-writers", def: "2", usage: "how many recording statements (batches) may be in flight at once",
 			parse: func(v string) (err error) { c.BatchWriters, err = positiveInt(v); return err }},
