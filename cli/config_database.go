@@ -29,8 +29,11 @@ type DatabaseConfig struct {
 	OrphanAfter time.Duration
 	// BatchMax is PAYLOCK_BATCH_MAX, the most payments one recording
 	// statement carries (1: no batching); BatchWriters is
-	// PAYLOCK_BATCH_WRITERS, how many such statements run at once.
+	// PAYLOCK_BATCH_WRITERS, how many such statements run at once as a
+	// rule; BatchStall is PAYLOCK_BATCH_STALL, how long a queued payment
+	// waits before it starts one more (up to PAYLOCK_DB_MAX_CONNS).
 	BatchMax, BatchWriters int
+	BatchStall             time.Duration
 }
 
 func (c *DatabaseConfig) title() string { return "database" }
@@ -64,10 +67,12 @@ func (c *DatabaseConfig) settings() []setting {
 			parse: boolean(&c.Migrate)},
 		{env: "PAYLOCK_EVENT_RETENTION", flag: "event-retention", usage: "serve purges webhook_events older than this, hourly (e.g. 90d; at least 7d; empty: never)",
 			parse: func(v string) (err error) { c.EventRetention, err = parseRetention(v); return err }},
-		{env: "PAYLOCK_BATCH_MAX", flag: "batch-max", def: "1", usage: "most payments recorded by one statement (1, the default: one statement per payment; 64: natural batching, deliveries that arrive while a write is in flight go together, none waits for a timer; opt-in until the Redis Cluster storm keeps its processed answers under it with Redis down)",
+		{env: "PAYLOCK_BATCH_MAX", flag: "batch-max", def: "64", usage: "most payments recorded by one statement (natural batching: deliveries that arrive while a write is in flight go together, none waits for a timer; 1: one statement per payment)",
 			parse: func(v string) (err error) { c.BatchMax, err = positiveInt(v); return err }},
-		{env: "PAYLOCK_BATCH_WRITERS", flag: "batch-writers", def: "2", usage: "how many recording statements (batches) may be in flight at once",
+		{env: "PAYLOCK_BATCH_WRITERS", flag: "batch-writers", def: "2", usage: "how many recording statements (batches) are in flight at once as a rule",
 			parse: func(v string) (err error) { c.BatchWriters, err = positiveInt(v); return err }},
+		{env: "PAYLOCK_BATCH_STALL", flag: "batch-stall", def: "50ms", usage: "a payment queued for a batch this long starts one more recording statement, up to PAYLOCK_DB_MAX_CONNS (slow statements then hold up no queue)",
+			parse: durationAtLeast(&c.BatchStall, time.Millisecond)},
 		{env: "PAYLOCK_ORPHAN_AFTER", flag: "orphan-after", def: "24h", usage: "a payment known only by later events (a refund before its payment) is a review item after this (e.g. 24h, 2d)",
 			parse: func(v string) (err error) {
 				if c.OrphanAfter, err = parseAge(v); err == nil && c.OrphanAfter <= 0 {
@@ -101,6 +106,7 @@ func (c *DatabaseConfig) store(forwardMaxAttempts int) store.Config {
 		OrphanAfter:      c.OrphanAfter,
 		BatchMax:         c.BatchMax,
 		BatchWriters:     c.BatchWriters,
+		BatchStall:       c.BatchStall,
 
 		ForwardMaxAttempts: forwardMaxAttempts,
 	}

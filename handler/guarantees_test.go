@@ -366,3 +366,63 @@ func TestAStormAgainstADeadRedis(t *testing.T) {
 		})
 	}
 }
+
+// TestWithRedisDownADeliveryWaitingOnAnotherWriterHoldsUpNoOther: with
+// Redis unreachable (backstop) nothing keeps a payment's deliveries apart,
+// so one of them may wait on another's uncommitted row. It waits on a
+// statement of its own (store.Alone): another payment's delivery, arriving
+// meanwhile at a replica whose only batch writer is that waiting delivery's,
+// is recorded and answered at once, and the waiting one is recorded once
+// the row lock is gone.
+func TestWithRedisDownADeliveryWaitingOnAnotherWriterHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
+	r := startReplicas(t, 1, paylocktest.Options{
+		RedisURL: "redis://" + closedAddr(t) + "/0",
+		Redis:    noRetries,
+		Config:   handler.Config{RedisUnavailable: handler.Backstop},
+		Store: func(c *store.Config) {
+			c.BatchMax, c.BatchWriters, c.BatchStall = 64, 1, -1
+			c.LockTimeout = time.Minute
+		},
+	})[0]
+	ctx := context.Background()
+	other := testkit.Connect(t, r.DSN)
+	if _, err := other.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(ctx, `INSERT INTO payments (source, transaction_id, amount, currency, payload)
+		VALUES ($1, 'tx-held', 100, 'JPY', '{}')`, store.DefaultSource); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan answer, 1)
+	go func() { held <- pay(t, r.URL, "tx-held", 100, "JPY") }()
+	var pid, waiting int
+	if err := other.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; waiting == 0; i++ {
+		if i == 500 {
+			t.Fatal("the delivery of tx-held never waited on the uncommitted row")
+		}
+		time.Sleep(10 * time.Millisecond)
+		if err := r.Store.Pool().QueryRow(ctx,
+			"SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if a := pay(t, r.URL, "tx-free", 100, "JPY"); a.status != http.StatusOK || a.str("result") != "processed" {
+		t.Fatalf("tx-free while tx-held waits: %d %s; want 200 processed", a.status, a.raw)
+	}
+	select {
+	case a := <-held:
+		t.Fatalf("tx-held answered %d %s before the row lock was released", a.status, a.raw)
+	default:
+	}
+	if _, err := other.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-held; a.status != http.StatusOK || a.str("result") != "processed" {
+		t.Fatalf("tx-held once the row lock is gone: %d %s; want 200 processed", a.status, a.raw)
+	}
+}

@@ -342,7 +342,16 @@ func (h *Handler) settle(ctx context.Context, u unit, o *outcome) (string, error
 func (h *Handler) write(ctx context.Context, lk *held, u unit, o *outcome) (string, error) {
 	o.dbWrites++
 	if lk == nil {
-		res, err := h.trace.record(ctx, u)
+		rctx := ctx
+		if u.lockKey() != "" && !h.cfg.NoLock {
+			// No lock guards this unit (Redis unreachable, or a finished
+			// marker the database did not confirm): its other deliveries
+			// are likely writing it at this moment. Recorded by a
+			// statement of its own, its wait on their row lock holds up
+			// no other payment's batch.
+			rctx = store.Alone(ctx)
+		}
+		res, err := h.trace.record(rctx, u)
 		if errors.Is(err, store.ErrDuplicate) && u.lockKey() != "" && !h.cfg.NoLock {
 			// Redis was down, or the marker said "finished" and the read
 			// found nothing: the constraint caught what no lock guarded.

@@ -145,8 +145,18 @@
 // queues, and the next free writer sends up to BatchMax queued payments as
 // one INSERT ... SELECT FROM unnest(...) ON CONFLICT ON CONSTRAINT
 // payments_transaction_id_key DO NOTHING RETURNING source, transaction_id,
-// received_at (Payments.insertMany), counted in paylock_db_batch_rows. Every
-// delivery still gets its outcome from its own row:
+// received_at (Payments.insertMany), counted in paylock_db_batch_rows.
+//
+// A batch takes as long as its slowest row (a row lock, a trigger, a
+// loaded database), so two rules keep one slow row from holding up
+// others. A payment queued for longer than Config.BatchStall starts one
+// more writer, up to the pool's MaxConns (never more statements in flight
+// than without batching), counted in paylock_db_batch_stalls_total; a
+// writer beyond BatchWriters stops after its statement. And a payment
+// recorded under a context from Alone (the handler's, for a delivery no
+// lock guards) never queues: it goes on a statement of its own.
+//
+// Every delivery still gets its outcome from its own row:
 //
 //   - A row returned is newly recorded, confirmed by the statement's answer
 //     (autocommit: no fn in the batch) or by the batch's COMMIT. A row not

@@ -34,3 +34,21 @@ func leaseCause(ctx context.Context) error {
 	}
 	return nil
 }
+
+type aloneKey struct{}
+
+// Alone returns a copy of ctx under which a payment is recorded by a
+// statement of its own, never in a batch (Config.BatchMax): for a payment
+// that other deliveries are likely writing at the same moment, as when no
+// lock guards it (Redis unreachable). Such a row waits on the other
+// writers' row lock until they commit; alone, that wait holds up no other
+// payment.
+func Alone(ctx context.Context) context.Context {
+	return context.WithValue(ctx, aloneKey{}, true)
+}
+
+// alone reports whether ctx came from Alone.
+func alone(ctx context.Context) bool {
+	v, _ := ctx.Value(aloneKey{}).(bool)
+	return v
+}

@@ -55,6 +55,7 @@ func (c PoolCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if b := c.Store.payments.batch; b != nil {
 		b.rows.Describe(ch)
+		b.stalls.Describe(ch)
 	}
 }
 
@@ -70,6 +71,7 @@ func (c PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(dbEmptyAcquires, prometheus.CounterValue, float64(s.EmptyAcquireCount()))
 	if b := c.Store.payments.batch; b != nil {
 		b.rows.Collect(ch)
+		b.stalls.Collect(ch)
 	}
 }
 

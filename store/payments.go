@@ -146,7 +146,7 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 	if cause := leaseCause(ctx); cause != nil {
 		return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
 	}
-	if s.batch != nil {
+	if s.batch != nil && !alone(ctx) {
 		return s.recordBatched(ctx, p, fn)
 	}
 	rec, err = s.recordSingle(ctx, p, fn)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,38 +15,84 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Defaults of Config.BatchMax and Config.BatchWriters.
+// Defaults of Config.BatchMax, Config.BatchWriters and Config.BatchStall.
 const (
 	DefaultBatchMax     = 64
 	DefaultBatchWriters = 2
+	DefaultBatchStall   = 50 * time.Millisecond
 )
 
 // batchRowsDesc names the histogram of rows per recording statement.
 const batchRowsHelp = "Payments sent to Postgres in one recording statement (natural batching: 1 for a lone delivery, more while " +
 	"other deliveries' inserts were in flight; at most PAYLOCK_BATCH_MAX)."
 
+// batchStallsHelp is the help of the counter of writers added for a stall.
+const batchStallsHelp = "Recording statements (writers) started beyond PAYLOCK_BATCH_WRITERS because a queued payment waited " +
+	"longer than PAYLOCK_BATCH_STALL for a writer: the statements in flight were slow (a loaded or locked database), " +
+	"so the queue went to more statements instead of one long batch."
+
 // batcher groups the payment inserts of concurrent deliveries (natural
 // batching, no timer). A delivery that finds a writer slot free and nobody
 // queued records at once on the single-row path, as without batching;
 // otherwise it queues, and the next writer sends up to max queued payments
-// as one multi-row statement (writeBatch). At most writers statements are
-// in flight at a time.
+// as one multi-row statement (writeBatch). writers statements are in flight
+// at a time, as a rule.
+//
+// A batch takes as long as its slowest part: a row that waits on another
+// delivery's row lock, a trigger, a database that stalls. The rows queued
+// behind such statements must not wait for them, nor pile up into a batch
+// that is slower still. So a payment queued for longer than stall starts
+// one more writer (counted in paylock_db_batch_stalls_total), up to limit
+// (the pool's size: never more statements in flight than without
+// batching). Once a writer finishes a statement while more than writers
+// are active, it stops.
 type batcher struct {
-	max, writers int
-	rows         prometheus.Histogram
+	max, writers, limit int
+	stall               time.Duration
+	rows                prometheus.Histogram
+	stalls              prometheus.Counter
 
 	mu      sync.Mutex
 	active  int
 	pending []*batchReq
 }
 
-func newBatcher(max, writers int) *batcher {
+func newBatcher(batchMax, writers, limit int, stall time.Duration) *batcher {
 	return &batcher{
-		max: max, writers: writers,
+		max: batchMax, writers: writers, limit: max(limit, writers), stall: stall,
 		rows: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "paylock_db_batch_rows", Help: batchRowsHelp,
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
+		stalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paylock_db_batch_stalls_total", Help: batchStallsHelp,
+		}),
+	}
+}
+
+// await waits for req's result. While req is still queued, every stall it
+// starts one more writer, up to limit.
+func (s *Payments) await(req *batchReq) batchResult {
+	b := s.batch
+	if b.stall <= 0 || b.limit <= b.writers {
+		return <-req.done
+	}
+	t := time.NewTimer(b.stall)
+	defer t.Stop()
+	for {
+		select {
+		case res := <-req.done:
+			return res
+		case <-t.C:
+			b.mu.Lock()
+			if !req.taken && b.active < b.limit {
+				b.active++
+				b.stalls.Inc()
+				go s.flush()
+			}
+			b.mu.Unlock()
+			t.Reset(b.stall)
+		}
 	}
 }
 
@@ -58,6 +105,9 @@ type batchReq struct {
 	p    Payment
 	fn   recordFn
 	done chan batchResult // buffered: the writer never waits for the reader
+	// taken is set, under the batcher's mu, once a writer took the row
+	// off the queue.
+	taken bool
 	// size and batch are written before done is: the rows of the
 	// statement that carried this one, and its span (a multi-row one).
 	size  int
@@ -104,7 +154,7 @@ func (s *Payments) recordBatched(ctx context.Context, p Payment, fn recordFn) (P
 		go s.flush()
 	}
 	b.mu.Unlock()
-	res := <-req.done
+	res := s.await(req)
 	// A row the writer sent back is recorded alone (settle): one row.
 	size := req.size
 	if size == 0 || res.next == batchSingle {
@@ -137,25 +187,29 @@ func (s *Payments) handOff() {
 	b := s.batch
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.pending) == 0 {
+	if len(b.pending) == 0 || b.active > b.writers {
 		b.active--
 		return
 	}
 	go s.flush()
 }
 
-// flush writes queued payments, up to max at a time, until none is left.
+// flush writes queued payments, up to max at a time, until none is left
+// or more than writers are active (a writer a stall added).
 func (s *Payments) flush() {
 	b := s.batch
-	for {
+	for first := true; ; first = false {
 		b.mu.Lock()
 		n := min(len(b.pending), b.max)
-		if n == 0 {
+		if n == 0 || !first && b.active > b.writers {
 			b.active--
 			b.mu.Unlock()
 			return
 		}
 		batch := slices.Clone(b.pending[:n])
+		for _, r := range batch {
+			r.taken = true
+		}
 		b.pending = slices.Delete(b.pending, 0, n)
 		b.mu.Unlock()
 		s.writeBatch(batch)

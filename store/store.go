@@ -59,9 +59,14 @@ type Config struct {
 	// deliveries queue and go together; a lone delivery goes at once). 0
 	// is DefaultBatchMax; 1 records every payment alone.
 	BatchMax int
-	// BatchWriters is how many recording statements (batches) may be in
-	// flight at once; 0 is DefaultBatchWriters.
+	// BatchWriters is how many recording statements (batches) are in
+	// flight at once as a rule; 0 is DefaultBatchWriters.
 	BatchWriters int
+	// BatchStall is how long a queued payment waits for a writer before
+	// it starts one more, up to the pool's MaxConns: slow statements (a
+	// row lock, a loaded database) then do not hold up the rows queued
+	// behind them. 0 is DefaultBatchStall; negative never adds writers.
+	BatchStall time.Duration
 	// OrphanAfter is how long a payment known only by later events (a
 	// refund before its payment) waits for its payment before it is a
 	// review item (ReviewLifecycle); 0 is DefaultOrphanAfter.
@@ -201,7 +206,11 @@ func newStore(b *base, pooled bool) *Store {
 	payments := &Payments{base: b, insert: insertPaymentSQL, outbox: outbox,
 		tracer: b.cfg.tracerProvider().Tracer(tracerName)}
 	if b.cfg.BatchMax > 1 {
-		payments.batch = newBatcher(b.cfg.BatchMax, max(b.cfg.BatchWriters, 1))
+		limit := b.cfg.BatchWriters
+		if b.pool != nil {
+			limit = int(b.pool.Config().MaxConns)
+		}
+		payments.batch = newBatcher(b.cfg.BatchMax, max(b.cfg.BatchWriters, 1), limit, b.cfg.BatchStall)
 	}
 	return &Store{
 		base:          b,
@@ -288,6 +297,9 @@ func (c *Config) batchDefaults() error {
 		return fmt.Errorf("store: Config.BatchWriters is negative (%d)", c.BatchWriters)
 	case c.BatchWriters == 0:
 		c.BatchWriters = DefaultBatchWriters
+	}
+	if c.BatchStall == 0 {
+		c.BatchStall = DefaultBatchStall
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func startReplica(ctx context.Context, rc replicaConfig) (*replica, error) {
 		"PAYLOCK_LOCK_PREFIX="+rc.LockPrefix,
 		"PAYLOCK_LOG_FORMAT=json",
 		"PAYLOCK_LOG_LEVEL=info",
-		"PAYLOCK_BATCH_MAX=64", // natural batching is opt-in (issue #20); a scenario's Env may turn it off
+		"PAYLOCK_BATCH_MAX=64", // the default, stated so that a change of default does not silently change the figures; a scenario's Env may turn it off
 	)
 	if rc.Secret != "" {
 		env = append(env, "PAYLOCK_WEBHOOK_SECRETS="+rc.Secret, "PAYLOCK_ALLOW_UNSIGNED=false")
