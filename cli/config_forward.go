@@ -30,7 +30,7 @@ func (c *ForwardConfig) settings() []setting {
 			parse: func(v string) error { c.URL = v; return checkForwardURL(v) }},
 		{env: "PAYLOCK_FORWARD_SECRETS", flag: "forward-secrets", secret: true, usage: "comma-separated Standard Webhooks secrets (whsec_...) signing forwarded payments",
 			parse: text(&c.secretsRaw)},
-		{env: "PAYLOCK_FORWARD_CONCURRENCY", flag: "forward-concurrency", def: "10", usage: "forwards in flight at once per process",
+		{env: "PAYLOCK_FORWARD_CONCURRENCY", flag: "forward-concurrency", def: "64", usage: "forwards in flight at once per process",
 			parse: positive(&c.Concurrency)},
 		{env: "PAYLOCK_FORWARD_TIMEOUT", flag: "forward-timeout", def: "10s", usage: "timeout of one forward attempt",
 			parse: durationAtLeast(&c.Timeout, 100*time.Millisecond)},

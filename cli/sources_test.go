@@ -424,7 +424,7 @@ func TestHardeningSettingsDefaults(t *testing.T) {
 		t.Errorf("max inflight %d, admin %q token set %v, pprof %v", cfg.Server.MaxInflight, cfg.Admin.Addr, cfg.Admin.Token != "", cfg.Admin.Pprof)
 	}
 	f := cfg.Forward
-	if f.URL != "" || len(f.Secrets) != 0 || f.Concurrency != 10 || f.Timeout.String() != "10s" || f.MaxAttempts != 25 {
+	if f.URL != "" || len(f.Secrets) != 0 || f.Concurrency != 64 || f.Timeout.String() != "10s" || f.MaxAttempts != 25 {
 		t.Errorf("forward settings %+v", f)
 	}
 	if cfg.Sources.File != "" || cfg.Sources.LoanSignatureScheme != "standard" || cfg.Sources.PayoutSignatureScheme != "standard" {

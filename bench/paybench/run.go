@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/signature"
 )
@@ -207,7 +208,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&c.Only, "only", "", "run only locks, handler, webhooks or sinks (for profiling by hand; the report then lacks the rest)")
 	fs.IntVar(&c.SinkBacklog, "sink-backlog", 2000, "sinks: payments recorded before the forward worker starts, drained")
 	fs.IntVar(&c.SinkRate, "sink-rate", 200, "sinks: payments per second recorded while the worker runs, for the lag")
-	fs.IntVar(&c.SinkConcurrency, "sink-concurrency", 10, "sinks: the forward worker's concurrency (PAYLOCK_FORWARD_CONCURRENCY; its default)")
+	fs.IntVar(&c.SinkConcurrency, "sink-concurrency", forward.DefaultConcurrency, "sinks: the forward worker's concurrency (PAYLOCK_FORWARD_CONCURRENCY; its default)")
 	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,fwd-0,lock-1c,lock-1c-plain,lock-50,off-50,lock-95,off-95,trace-off,trace-100,trace-1; default all)")
 	fs.StringVar(&c.ReplicaEnv, "replica-env", "", "comma-separated NAME=value settings for every replica (e.g. PAYLOCK_DB_MAX_CONNS=16); named in the report")
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "report to write")
