@@ -31,7 +31,8 @@ type DatabaseConfig struct {
 	// statement carries (1: no batching); BatchWriters is
 	// PAYLOCK_BATCH_WRITERS, how many such statements run at once as a
 	// rule; BatchStall is PAYLOCK_BATCH_STALL, how long a queued payment
-	// waits before it starts one more (up to PAYLOCK_DB_MAX_CONNS).
+	// waits before it starts one more (up to PAYLOCK_DB_MAX_CONNS), -1 for
+	// off (never).
 	BatchMax, BatchWriters int
 	BatchStall             time.Duration
 }
@@ -71,8 +72,14 @@ func (c *DatabaseConfig) settings() []setting {
 			parse: func(v string) (err error) { c.BatchMax, err = positiveInt(v); return err }},
 		{env: "PAYLOCK_BATCH_WRITERS", flag: "batch-writers", def: "2", usage: "how many recording statements (batches) are in flight at once as a rule",
 			parse: func(v string) (err error) { c.BatchWriters, err = positiveInt(v); return err }},
-		{env: "PAYLOCK_BATCH_STALL", flag: "batch-stall", def: "50ms", usage: "a payment queued for a batch this long starts one more recording statement, up to PAYLOCK_DB_MAX_CONNS (slow statements then hold up no queue)",
-			parse: durationAtLeast(&c.BatchStall, time.Millisecond)},
+		{env: "PAYLOCK_BATCH_STALL", flag: "batch-stall", def: "50ms", usage: "a payment queued for a batch this long starts one more recording statement, up to PAYLOCK_DB_MAX_CONNS (slow statements then hold up no queue); off: never more than PAYLOCK_BATCH_WRITERS",
+			parse: func(v string) error {
+				if v == "off" {
+					c.BatchStall = -1
+					return nil
+				}
+				return durationAtLeast(&c.BatchStall, time.Millisecond)(v)
+			}},
 		{env: "PAYLOCK_ORPHAN_AFTER", flag: "orphan-after", def: "24h", usage: "a payment known only by later events (a refund before its payment) is a review item after this (e.g. 24h, 2d)",
 			parse: func(v string) (err error) {
 				if c.OrphanAfter, err = parseAge(v); err == nil && c.OrphanAfter <= 0 {

@@ -123,9 +123,12 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 		Destinations: routes.Destinations,
 		Timeout:      cfg.Forward.Timeout,
 		Concurrency:  cfg.Forward.Concurrency,
-		Logger:       logger,
-		Observe:      observe,
-		Unsigned:     unsignedMembers(cfg, specs),
+		// A quarter of the pool the intake shares: PAYLOCK_FORWARD_CONCURRENCY
+		// workers must not hold every connection when the database slows.
+		Reads:    max(1, int(st.Pool().Config().MaxConns)/4),
+		Logger:   logger,
+		Observe:  observe,
+		Unsigned: unsignedMembers(cfg, specs),
 	}, st.Payments())
 }
 

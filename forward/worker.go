@@ -24,6 +24,23 @@ type Store interface {
 	Payment(ctx context.Context, source, transactionID string) (store.Payment, error)
 }
 
+// capped is a Store whose reads in flight at once are at most cap(sem)
+// (Config.Reads).
+type capped struct {
+	Store
+	sem chan struct{}
+}
+
+func (c capped) Payment(ctx context.Context, source, transactionID string) (store.Payment, error) {
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return store.Payment{}, context.Cause(ctx)
+	}
+	defer func() { <-c.sem }()
+	return c.Store.Payment(ctx, source, transactionID)
+}
+
 // Config tunes a Worker. Zero values take the defaults noted.
 type Config struct {
 	// Secret signs every forward (Standard Webhooks): the first of
@@ -35,6 +52,12 @@ type Config struct {
 	Destinations Destinations
 	Timeout      time.Duration // one delivery, answer included; default 10s
 	Concurrency  int           // forwards in flight at once; default DefaultConcurrency
+	// Reads, when positive and below Concurrency, caps the payment reads
+	// (Store.Payment) in flight at once: the workers share the database
+	// pool with the webhook intake, and when the database slows down,
+	// Concurrency workers reading at once could hold every connection the
+	// intake needs. 0: no cap beyond Concurrency.
+	Reads int
 	// RescueAfter is how long a forward job may stay running before River
 	// takes its worker for dead and runs it again; it must exceed an
 	// attempt's bound (AttemptTimeout). Default 2×AttemptTimeout.
@@ -63,13 +86,12 @@ type Config struct {
 
 // DefaultConcurrency is Config.Concurrency's default, and FetchCooldown
 // the forward queue's least wait between two fetches of due jobs. River
-// fetches at most MaxWorkers jobs per cooldown: with River's default,
-// 100ms, 10 workers drained about 100 forwards/s whatever the intake; at
-// 10ms they drained about a thousand a second, still behind a replica
-// recording two thousand (make bench: a backlog that took 20 s to drain
-// after a full-speed load). 64 workers keep the forward lag under a
-// second at that intake (issue #20). It is a ceiling, not a constant
-// load: forwards in flight are the intake times a forward's latency.
+// fetches at most MaxWorkers jobs per cooldown, so MaxWorkers/FetchCooldown
+// caps the drain rate: with River's default cooldown, 100ms, 10 workers
+// drained about 100 forwards/s whatever the intake; at 10ms, 10 workers
+// still fell behind a replica at full speed (issue #20; make bench's forward
+// lag rows). DefaultConcurrency is a ceiling, not a constant load: forwards
+// in flight are the intake times a forward's latency.
 const (
 	DefaultConcurrency = 64
 	FetchCooldown      = 10 * time.Millisecond
@@ -156,6 +178,9 @@ func New(cfg Config, st Store) (*Worker, error) {
 	}
 	if cfg.Propagator == nil {
 		cfg.Propagator = otel.GetTextMapPropagator()
+	}
+	if cfg.Reads > 0 && cfg.Reads < cfg.Concurrency {
+		st = capped{Store: st, sem: make(chan struct{}, cfg.Reads)}
 	}
 	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks,
 		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}, nil

@@ -369,11 +369,13 @@ func TestAStormAgainstADeadRedis(t *testing.T) {
 
 // TestWithRedisDownADeliveryWaitingOnAnotherWriterHoldsUpNoOther: with
 // Redis unreachable (backstop) nothing keeps a payment's deliveries apart,
-// so one of them may wait on another's uncommitted row. It waits on a
-// statement of its own (store.Alone): another payment's delivery, arriving
-// meanwhile at a replica whose only batch writer is that waiting delivery's,
-// is recorded and answered at once, and the waiting one is recorded once
-// the row lock is gone.
+// so one of them may wait on another's uncommitted row. The handler records
+// such deliveries with store.Alone, each on a statement of its own: on a
+// replica with a single batch writer and no stall rule, where a batched
+// delivery would take that writer and queue the next one behind its wait,
+// another payment's delivery is recorded and answered at once (within the
+// 8s request timeout), and the waiting one is recorded once the row lock is
+// gone.
 func TestWithRedisDownADeliveryWaitingOnAnotherWriterHoldsUpNoOther(t *testing.T) {
 	t.Parallel()
 	r := startReplicas(t, 1, paylocktest.Options{

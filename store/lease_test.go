@@ -50,7 +50,7 @@ func TestALeaseLostWhileTheInsertRunsInterruptsNothingButHookWork(t *testing.T) 
 	}{{"Autocommit", 1, false}, {"AutocommitBatch", 4, false}, {"Transaction", 1, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, func(c *Config) { c.BatchWriters = 1 })
+			b := setup(t, func(c *Config) { c.BatchWriters, c.BatchStall = 1, -1 })
 			testkit.SlowInsert{Sleep: sleep}.Install(t, b.admin)
 			lease, lose := context.WithCancelCause(context.Background())
 			defer lose(nil)

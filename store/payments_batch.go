@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +29,7 @@ const batchRowsHelp = "Payments sent to Postgres in one recording statement (nat
 	"other deliveries' inserts were in flight; at most PAYLOCK_BATCH_MAX)."
 
 // batchStallsHelp is the help of the counter of writers added for a stall.
-const batchStallsHelp = "Recording statements (writers) started beyond PAYLOCK_BATCH_WRITERS because a queued payment waited " +
+const batchStallsHelp = "Recording statements (writers) that took queued payments beyond PAYLOCK_BATCH_WRITERS because one waited " +
 	"longer than PAYLOCK_BATCH_STALL for a writer: the statements in flight were slow (a loaded or locked database), " +
 	"so the queue went to more statements instead of one long batch."
 
@@ -71,26 +73,43 @@ func newBatcher(batchMax, writers, limit int, stall time.Duration) *batcher {
 }
 
 // await waits for req's result. While req is still queued, every stall it
-// starts one more writer, up to limit.
+// starts one more writer, up to limit; should its ctx end first, it leaves
+// the queue unsent (ErrUnavailable), as writeBatch answers such a row.
 func (s *Payments) await(req *batchReq) batchResult {
 	b := s.batch
-	if b.stall <= 0 || b.limit <= b.writers {
-		return <-req.done
+	var tick <-chan time.Time
+	var t *time.Timer
+	if b.stall > 0 && b.limit > b.writers {
+		t = time.NewTimer(b.stall)
+		defer t.Stop()
+		tick = t.C
 	}
-	t := time.NewTimer(b.stall)
-	defer t.Stop()
 	for {
 		select {
 		case res := <-req.done:
 			return res
-		case <-t.C:
+		case <-req.ctx.Done():
 			b.mu.Lock()
-			if !req.taken && b.active < b.limit {
-				b.active++
-				b.stalls.Inc()
-				go s.flush()
+			taken := req.taken
+			if !taken {
+				b.pending = slices.DeleteFunc(b.pending, func(r *batchReq) bool { return r == req })
 			}
 			b.mu.Unlock()
+			if taken {
+				return <-req.done // a writer has it: its answer comes
+			}
+			return batchResult{err: fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, context.Cause(req.ctx))}
+		case <-tick:
+			b.mu.Lock()
+			taken := req.taken
+			if !taken && b.active < b.limit {
+				b.active++
+				go s.flush(true)
+			}
+			b.mu.Unlock()
+			if taken {
+				return <-req.done
+			}
 			t.Reset(b.stall)
 		}
 	}
@@ -151,7 +170,7 @@ func (s *Payments) recordBatched(ctx context.Context, p Payment, fn recordFn) (P
 	b.pending = append(b.pending, req)
 	if b.active < b.writers {
 		b.active++
-		go s.flush()
+		go s.flush(false)
 	}
 	b.mu.Unlock()
 	res := s.await(req)
@@ -191,12 +210,13 @@ func (s *Payments) handOff() {
 		b.active--
 		return
 	}
-	go s.flush()
+	go s.flush(false)
 }
 
 // flush writes queued payments, up to max at a time, until none is left
-// or more than writers are active (a writer a stall added).
-func (s *Payments) flush() {
+// or more than writers are active (a writer a stall added). stalled says
+// that a stall started it: it is counted once it takes rows.
+func (s *Payments) flush(stalled bool) {
 	b := s.batch
 	for first := true; ; first = false {
 		b.mu.Lock()
@@ -205,6 +225,9 @@ func (s *Payments) flush() {
 			b.active--
 			b.mu.Unlock()
 			return
+		}
+		if first && stalled {
+			b.stalls.Inc()
 		}
 		batch := slices.Clone(b.pending[:n])
 		for _, r := range batch {
@@ -259,6 +282,12 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 		rows[0].answer(batchResult{rec: rec, err: err})
 		return
 	}
+	// In key order: two batches that carry the same payments (no lock
+	// between their deliveries: PAYLOCK_LOCK=off, an expired lock) then
+	// take their row locks in the same order and never deadlock.
+	slices.SortFunc(rows, func(a, b *batchReq) int {
+		return cmp.Or(strings.Compare(a.p.Source, b.p.Source), strings.Compare(a.p.TransactionID, b.p.TransactionID))
+	})
 	s.batch.rows.Observe(float64(len(rows)))
 	for _, r := range rows {
 		r.size = len(rows)

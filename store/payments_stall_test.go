@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -89,8 +90,7 @@ func TestPaymentsQueuedBehindAStalledStatementAreRecordedWithoutIt(t *testing.T)
 			}()
 			waitBlocked(t, b)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
+			ctx := context.Background()
 			if tc.alone {
 				ctx = Alone(ctx)
 			}
@@ -103,8 +103,13 @@ func TestPaymentsQueuedBehindAStalledStatementAreRecordedWithoutIt(t *testing.T)
 				}()
 			}
 			for range n {
-				if err := <-errs; err != nil {
-					t.Errorf("a payment queued behind the stalled insert: %v", err)
+				select {
+				case err := <-errs:
+					if err != nil {
+						t.Errorf("a payment queued behind the stalled insert: %v", err)
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("a payment queued behind the stalled insert is still waiting after 20s")
 				}
 			}
 			select {
@@ -135,4 +140,65 @@ func TestPaymentsQueuedBehindAStalledStatementAreRecordedWithoutIt(t *testing.T)
 			}
 		})
 	}
+}
+
+// TestAQueuedPaymentWhoseContextEndsLeavesTheQueueUnsent: a payment queued
+// behind a stalled writer (no stall rule) whose client goes away is
+// answered ErrUnavailable at once, wrapping the cause, and is never sent:
+// once the writer is free, nothing of it is recorded.
+func TestAQueuedPaymentWhoseContextEndsLeavesTheQueueUnsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) {
+		c.BatchMax, c.BatchWriters, c.BatchStall = 64, 1, -1
+		c.LockTimeout = time.Minute
+	})
+	ps := b.store.Payments()
+	release := holdRowLock(t, b, newPayment("tx_held"))
+	held := make(chan error, 1)
+	go func() {
+		_, err := ps.RecordPayment(context.Background(), newPayment("tx_held"))
+		held <- err
+	}()
+	waitBlocked(t, b)
+
+	errGone := errors.New("client gone")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	queued := make(chan error, 1)
+	go func() {
+		_, err := ps.RecordPayment(ctx, newPayment("tx_gone"))
+		queued <- err
+	}()
+	for queuedLen(ps) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel(errGone)
+	select {
+	case err := <-queued:
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errGone) || errors.Is(err, ErrCommitUnknown) {
+			t.Errorf("got %v; want ErrUnavailable wrapping the cause, not sent", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the queued payment is still waiting 20s after its context ended")
+	}
+	if n := queuedLen(ps); n != 0 {
+		t.Errorf("%d payments still queued; want 0", n)
+	}
+	release()
+	if err := <-held; err != nil {
+		t.Errorf("the stalled insert, once the lock is gone: %v", err)
+	}
+	var count int
+	if err := b.admin.QueryRow(context.Background(), "SELECT count(*) FROM payments WHERE transaction_id = 'tx_gone'").Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != 0 {
+		t.Errorf("the payment whose context ended was recorded %d times; want never sent", count)
+	}
+}
+
+// queuedLen is how many payments wait in ps's batch queue.
+func queuedLen(ps *Payments) int {
+	ps.batch.mu.Lock()
+	defer ps.batch.mu.Unlock()
+	return len(ps.batch.pending)
 }
