@@ -60,6 +60,21 @@ func waitBlocked(t *testing.T, b *bundle) {
 	t.Fatal("no session ever waited on the held row lock")
 }
 
+// stallWriter records tx_held through b's store while another session
+// holds its row lock: the insert takes a writer and waits on the lock until
+// release. held gets the insert's outcome.
+func stallWriter(t *testing.T, b *bundle) (release func(), held <-chan error) {
+	t.Helper()
+	release = holdRowLock(t, b, newPayment("tx_held"))
+	out := make(chan error, 1)
+	go func() {
+		_, err := b.store.Payments().RecordPayment(context.Background(), newPayment("tx_held"))
+		out <- err
+	}()
+	waitBlocked(t, b)
+	return release, out
+}
+
 // TestPaymentsQueuedBehindAStalledStatementAreRecordedWithoutIt: the only
 // writer's insert waits on another session's row lock. The payments that
 // queue behind it are recorded by a writer their stall started (Config.
@@ -82,13 +97,7 @@ func TestPaymentsQueuedBehindAStalledStatementAreRecordedWithoutIt(t *testing.T)
 				c.MaxConns, c.LockTimeout = 6, time.Minute
 			})
 			ps := b.store.Payments()
-			release := holdRowLock(t, b, newPayment("tx_held"))
-			held := make(chan error, 1)
-			go func() {
-				_, err := ps.RecordPayment(context.Background(), newPayment("tx_held"))
-				held <- err
-			}()
-			waitBlocked(t, b)
+			release, held := stallWriter(t, b)
 
 			ctx := context.Background()
 			if tc.alone {
@@ -153,13 +162,7 @@ func TestAQueuedPaymentWhoseContextEndsLeavesTheQueueUnsent(t *testing.T) {
 		c.LockTimeout = time.Minute
 	})
 	ps := b.store.Payments()
-	release := holdRowLock(t, b, newPayment("tx_held"))
-	held := make(chan error, 1)
-	go func() {
-		_, err := ps.RecordPayment(context.Background(), newPayment("tx_held"))
-		held <- err
-	}()
-	waitBlocked(t, b)
+	release, held := stallWriter(t, b)
 
 	errGone := errors.New("client gone")
 	ctx, cancel := context.WithCancelCause(context.Background())
