@@ -100,6 +100,9 @@ func (s scenario) Mode() string {
 	return "lock (PAYLOCK_LOCK=on)"
 }
 
+// plainPath is the pre-issue-#20 request path: no batching, no pipelining.
+var plainPath = []string{"PAYLOCK_BATCH_MAX=1", "PAYLOCK_LOCK_PIPELINE=off"}
+
 // scenarios are the replica runs of every repetition, in order. Those with
 // a Label are unique-delivery runs compared with pgbench in section 2: a
 // variant of the replica (a forward URL, say) is one more entry here with
@@ -109,8 +112,14 @@ var scenarios = []scenario{
 	{Name: "lock-0", Copies: 1, Label: "paylock, lock on"},
 	{Name: "off-0", NoLock: true, Copies: 1, Label: "paylock, database only (PAYLOCK_LOCK=off)"},
 	{Name: "fwd-0", Copies: 1, Forward: true, Label: "paylock, lock on, with a forward URL (outbox job per payment)"},
+	// A lone sender with and without batching and pipelining, in ABBA
+	// order: on 2 CPUs shared with Postgres, the first light run after the
+	// full-speed ones measured slower whatever its settings, an order
+	// effect as large as the difference compared (issue #20).
 	{Name: "lock-1c", Copies: 1, Senders: 1},
-	{Name: "lock-1c-plain", Copies: 1, Senders: 1, Env: []string{"PAYLOCK_BATCH_MAX=1", "PAYLOCK_LOCK_PIPELINE=off"}},
+	{Name: "lock-1c-plain", Copies: 1, Senders: 1, Env: plainPath},
+	{Name: "lock-1c-plain-b", Copies: 1, Senders: 1, Env: plainPath},
+	{Name: "lock-1c-b", Copies: 1, Senders: 1},
 	{Name: "lock-50", Copies: 2}, {Name: "off-50", NoLock: true, Copies: 2},
 	{Name: "lock-95", Copies: 20}, {Name: "off-95", NoLock: true, Copies: 20},
 	{Name: "trace-off", Copies: 1, Trace: traceOff, FirstRepOnly: true},
@@ -209,7 +218,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.IntVar(&c.SinkBacklog, "sink-backlog", 2000, "sinks: payments recorded before the forward worker starts, drained")
 	fs.IntVar(&c.SinkRate, "sink-rate", 200, "sinks: payments per second recorded while the worker runs, for the lag")
 	fs.IntVar(&c.SinkConcurrency, "sink-concurrency", forward.DefaultConcurrency, "sinks: the forward worker's concurrency (PAYLOCK_FORWARD_CONCURRENCY; its default)")
-	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,fwd-0,lock-1c,lock-1c-plain,lock-50,off-50,lock-95,off-95,trace-off,trace-100,trace-1; default all)")
+	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,fwd-0,lock-1c,lock-1c-plain,lock-1c-plain-b,lock-1c-b,lock-50,off-50,lock-95,off-95,trace-off,trace-100,trace-1; default all)")
 	fs.StringVar(&c.ReplicaEnv, "replica-env", "", "comma-separated NAME=value settings for every replica (e.g. PAYLOCK_DB_MAX_CONNS=16); named in the report")
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "report to write")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results here")
