@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 type leaseKey struct{}
 
@@ -51,4 +54,11 @@ func Alone(ctx context.Context) context.Context {
 func alone(ctx context.Context) bool {
 	v, _ := ctx.Value(aloneKey{}).(bool)
 	return v
+}
+
+// notSent is the error of a payment that was never sent to Postgres
+// because its ctx or lease ended first (cause): ErrUnavailable, and
+// nothing of it can have been recorded.
+func notSent(cause error) error {
+	return fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
 }

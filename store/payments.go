@@ -144,7 +144,7 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 	ctx, span := s.startRecord(ctx, p)
 	defer func() { endRecord(span, err) }()
 	if cause := leaseCause(ctx); cause != nil {
-		return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
+		return Payment{}, notSent(cause)
 	}
 	if s.batch != nil && !alone(ctx) {
 		return s.recordBatched(ctx, p, fn)

@@ -98,7 +98,7 @@ func (s *Payments) await(req *batchReq) batchResult {
 			if taken {
 				return <-req.done // a writer has it: its answer comes
 			}
-			return batchResult{err: fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, context.Cause(req.ctx))}
+			return batchResult{err: notSent(context.Cause(req.ctx))}
 		case <-tick:
 			b.mu.Lock()
 			taken := req.taken
@@ -190,7 +190,7 @@ func (s *Payments) settle(ctx context.Context, p Payment, fn recordFn, r batchRe
 	switch {
 	case r.next == batchSingle:
 		if cause := leaseCause(ctx); cause != nil {
-			return Payment{}, fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, cause)
+			return Payment{}, notSent(cause)
 		}
 		rec, err := s.recordSingle(ctx, p, fn)
 		return s.settle(ctx, p, fn, batchResult{rec: rec, err: err})
@@ -252,7 +252,7 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 		k := [2]string{r.p.Source, r.p.TransactionID}
 		switch {
 		case leaseCause(r.ctx) != nil:
-			r.answer(batchResult{err: fmt.Errorf("%w: record payment: not sent: %w", ErrUnavailable, leaseCause(r.ctx))})
+			r.answer(batchResult{err: notSent(leaseCause(r.ctx))})
 		case seen[k]:
 			later = append(later, r)
 		default:
