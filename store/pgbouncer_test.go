@@ -169,7 +169,11 @@ func TestInterruptedCommitThroughPgBouncerConverges(t *testing.T) {
 		{"ServerCommitsAnyway", true, ErrDuplicate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, db := pooledSetup(t, ExecExec, pooledTimeouts, func(c *Config) { c.CommitTimeout = 100 * time.Millisecond })
+			// CommitTimeout leaves the COMMIT time to reach the trigger
+			// through PgBouncer on a loaded machine (at 100ms the cancel
+			// once arrived first, so the server rolled back what the case
+			// means to commit), and still ends long before its 3s sleep.
+			s, db := pooledSetup(t, ExecExec, pooledTimeouts, func(c *Config) { c.CommitTimeout = time.Second })
 			db.Exec(t, testkit.SlowInsert{Sleep: 3 * time.Second, AtCommit: true, IgnoreCancel: tc.committed}.SQL())
 			p := newPayment("tx_commit")
 			_, err := recordInTx(s, context.Background(), p)
