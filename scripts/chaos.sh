@@ -173,13 +173,10 @@ http_body() {
 # yet handed out by this script.
 picked_ports=" "
 pick_port() {
-  local low p
-  low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-  ((low > 11000)) || low=32768
+  local p
   for _ in $(seq 1 200); do
-    p=$((10000 + RANDOM % (low - 10000)))
+    p=$(_svc_free_port) || return 1
     [[ $picked_ports == *" $p "* ]] && continue
-    _svc_port_open 127.0.0.1 "$p" && continue
     picked_ports+="$p "
     printf -v "$1" %s "$p"
     return 0

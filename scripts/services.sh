@@ -44,12 +44,21 @@ _svc_hostport() {
 
 _svc_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
+# _svc_free_port: a free loopback port below the kernel's ephemeral range
+# (32768 and up on Linux by default). A throwaway server is restarted on its
+# port by the fault scripts; inside that range, an outgoing connection's
+# local port (a client retrying while the server is down can even connect to
+# itself) or a listener on port 0 could take it in between, and the restart
+# would fail with "Address already in use".
 _svc_free_port() {
-  local p
+  local low p
+  low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  ((low > 11000)) || low=32768
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (low - 10000)))
     _svc_port_open 127.0.0.1 "$p" || { echo "$p"; return 0; }
   done
+  echo "services: no free port found below $low" >&2
   return 1
 }
 
@@ -100,7 +109,8 @@ _svc_redis_run() {
     --dir "$_svc_tmp/redis" --logfile "$_svc_tmp/redis/redis.log" --daemonize no &
   _svc_redis_pid=$!
   for _ in $(seq 1 100); do _svc_redis_up && return 0; sleep 0.1; done
-  echo "throwaway redis did not become ready; see $_svc_tmp/redis/redis.log" >&2
+  echo "services: throwaway redis on port $_svc_redis_port did not become ready; the end of $_svc_tmp/redis/redis.log:" >&2
+  tail -n 15 "$_svc_tmp/redis/redis.log" 2>/dev/null | sed 's/^/  | /' >&2
   return 1
 }
 
@@ -134,8 +144,7 @@ services_start_postgres() {
   "${run[@]}" "$initdb" -D "$_svc_pg_data" -U postgres -A trust --no-sync >"$_svc_tmp/initdb.log" 2>&1 || {
     echo "initdb failed; see $_svc_tmp/initdb.log" >&2; return 1; }
   "${run[@]}" "$pgctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -w -t 30 \
-    -o "$_svc_pg_opts" start >/dev/null || {
-    echo "throwaway postgres did not start; see $_svc_pg_data/server.log" >&2; return 1; }
+    -o "$_svc_pg_opts" start >/dev/null || _svc_pg_failed start || return 1
   DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
   export DATABASE_URL
   _svc_log "started throwaway postgres at ${DATABASE_URL%%\?*}"
@@ -203,17 +212,28 @@ services_redis_flushall() {
 # throwaway postgres, on the same port; waits until it accepts connections.
 services_pg_restart() {
   _svc_own_pg || return 1
-  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -m "${1:-fast}" -w -t 60 -o "$_svc_pg_opts" restart >/dev/null
+  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -m "${1:-fast}" -w -t 60 -o "$_svc_pg_opts" restart >/dev/null ||
+    _svc_pg_failed restart
+}
+
+# _svc_pg_failed WHAT: says the throwaway postgres failed to WHAT, with the
+# end of its log (the reason: a port taken, say), and fails.
+_svc_pg_failed() {
+  echo "services: throwaway postgres on port $_svc_pg_port failed to $1; the end of $_svc_pg_data/server.log:" >&2
+  tail -n 15 "$_svc_pg_data/server.log" 2>/dev/null | sed 's/^/  | /' >&2
+  return 1
 }
 
 # services_pg_stop [MODE]: pg_ctl stop -m MODE (default fast) of the
 # throwaway postgres; services_pg_start_again starts it again.
 services_pg_stop() {
   _svc_own_pg || return 1
-  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -m "${1:-fast}" -w -t 60 stop >/dev/null
+  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -m "${1:-fast}" -w -t 60 stop >/dev/null ||
+    _svc_pg_failed stop
 }
 
 services_pg_start_again() {
   _svc_own_pg || return 1
-  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -w -t 60 -o "$_svc_pg_opts" start >/dev/null
+  _svc_as_pg "$_svc_pg_ctl" -D "$_svc_pg_data" -l "$_svc_pg_data/server.log" -w -t 60 -o "$_svc_pg_opts" start >/dev/null ||
+    _svc_pg_failed start
 }

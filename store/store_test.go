@@ -565,7 +565,11 @@ func TestInterruptedCommitIsUnknownAndRetryConverges(t *testing.T) {
 		} {
 			t.Run(path.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, func(c *Config) { c.CommitTimeout = 100 * time.Millisecond })
+				// The deadlines leave a loaded machine (the whole suite runs
+				// in parallel) time to reach the COMMIT: a cancel that lands
+				// before it is a known rollback, not the case under test.
+				const deadline = time.Second
+				b := setup(t, func(c *Config) { c.CommitTimeout = deadline })
 				// Long enough that only the cancel request, not the sleep's
 				// end, decides the outcome.
 				testkit.SlowInsert{Sleep: 5 * time.Second, AtCommit: true, IgnoreCancel: tc.committed}.Install(t, b.admin)
@@ -574,7 +578,7 @@ func TestInterruptedCommitIsUnknownAndRetryConverges(t *testing.T) {
 
 				rctx, cancel := context.WithTimeout(ctx, time.Minute)
 				if path.name == "Autocommit" {
-					rctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+					rctx, cancel = context.WithTimeout(ctx, deadline)
 				}
 				_, err := path.record(b.store, rctx, p)
 				cancel()
