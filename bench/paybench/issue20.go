@@ -272,3 +272,33 @@ func (rp *report) lagRows(w func(string, ...any), row rowFunc, fwd map[int]webho
 			return fmtFloat(x) + " s"
 		}, func(x float64) bool { return x <= drainTarget.Seconds() })
 }
+
+// batchingTable says, per scenario of section 2, how its payments went to
+// Postgres: rows per statement, and how often the stall rule started a
+// writer (a payment queued for longer than PAYLOCK_BATCH_STALL).
+func (rp *report) batchingTable(scs []scenario, runs [][]webhookRun) {
+	rp.p("How the payments went to Postgres over the measured phase (medians over repetitions): the")
+	rp.p("statements of natural batching (`paylock_db_batch_rows`: its count and the rows they carried),")
+	rp.p("and the writers the stall rule started (`paylock_db_batch_stalls_total`), also per 1000")
+	rp.p("acknowledged deliveries:")
+	rp.p("")
+	rp.p("| | statements/s | rows per statement | stall-rule writers | per 1000 deliveries |")
+	rp.p("| --- | --- | --- | --- | --- |")
+	for i, sc := range scs {
+		ws := runs[i]
+		rp.p("| %s | %s | %s | %s | %s |", sc.Label,
+			fmtRate(medOf(ws, func(w webhookRun) float64 { return w.BatchStatements / w.Meas.Elapsed.Seconds() })),
+			fmtFloat(medOf(ws, func(w webhookRun) float64 { return ratioOr0(w.BatchRows, w.BatchStatements) })),
+			fmtFloat(medOf(ws, func(w webhookRun) float64 { return w.Stalls })),
+			fmtFloat(medOf(ws, func(w webhookRun) float64 { return 1000 * ratioOr0(w.Stalls, float64(w.Meas.Acked)) })))
+	}
+	rp.p("")
+}
+
+// ratioOr0 is a/b, or 0 when b is 0.
+func ratioOr0(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

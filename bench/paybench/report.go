@@ -401,10 +401,12 @@ func (rp *report) webhookSection() {
 			}))
 	}
 	rp.p("")
+	rp.batchingTable(scs, runs)
 	if rs := rp.lockVsOff("fwd-0", "lock-0"); len(rs) > 0 {
-		rp.p("The forward job's cost: with a forward URL, every newly recorded payment is recorded in a")
-		rp.p("transaction (BEGIN, INSERT, the job's insert, COMMIT) instead of one autocommit INSERT, and the")
-		rp.p("replica's River client then delivers the job to a receiver that answers 204. Throughput with a")
+		rp.p("The forward job's cost: with a forward URL, each statement's payments are recorded with their")
+		rp.p("forward jobs in one transaction (BEGIN, the INSERT, the jobs' insert, COMMIT) instead of one")
+		rp.p("autocommit INSERT, and the replica's River client then delivers each job to a receiver that")
+		rp.p("answers 204 (a fetch, the payment's read, the POST, the job's completion). Throughput with a")
 		rp.p("forward URL ÷ without, paired by repetition: **%s** (range %s).", fmtRatio(median(rs)), spread(rs, fmtRatio))
 		rp.p("")
 	}

@@ -100,3 +100,20 @@ func TestALabelledScenarioGetsARowBesideTheFloor(t *testing.T) {
 		t.Fatalf("forwarding row %q: want 0.25× the floor", row)
 	}
 }
+
+func TestReportSaysHowThePaymentsWentToPostgres(t *testing.T) {
+	run := webhookRunOf(scenarioNamed(t, "lock-0"), 1, 1000, 80, 100) // 10000 acknowledged over 10s
+	run.BatchRows, run.BatchStatements, run.Stalls = 6000, 500, 20
+	r := &results{
+		Config:   runConfig{Senders: 64, Reps: 1},
+		Env:      envInfo{CPUs: 2},
+		Pgbench:  []pgbenchRun{{Rep: 1, pgbenchResult: pgbenchResult{TPS: 2000}}},
+		Webhooks: []webhookRun{run},
+	}
+	md := renderReport(r)
+	// 50 statements/s of 12 rows each; 20 stall-rule writers, 2 per 1000
+	// deliveries.
+	if want := "| paylock, lock on | 50 | 12.0 | 20.0 | 2.00 |"; !strings.Contains(md, want) {
+		t.Fatalf("no row %q in:\n%s", want, md)
+	}
+}

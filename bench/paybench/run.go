@@ -146,6 +146,10 @@ type webhookRun struct {
 	Arrivals     *arrivals     // of the copies, from the replica's log; lock mode with duplicates only
 	Lag          *forwardLag   // with a forward URL: the outbox's lag during and after the load
 	Trace        *traceStats   // a tracing scenario's: what the OTLP endpoint received
+	// Natural batching over the measured phase: the rows sent in multi-row
+	// statements, those statements, and the writers the stall rule started
+	// (paylock_db_batch_rows, paylock_db_batch_stalls_total).
+	BatchRows, BatchStatements, Stalls float64
 }
 
 // WritesPerAck and WritesPerTx are the measured phase's write attempts per
@@ -550,6 +554,9 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 	w.PoolMax = m1.Sum("paylock_db_pool_connections", `state="max"`)
 	wait := m1.Sum("paylock_db_pool_acquire_wait_seconds_total") - m0.Sum("paylock_db_pool_acquire_wait_seconds_total")
 	w.AcquireWait = time.Duration(wait * float64(time.Second))
+	delta := func(name string) float64 { return m1.Sum(name) - m0.Sum(name) }
+	w.BatchRows, w.BatchStatements = delta("paylock_db_batch_rows_sum"), delta("paylock_db_batch_rows_count")
+	w.Stalls = delta("paylock_db_batch_stalls_total")
 	if sc.Forward {
 		if w.Lag, err = drainLag(ctx, db, rp, prefix, m0, m1); err != nil {
 			return w, err
