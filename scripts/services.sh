@@ -95,7 +95,7 @@ services_start_redis() {
     return 1
   fi
   _svc_tmpdir
-  _svc_redis_port=$(_svc_free_port)
+  _svc_redis_port=$(_svc_free_port) || return 1
   mkdir -p "$_svc_tmp/redis"
   REDIS_URL="redis://127.0.0.1:$_svc_redis_port/0"
   export REDIS_URL
@@ -110,7 +110,7 @@ _svc_redis_run() {
   _svc_redis_pid=$!
   for _ in $(seq 1 100); do _svc_redis_up && return 0; sleep 0.1; done
   echo "services: throwaway redis on port $_svc_redis_port did not become ready; the end of $_svc_tmp/redis/redis.log:" >&2
-  tail -n 15 "$_svc_tmp/redis/redis.log" 2>/dev/null | sed 's/^/  | /' >&2
+  tail -n 15 "$_svc_tmp/redis/redis.log" 2>/dev/null | sed 's/^/  | /' >&2 || true
   return 1
 }
 
@@ -129,7 +129,7 @@ services_start_postgres() {
     return 1
   fi
   _svc_tmpdir
-  local port; port=$(_svc_free_port)
+  local port; port=$(_svc_free_port) || return 1
   _svc_pg_port=$port
   _svc_pg_data="$_svc_tmp/pg"
   _svc_pg_opts="-p $port -k $_svc_pg_data -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
@@ -220,7 +220,7 @@ services_pg_restart() {
 # end of its log (the reason: a port taken, say), and fails.
 _svc_pg_failed() {
   echo "services: throwaway postgres on port $_svc_pg_port failed to $1; the end of $_svc_pg_data/server.log:" >&2
-  tail -n 15 "$_svc_pg_data/server.log" 2>/dev/null | sed 's/^/  | /' >&2
+  tail -n 15 "$_svc_pg_data/server.log" 2>/dev/null | sed 's/^/  | /' >&2 || true
   return 1
 }
 

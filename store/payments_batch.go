@@ -192,6 +192,7 @@ func (s *Payments) settle(ctx context.Context, p Payment, fn recordFn, r batchRe
 		if cause := leaseCause(ctx); cause != nil {
 			return Payment{}, notSent(cause)
 		}
+		s.batch.rows.Observe(1) // a statement of its own: counted as the writer counts a lone row
 		rec, err := s.recordSingle(ctx, p, fn)
 		return s.settle(ctx, p, fn, batchResult{rec: rec, err: err})
 	case r.next == batchConflict, errors.Is(r.err, errConflict):

@@ -343,3 +343,25 @@ func TestBatchWhoseHookPanicsRecordsTheOthersAndPanicsInItsOwnCaller(t *testing.
 		}
 	}
 }
+
+// TestALoneQueuedRowWithAHookCountsAsAStatement: the writer hands a lone
+// queued row with a hook back to its caller, which records it in a
+// statement of its own; paylock_db_batch_rows counts that statement, as it
+// counts a lone row the writer sends.
+func TestALoneQueuedRowWithAHookCountsAsAStatement(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	testkit.Exec(t, b.admin, "CREATE TABLE hook_work (transaction_id text)")
+	ps := b.store.Payments()
+	r := &batchReq{ctx: context.Background(), p: newPayment("tx_lone").withSource(), fn: sideHook, done: make(chan batchResult, 1)}
+	ps.writeBatch([]*batchReq{r})
+	if _, err := ps.settle(r.ctx, r.p, r.fn, <-r.done); err != nil {
+		t.Fatal(err)
+	}
+	if statements, rows := batchRows(t, ps); statements != 1 || rows != 1 {
+		t.Errorf("%d statements carrying %v rows, want 1 and 1", statements, rows)
+	}
+	if n := testkit.PaymentRows(t, b.admin, "tx_lone"); n != 1 || hookWork(t, b, "tx_lone") != 1 {
+		t.Errorf("payment %d, hook work %d; want 1 and 1", n, hookWork(t, b, "tx_lone"))
+	}
+}

@@ -146,8 +146,8 @@ type webhookRun struct {
 	Arrivals     *arrivals     // of the copies, from the replica's log; lock mode with duplicates only
 	Lag          *forwardLag   // with a forward URL: the outbox's lag during and after the load
 	Trace        *traceStats   // a tracing scenario's: what the OTLP endpoint received
-	// Natural batching over the measured phase: the rows sent in multi-row
-	// statements, those statements, and the writers the stall rule started
+	// Natural batching over the measured phase: the recording statements
+	// (one row or more), the rows they carried, and the writers the stall rule started
 	// (paylock_db_batch_rows, paylock_db_batch_stalls_total).
 	BatchRows, BatchStatements, Stalls float64
 }
