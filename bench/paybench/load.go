@@ -1,13 +1,16 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paylock/paylock/signature"
@@ -48,25 +51,48 @@ type delivery struct {
 	header http.Header
 }
 
-// loader sends webhook deliveries.
+// loader sends webhook deliveries. Each sender writes its requests as
+// bytes on a keep-alive connection of its own and reads the answers with
+// http.ReadResponse, as wrk does: net/http's Client would add two
+// goroutines and their channel handoffs per request, and a load generator
+// that costs several times pgbench's client (both share the CPUs with what
+// they measure) would understate paylock against its floor.
 type loader struct {
-	cfg    loadConfig
-	client *http.Client
+	cfg  loadConfig
+	host string // Host header and dial address
+	path string
 }
 
 func newLoader(cfg loadConfig) *loader {
-	return &loader{cfg: cfg, client: &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConns:        cfg.Senders * 2,
-			MaxIdleConnsPerHost: cfg.Senders * 2,
-			IdleConnTimeout:     time.Minute,
-			DisableCompression:  true,
-		},
-	}}
+	l := &loader{cfg: cfg, path: "/"}
+	if u, err := url.Parse(cfg.URL); err == nil {
+		l.host = u.Host
+		if u.RequestURI() != "" {
+			l.path = u.RequestURI()
+		}
+	}
+	return l
 }
 
-func (l *loader) close() { l.client.CloseIdleConnections() }
+func (l *loader) close() {}
+
+// sendTimeout bounds one delivery, as the Client's Timeout did.
+const sendTimeout = 30 * time.Second
+
+// conn is one sender's keep-alive connection; nil until first used and
+// after an error.
+type conn struct {
+	c   net.Conn
+	r   *bufio.Reader
+	buf []byte
+}
+
+func (c *conn) close() {
+	if c.c != nil {
+		c.c.Close()
+		c.c, c.r = nil, nil
+	}
+}
 
 // body returns the delivery of transaction n of the phase tagged tag: a
 // payment body a little larger than the three required members, as PSPs
@@ -92,39 +118,87 @@ func (l *loader) delivery(tag string, n int) delivery {
 // to finish the request it has in flight.
 func (l *loader) run(ctx context.Context, tag string, d time.Duration) phase {
 	n := l.cfg.Senders
-	ready := make(chan int, n)
-	work := make([]chan delivery, n)
 	type tally struct {
 		sent, acked int
 		statuses    map[int]int
 		lat         latencies
 	}
 	tallies := make([]tally, n)
+	deliver := func(t *tally, c *conn, dv delivery) {
+		start := time.Now()
+		code := l.send(c, dv)
+		t.lat = append(t.lat, time.Since(start))
+		t.sent++
+		t.statuses[code]++
+		if code >= 200 && code < 300 {
+			t.acked++
+		}
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	distinct := 0
+	if l.cfg.Copies <= 1 {
+		// No copies to release together: each sender takes the next
+		// transaction itself, with no dispatcher in between.
+		var next atomic.Int64
+		var stopped atomic.Bool
+		stop := time.AfterFunc(d, func() { stopped.Store(true) })
+		defer stop.Stop()
+		for i := range n {
+			tallies[i].statuses = map[int]int{}
+			wg.Go(func() {
+				c := &conn{}
+				defer c.close()
+				for !stopped.Load() && ctx.Err() == nil {
+					deliver(&tallies[i], c, l.delivery(tag, int(next.Add(1)-1)))
+				}
+			})
+		}
+		wg.Wait()
+		distinct = int(next.Load())
+	} else {
+		distinct = l.dispatch(ctx, tag, d, func(i int, dv delivery, c *conn) { deliver(&tallies[i], c, dv) },
+			func(i int) { tallies[i].statuses = map[int]int{} })
+	}
+
+	p := phase{Elapsed: time.Since(start), Distinct: distinct, Statuses: map[int]int{}}
+	var all latencies
+	for _, t := range tallies {
+		p.Sent += t.sent
+		p.Acked += t.acked
+		for c, k := range t.statuses {
+			p.Statuses[c] += k
+		}
+		all = append(all, t.lat...)
+	}
+	p.Latency = all.summary()
+	return p
+}
+
+// dispatch runs the phase with copies: the Copies deliveries of a
+// transaction go to Copies idle senders at the same instant. It returns
+// the transactions dispatched.
+func (l *loader) dispatch(ctx context.Context, tag string, d time.Duration, deliver func(int, delivery, *conn), init func(int)) int {
+	n := l.cfg.Senders
+	ready := make(chan int, n)
+	work := make([]chan delivery, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		work[i] = make(chan delivery, 1)
-		tallies[i].statuses = map[int]int{}
+		init(i)
 		wg.Go(func() {
-			t := &tallies[i]
+			c := &conn{}
+			defer c.close()
 			for {
 				ready <- i
 				dv, ok := <-work[i]
 				if !ok {
 					return
 				}
-				start := time.Now()
-				code := l.send(dv)
-				t.lat = append(t.lat, time.Since(start))
-				t.sent++
-				t.statuses[code]++
-				if code >= 200 && code < 300 {
-					t.acked++
-				}
+				deliver(i, dv, c)
 			}
 		})
 	}
-
-	start := time.Now()
 	stop := time.NewTimer(d)
 	defer stop.Stop()
 	picked := make([]int, 0, l.cfg.Copies)
@@ -152,36 +226,50 @@ dispatch:
 		close(work[i])
 	}
 	wg.Wait()
-
-	p := phase{Elapsed: time.Since(start), Distinct: distinct, Statuses: map[int]int{}}
-	var all latencies
-	for _, t := range tallies {
-		p.Sent += t.sent
-		p.Acked += t.acked
-		for c, k := range t.statuses {
-			p.Statuses[c] += k
-		}
-		all = append(all, t.lat...)
-	}
-	p.Latency = all.summary()
-	return p
+	return distinct
 }
 
-// send posts one delivery and returns the status code, 0 for a transport
-// error. It reads the whole answer so the connection is reused.
-func (l *loader) send(dv delivery) int {
-	req, err := http.NewRequest(http.MethodPost, l.cfg.URL, bytes.NewReader(dv.body))
-	if err != nil {
+// send posts one delivery on c (dialing it first if needed) and returns
+// the status code, 0 for a transport error, after which c is closed. It
+// reads the whole answer so the connection is reused.
+func (l *loader) send(c *conn, dv delivery) int {
+	if c.c == nil {
+		nc, err := net.DialTimeout("tcp", l.host, sendTimeout)
+		if err != nil {
+			return 0
+		}
+		c.c, c.r = nc, bufio.NewReaderSize(nc, 4096)
+	}
+	b := append(c.buf[:0], "POST "...)
+	b = append(b, l.path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, l.host...)
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(dv.body)), 10)
+	for k, vs := range dv.header {
+		for _, v := range vs {
+			b = append(append(append(append(b, "\r\n"...), k...), ": "...), v...)
+		}
+	}
+	b = append(append(b, "\r\n\r\n"...), dv.body...)
+	c.buf = b
+	if err := c.c.SetDeadline(time.Now().Add(sendTimeout)); err != nil {
+		c.close()
 		return 0
 	}
-	for k, v := range dv.header {
-		req.Header[k] = v
-	}
-	resp, err := l.client.Do(req)
-	if err != nil {
+	if _, err := c.c.Write(b); err != nil {
+		c.close()
 		return 0
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		c.close()
+		return 0
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if err != nil || resp.Close {
+		c.close()
+	}
 	return resp.StatusCode
 }

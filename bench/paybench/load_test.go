@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,12 @@ import (
 )
 
 func TestLoaderDeliversEveryTransactionCopiesTimesSigned(t *testing.T) {
+	for _, copies := range []int{1, 3} {
+		t.Run("copies="+strconv.Itoa(copies), func(t *testing.T) { testLoaderDelivers(t, copies) })
+	}
+}
+
+func testLoaderDelivers(t *testing.T, copies int) {
 	_, secret, err := newSecret()
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +44,7 @@ func TestLoaderDeliversEveryTransactionCopiesTimesSigned(t *testing.T) {
 		jerr := json.Unmarshal(body, &p)
 		mu.Lock()
 		conns[r.RemoteAddr] = true
-		if verr != nil || jerr != nil || r.Header.Get("Content-Type") != "application/json" {
+		if verr != nil || jerr != nil || r.Header.Get("Content-Type") != "application/json" || r.URL.Path != "/webhooks/payments" {
 			bad++
 		}
 		seen[p.TransactionID]++
@@ -47,12 +54,12 @@ func TestLoaderDeliversEveryTransactionCopiesTimesSigned(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	l := newLoader(loadConfig{URL: srv.URL, Senders: 6, Copies: 3, Prefix: "t-", Secret: &secret})
+	l := newLoader(loadConfig{URL: srv.URL + "/webhooks/payments", Senders: 6, Copies: copies, Prefix: "t-", Secret: &secret})
 	defer l.close()
 	p := l.run(context.Background(), "m", 200*time.Millisecond)
 
-	if p.Distinct == 0 || p.Sent != 3*p.Distinct || p.Acked != p.Sent || p.Statuses[200] != p.Sent {
-		t.Fatalf("phase = %+v: want every one of Distinct transactions sent 3 times and acknowledged", p)
+	if p.Distinct == 0 || p.Sent != copies*p.Distinct || p.Acked != p.Sent || p.Statuses[200] != p.Sent {
+		t.Fatalf("phase = %+v: want every one of Distinct transactions sent %d times and acknowledged", p, copies)
 	}
 	if bad != 0 {
 		t.Fatalf("%d deliveries badly signed or formed", bad)
@@ -61,8 +68,8 @@ func TestLoaderDeliversEveryTransactionCopiesTimesSigned(t *testing.T) {
 		t.Fatalf("server saw %d transactions, loader dispatched %d", len(seen), p.Distinct)
 	}
 	for tx, n := range seen {
-		if n != 3 {
-			t.Fatalf("transaction %s delivered %d times, want 3", tx, n)
+		if n != copies {
+			t.Fatalf("transaction %s delivered %d times, want %d", tx, n, copies)
 		}
 	}
 	if len(conns) > 6 {
@@ -70,5 +77,37 @@ func TestLoaderDeliversEveryTransactionCopiesTimesSigned(t *testing.T) {
 	}
 	if p.Latency.N != p.Sent || p.Latency.P50 < time.Millisecond {
 		t.Fatalf("latency = %+v, want one sample per delivery of at least the server's 1ms", p.Latency)
+	}
+}
+
+// TestLoaderRedialsAConnectionTheServerClosed: an answer with Connection:
+// close, or a server gone, costs the sender its connection, not its next
+// deliveries.
+func TestLoaderRedialsAConnectionTheServerClosed(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		n++
+		closing := n%3 == 0
+		mu.Unlock()
+		if closing {
+			w.Header().Set("Connection", "close")
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	l := newLoader(loadConfig{URL: srv.URL, Senders: 2, Copies: 1, Prefix: "r-"})
+	p := l.run(context.Background(), "m", 100*time.Millisecond)
+	if p.Sent < 10 || p.Acked != p.Sent || p.Statuses[http.StatusAccepted] != p.Sent {
+		t.Fatalf("phase = %+v: want every delivery acknowledged with 202 across the closed connections", p)
+	}
+
+	srv.CloseClientConnections()
+	srv.Close()
+	p = l.run(context.Background(), "x", 20*time.Millisecond)
+	if p.Sent == 0 || p.Acked != 0 || p.Statuses[0] != p.Sent {
+		t.Fatalf("phase = %+v: want transport errors (status 0) once the server is gone", p)
 	}
 }

@@ -646,7 +646,11 @@ func (rp *report) method(out *strings.Builder) {
 	if r.ReplicaEnv != "" {
 		w("- Replica: %s.", r.ReplicaEnv)
 	}
-	w("- Load generator (`bench/paybench`): a fixed number of senders with keep-alive connections; a")
+	w("- Load generator (`bench/paybench`): a fixed number of senders, each writing its requests as bytes")
+	w("  on a keep-alive connection of its own and reading the answers with `http.ReadResponse`, as wrk")
+	w("  does (no `http.Client`: its goroutines and handoffs per request made the generator cost several")
+	w("  times pgbench's client); each sender signs its own deliveries, and only the duplicate scenarios")
+	w("  go through a dispatcher, which releases a transaction's copies together; a")
 	w("  warm-up that is not counted; a fixed measured duration, after which no new transaction is sent")
 	w("  and the ones in flight finish; every latency recorded and sorted (nearest-rank percentiles).")
 	w("  Each run starts a fresh replica on an emptied `payments` table; pgbench's runs start from an")
