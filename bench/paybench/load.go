@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -58,23 +59,37 @@ type delivery struct {
 // that costs several times pgbench's client (both share the CPUs with what
 // they measure) would understate paylock against its floor.
 type loader struct {
-	cfg  loadConfig
-	host string // Host header and dial address
-	path string
+	cfg   loadConfig
+	host  string // the Host header
+	addr  string // where to dial
+	path  string
+	conns []*conn // one per sender, kept from one phase to the next
 }
 
-func newLoader(cfg loadConfig) *loader {
-	l := &loader{cfg: cfg, path: "/"}
-	if u, err := url.Parse(cfg.URL); err == nil {
-		l.host = u.Host
-		if u.RequestURI() != "" {
-			l.path = u.RequestURI()
-		}
+// newLoader checks cfg.URL: plain http only (the generator writes its
+// requests itself, with no TLS).
+func newLoader(cfg loadConfig) (*loader, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
 	}
-	return l
+	if u.Scheme != "http" || u.Hostname() == "" {
+		return nil, fmt.Errorf("load: %q: want an http:// URL with a host", cfg.URL)
+	}
+	l := &loader{cfg: cfg, host: u.Host, addr: net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "80")),
+		path: u.RequestURI(), conns: make([]*conn, cfg.Senders)}
+	for i := range l.conns {
+		l.conns[i] = &conn{}
+	}
+	return l, nil
 }
 
-func (l *loader) close() {}
+// close closes the senders' connections.
+func (l *loader) close() {
+	for _, c := range l.conns {
+		c.close()
+	}
+}
 
 // sendTimeout bounds one delivery, as the Client's Timeout did.
 const sendTimeout = 30 * time.Second
@@ -147,10 +162,8 @@ func (l *loader) run(ctx context.Context, tag string, d time.Duration) phase {
 		for i := range n {
 			tallies[i].statuses = map[int]int{}
 			wg.Go(func() {
-				c := &conn{}
-				defer c.close()
 				for !stopped.Load() && ctx.Err() == nil {
-					deliver(&tallies[i], c, l.delivery(tag, int(next.Add(1)-1)))
+					deliver(&tallies[i], l.conns[i], l.delivery(tag, int(next.Add(1)-1)))
 				}
 			})
 		}
@@ -187,15 +200,13 @@ func (l *loader) dispatch(ctx context.Context, tag string, d time.Duration, deli
 		work[i] = make(chan delivery, 1)
 		init(i)
 		wg.Go(func() {
-			c := &conn{}
-			defer c.close()
 			for {
 				ready <- i
 				dv, ok := <-work[i]
 				if !ok {
 					return
 				}
-				deliver(i, dv, c)
+				deliver(i, dv, l.conns[i])
 			}
 		})
 	}
@@ -234,7 +245,7 @@ dispatch:
 // reads the whole answer so the connection is reused.
 func (l *loader) send(c *conn, dv delivery) int {
 	if c.c == nil {
-		nc, err := net.DialTimeout("tcp", l.host, sendTimeout)
+		nc, err := net.DialTimeout("tcp", l.addr, sendTimeout)
 		if err != nil {
 			return 0
 		}

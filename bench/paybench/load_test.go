@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,18 +45,24 @@ func testLoaderDelivers(t *testing.T, copies int) {
 		jerr := json.Unmarshal(body, &p)
 		mu.Lock()
 		conns[r.RemoteAddr] = true
-		if verr != nil || jerr != nil || r.Header.Get("Content-Type") != "application/json" || r.URL.Path != "/webhooks/payments" {
+		if verr != nil || jerr != nil || r.Header.Get("Content-Type") != "application/json" || r.URL.RequestURI() != "/webhooks/payments?k=v" {
 			bad++
 		}
-		seen[p.TransactionID]++
+		if strings.HasPrefix(p.TransactionID, "t-m-") { // the measured phase's
+			seen[p.TransactionID]++
+		}
 		mu.Unlock()
 		time.Sleep(time.Millisecond)
 		w.Write([]byte(`{"result":"processed"}`))
 	}))
 	defer srv.Close()
 
-	l := newLoader(loadConfig{URL: srv.URL + "/webhooks/payments", Senders: 6, Copies: copies, Prefix: "t-", Secret: &secret})
+	l, err := newLoader(loadConfig{URL: srv.URL + "/webhooks/payments?k=v", Senders: 6, Copies: copies, Prefix: "t-", Secret: &secret})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer l.close()
+	l.run(context.Background(), "w", 50*time.Millisecond) // the warm-up's connections carry over
 	p := l.run(context.Background(), "m", 200*time.Millisecond)
 
 	if p.Distinct == 0 || p.Sent != copies*p.Distinct || p.Acked != p.Sent || p.Statuses[200] != p.Sent {
@@ -73,7 +80,7 @@ func testLoaderDelivers(t *testing.T, copies int) {
 		}
 	}
 	if len(conns) > 6 {
-		t.Fatalf("%d connections for 6 senders: keep-alive is not reused", len(conns))
+		t.Fatalf("%d connections for 6 senders over two phases: keep-alive is not reused", len(conns))
 	}
 	if p.Latency.N != p.Sent || p.Latency.P50 < time.Millisecond {
 		t.Fatalf("latency = %+v, want one sample per delivery of at least the server's 1ms", p.Latency)
@@ -98,7 +105,11 @@ func TestLoaderRedialsAConnectionTheServerClosed(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	l := newLoader(loadConfig{URL: srv.URL, Senders: 2, Copies: 1, Prefix: "r-"})
+	l, err := newLoader(loadConfig{URL: srv.URL, Senders: 2, Copies: 1, Prefix: "r-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
 	p := l.run(context.Background(), "m", 100*time.Millisecond)
 	if p.Sent < 10 || p.Acked != p.Sent || p.Statuses[http.StatusAccepted] != p.Sent {
 		t.Fatalf("phase = %+v: want every delivery acknowledged with 202 across the closed connections", p)
@@ -109,5 +120,20 @@ func TestLoaderRedialsAConnectionTheServerClosed(t *testing.T) {
 	p = l.run(context.Background(), "x", 20*time.Millisecond)
 	if p.Sent == 0 || p.Acked != 0 || p.Statuses[0] != p.Sent {
 		t.Fatalf("phase = %+v: want transport errors (status 0) once the server is gone", p)
+	}
+}
+
+func TestLoaderTakesPlainHTTPURLsOnly(t *testing.T) {
+	for _, u := range []string{"https://127.0.0.1:8080/webhooks", "127.0.0.1:8080", "http:///webhooks", "http://[::1"} {
+		if _, err := newLoader(loadConfig{URL: u, Senders: 1}); err == nil {
+			t.Errorf("%q: no error", u)
+		}
+	}
+	l, err := newLoader(loadConfig{URL: "http://localhost/webhooks/payments", Senders: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.addr != "localhost:80" || l.host != "localhost" || l.path != "/webhooks/payments" {
+		t.Errorf("addr %q, host %q, path %q", l.addr, l.host, l.path)
 	}
 }

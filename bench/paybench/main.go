@@ -104,7 +104,10 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		cfg.Secret = &s[0]
 	}
-	l := newLoader(cfg)
+	l, err := newLoader(cfg)
+	if err != nil {
+		return err
+	}
 	defer l.close()
 	if cfg.Warmup > 0 {
 		l.run(ctx, "w", cfg.Warmup)

@@ -505,7 +505,10 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 	if sc.Senders > 0 {
 		senders = sc.Senders
 	}
-	l := newLoader(loadConfig{URL: rp.url(), Senders: senders, Copies: sc.Copies, Prefix: prefix, Secret: secret})
+	l, err := newLoader(loadConfig{URL: rp.url(), Senders: senders, Copies: sc.Copies, Prefix: prefix, Secret: secret})
+	if err != nil {
+		return w, err
+	}
 	defer l.close()
 	w.Warm = l.run(ctx, "w", c.Warmup)
 	m0, err := rp.scrape(ctx)
