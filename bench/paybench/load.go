@@ -149,7 +149,9 @@ func (l *loader) run(ctx context.Context, tag string, d time.Duration) phase {
 			t.acked++
 		}
 	}
-	var wg sync.WaitGroup
+	for i := range tallies {
+		tallies[i].statuses = map[int]int{}
+	}
 	start := time.Now()
 	distinct := 0
 	if l.cfg.Copies <= 1 {
@@ -159,8 +161,8 @@ func (l *loader) run(ctx context.Context, tag string, d time.Duration) phase {
 		var stopped atomic.Bool
 		stop := time.AfterFunc(d, func() { stopped.Store(true) })
 		defer stop.Stop()
+		var wg sync.WaitGroup
 		for i := range n {
-			tallies[i].statuses = map[int]int{}
 			wg.Go(func() {
 				for !stopped.Load() && ctx.Err() == nil {
 					deliver(&tallies[i], l.conns[i], l.delivery(tag, int(next.Add(1)-1)))
@@ -170,8 +172,7 @@ func (l *loader) run(ctx context.Context, tag string, d time.Duration) phase {
 		wg.Wait()
 		distinct = int(next.Load())
 	} else {
-		distinct = l.dispatch(ctx, tag, d, func(i int, dv delivery, c *conn) { deliver(&tallies[i], c, dv) },
-			func(i int) { tallies[i].statuses = map[int]int{} })
+		distinct = l.dispatch(ctx, tag, d, func(i int, dv delivery, c *conn) { deliver(&tallies[i], c, dv) })
 	}
 
 	p := phase{Elapsed: time.Since(start), Distinct: distinct, Statuses: map[int]int{}}
@@ -191,14 +192,13 @@ func (l *loader) run(ctx context.Context, tag string, d time.Duration) phase {
 // dispatch runs the phase with copies: the Copies deliveries of a
 // transaction go to Copies idle senders at the same instant. It returns
 // the transactions dispatched.
-func (l *loader) dispatch(ctx context.Context, tag string, d time.Duration, deliver func(int, delivery, *conn), init func(int)) int {
+func (l *loader) dispatch(ctx context.Context, tag string, d time.Duration, deliver func(int, delivery, *conn)) int {
 	n := l.cfg.Senders
 	ready := make(chan int, n)
 	work := make([]chan delivery, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		work[i] = make(chan delivery, 1)
-		init(i)
 		wg.Go(func() {
 			for {
 				ready <- i
