@@ -1,23 +1,52 @@
 // Package lifecycle computes a payment's state from the set of its recorded
-// events: failures, cancellations, the success, refunds and disputes. It does
-// no I/O. Because Fold depends on the set of events and never on the order
-// they arrived in, a payment recorded from events delivered in any order,
-// any number of times, to any replica, ends in the same state; package store
-// records each event once and keeps the folded state with the payment.
+// events: authorisations, captures, failures, voids, refunds and disputes.
+// It does no I/O. Because Fold depends on the set of events and never on
+// the order they arrived in, a payment recorded from events delivered in
+// any order, any number of times, to any replica, ends in the same state;
+// package store records each event once and keeps the folded state with
+// the payment.
 //
-// The rules (issue #23):
+// The rules:
 //
-//   - status: a recorded success (with its refunds deciding between
-//     succeeded, partially_refunded and refunded) beats canceled, which
-//     beats failed, which beats pending (events known, no outcome yet).
-//   - amount_refunded: the largest cumulative refund seen (Stripe's
-//     charge.amount_refunded), or the sum of the distinct successful
-//     refunds (Adyen, paylock's own body) less those a refund_failed
-//     undoes, whichever is larger; never more than the amount: a refund
-//     that would exceed it is capped and flagged (OverRefunded) for review.
-//   - dispute: none, open, won, lost; the closing event with the latest
-//     date decides (codes like Adyen's are not monotonic), and a closed
-//     dispute is never reopened by a late opening event.
+//   - The payment's money is its authorisation's currency (the success's,
+//     else the authorisation's). An event that names another currency is
+//     recorded but not applied: the state is the same as without it, and
+//     the payment is flagged for review (ReviewCurrency). So is an event
+//     of another merchant account than the payment's (ReviewAccount).
+//   - amount_authorized: the largest amount an authorisation, a success or
+//     an authorisation adjustment names.
+//   - amount_captured: a success (a payment taken at once, or a Stripe
+//     PaymentIntent's amount_received) is captured money; otherwise the
+//     sum of the distinct successful captures, each keyed by its capture
+//     id, a failed capture undoing only the capture it names, or a
+//     cumulative figure (Stripe's charge.amount_captured), whichever is
+//     larger. It never exceeds amount_authorized: a capture that would is
+//     capped and flagged (ReviewOverCaptured).
+//   - amount_refunded: the refunds, each keyed by its refund id, each with
+//     the furthest status reported for it (pending, then succeeded, then
+//     failed: both Stripe and Adyen move a refund only forward, so the
+//     furthest status is the latest whatever the unsigned dates say); the
+//     sum of the succeeded ones, or a cumulative figure (Stripe's
+//     charge.amount_refunded) less the refunds known to have failed,
+//     whichever is larger. It never exceeds amount_captured: a refund that
+//     would is capped and flagged (OverRefunded).
+//   - A void (canceled) of an authorisation that no explicit capture took
+//     makes the payment canceled, nothing captured; a void after a capture
+//     changes nothing and is flagged (ReviewVoidAfterCapture). A
+//     cancel-or-refund (Adyen's CANCEL_OR_REFUND) is a void before any
+//     explicit capture and a full refund after one.
+//   - status: canceled (a void honoured), else succeeded (with its refunds
+//     deciding between succeeded, partially_refunded and refunded) once
+//     money is captured, else authorized once authorised, else canceled,
+//     else failed, else pending (events known, no authorisation yet).
+//   - dispute: none, open, won, lost; the closing event of the highest
+//     stage decides (Adyen: chargeback, its reversal, a second chargeback,
+//     pre-arbitration: the event codes, which the signature covers), the
+//     provider's date only ordering events of the same stage, and of two
+//     on the same stage and date, won. A closed dispute is never reopened
+//     by a late opening event.
+//   - Sums saturate at MaxAmount and flag the payment (ReviewOverflow):
+//     no amount arithmetic overflows.
 //
 // Step says what recording one more event does: the new state, the version
 // (which grows by one with each change forwarded downstream) and the type of
@@ -35,34 +64,55 @@ type Kind string
 
 // The kinds of events.
 const (
-	Succeeded     Kind = "succeeded"
+	// Succeeded is a payment authorised and captured at once (or the
+	// capture that completes it, Stripe's payment_intent.succeeded): the
+	// payment row of package store.
+	Succeeded Kind = "succeeded"
+	// Authorized is money held, not taken: an authorisation of a source
+	// whose captures are reported separately (capture: manual).
+	Authorized Kind = "authorized"
+	// AuthorizationAdjusted is an authorisation's new amount.
+	AuthorizationAdjusted Kind = "authorization_adjusted"
+	// Captured is a capture of an authorisation (CaptureID names it).
+	Captured Kind = "captured"
+	// CaptureFailed says the capture CaptureID did not take the money.
+	CaptureFailed Kind = "capture_failed"
 	Failed        Kind = "failed"
-	Canceled      Kind = "canceled"
-	Refund        Kind = "refund"
+	// Canceled is a void: of an authorisation never captured, or of a
+	// payment that never completed.
+	Canceled Kind = "canceled"
+	// CancelOrRefund is a void before any capture, a full refund after.
+	CancelOrRefund Kind = "cancel_or_refund"
+	// Refund is a refund that succeeded (RefundID names it).
+	Refund Kind = "refund"
+	// RefundPending is a refund requested, not yet succeeded.
+	RefundPending Kind = "refund_pending"
+	// RefundFailed is a refund that failed (or was canceled or reversed).
 	RefundFailed  Kind = "refund_failed"
 	DisputeOpened Kind = "dispute_opened"
 	DisputeWon    Kind = "dispute_won"
 	DisputeLost   Kind = "dispute_lost"
 )
 
+// Kinds are every kind, in the order the documentation lists them.
+var Kinds = []Kind{Succeeded, Authorized, AuthorizationAdjusted, Captured, CaptureFailed, Failed, Canceled,
+	CancelOrRefund, Refund, RefundPending, RefundFailed, DisputeOpened, DisputeWon, DisputeLost}
+
 // Valid reports whether k is one of the kinds above.
-func (k Kind) Valid() bool {
-	switch k {
-	case Succeeded, Failed, Canceled, Refund, RefundFailed, DisputeOpened, DisputeWon, DisputeLost:
-		return true
-	}
-	return false
-}
+func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
+
+// refundKind reports whether k is about a refund.
+func (k Kind) refundKind() bool { return k == Refund || k == RefundPending || k == RefundFailed }
 
 // Status is a payment's status.
 type Status string
 
-// The statuses, in rising precedence (the refunded ones are a succeeded
-// payment's).
+// The statuses.
 const (
 	Pending           Status = "pending"
 	StatusFailed      Status = "failed"
 	StatusCanceled    Status = "canceled"
+	StatusAuthorized  Status = "authorized"
 	StatusSucceeded   Status = "succeeded"
 	PartiallyRefunded Status = "partially_refunded"
 	Refunded          Status = "refunded"
@@ -79,48 +129,150 @@ const (
 	Lost        Dispute = "lost"
 )
 
+// MaxAmount bounds every amount and every sum, in minor units: far above
+// what any provider accepts in one payment (Stripe's largest is 12 digits),
+// far below what int64 holds. A sum that would pass it stays at it and
+// flags the payment (ReviewOverflow).
+const MaxAmount int64 = 1 << 50
+
+// Review is a set of reasons a payment needs a person's review, found by
+// the fold: each says what disagreed.
+type Review uint16
+
+// The reasons.
+const (
+	// ReviewCurrency: an event in another currency than the payment's was
+	// recorded and not applied.
+	ReviewCurrency Review = 1 << iota
+	// ReviewAccount: an event of another merchant account than the
+	// payment's was recorded and not applied.
+	ReviewAccount
+	// ReviewOverCaptured: the captures exceed the authorisation (the
+	// captured amount is capped).
+	ReviewOverCaptured
+	// ReviewVoidAfterCapture: a void arrived after a capture and changed
+	// nothing.
+	ReviewVoidAfterCapture
+	// ReviewOverflow: a sum reached MaxAmount.
+	ReviewOverflow
+)
+
+// reviewNames are the reasons' names, as package store files them.
+var reviewNames = []struct {
+	r    Review
+	name string
+}{
+	{ReviewCurrency, "currency_mismatch"},
+	{ReviewAccount, "account_mismatch"},
+	{ReviewOverCaptured, "over_captured"},
+	{ReviewVoidAfterCapture, "void_after_capture"},
+	{ReviewOverflow, "amount_overflow"},
+}
+
+// Names are the names of the reasons in r.
+func (r Review) Names() []string {
+	var out []string
+	for _, n := range reviewNames {
+		if r&n.r != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
 // Event is one provider event about a payment.
 type Event struct {
 	Kind Kind
 	// ID is the provider's event id, unique per source (evt_..., Adyen's
-	// eventCode:pspReference).
+	// pspReference:eventCode).
 	ID string
-	// Amount is in minor units: the payment's (succeeded, failed,
-	// canceled) or the refund's (refund, refund_failed: 0 is the whole
-	// refund as first recorded).
+	// Amount is in minor units: the payment's (succeeded, authorized,
+	// failed, canceled), the new authorised amount (authorization_adjusted),
+	// the capture's (captured, capture_failed) or the refund's (refund,
+	// refund_pending, refund_failed, cancel_or_refund).
 	Amount   int64
 	Currency string
-	// RefundID names the refund of a refund or refund_failed event ("":
-	// the event's own ID).
+	// RefundID names the refund of a refund event ("": the event's own
+	// ID).
 	RefundID string
-	// Cumulative says Amount is the total refunded so far (Stripe's
-	// charge.amount_refunded), not one refund's.
+	// CaptureID names the capture of a captured or capture_failed event
+	// ("": the event's own ID).
+	CaptureID string
+	// Cumulative says Amount is the total so far (Stripe's
+	// charge.amount_refunded, charge.amount_captured), not one refund's or
+	// capture's.
 	Cumulative bool
+	// Stage orders a dispute's events (higher is later in the dispute's
+	// process); 0 for the rest.
+	Stage int
+	// Account is the merchant account the event is of ("": the provider
+	// has none, or did not say).
+	Account string
 	// At is when the provider says the event happened; it orders dispute
-	// outcomes. Zero when unknown.
+	// outcomes of the same stage. Zero when unknown.
 	At time.Time
 }
 
 // refundID is the refund e is about.
-func (e Event) refundID() string {
-	if e.RefundID != "" {
-		return e.RefundID
-	}
-	return e.ID
-}
+func (e Event) refundID() string { return cmp.Or(e.RefundID, e.ID) }
+
+// captureID is the capture e is about.
+func (e Event) captureID() string { return cmp.Or(e.CaptureID, e.ID) }
 
 // State is a payment's state: a function of its set of events.
 type State struct {
 	Status Status
-	// Amount and Currency are the success's; before one, the largest
-	// amount another event named (0 and "" when none did).
-	Amount         int64
-	Currency       string
-	AmountRefunded int64
-	// OverRefunded says the refunds exceed Amount: AmountRefunded is
-	// capped at Amount, and the payment needs a person's review.
+	// Amount and Currency are the payment's: its success's, else its
+	// authorisation's; before either, the largest amount another event
+	// named (0 and "" when none did).
+	Amount           int64
+	Currency         string
+	AmountAuthorized int64
+	AmountCaptured   int64
+	AmountRefunded   int64
+	// OverRefunded says the refunds exceed AmountCaptured: AmountRefunded
+	// is capped, and the payment needs a person's review.
 	OverRefunded bool
 	Dispute      Dispute
+	// Review holds the other reasons the payment needs a person's review.
+	// It is not forwarded: a change of Review alone sends no message.
+	Review Review
+}
+
+// Money is s without its review reasons: what a change of forwards.
+func (s State) Money() State {
+	s.Review = 0
+	return s
+}
+
+// add is a + b, saturating at MaxAmount; ok false when it saturated.
+func add(a, b int64) (int64, bool) {
+	if b > MaxAmount-a {
+		return MaxAmount, false
+	}
+	return a + b, true
+}
+
+// bounded is a clamped to [0, MaxAmount]; ok false when it was above.
+func bounded(a int64) (int64, bool) {
+	switch {
+	case a < 0:
+		return 0, true
+	case a > MaxAmount:
+		return MaxAmount, false
+	}
+	return a, true
+}
+
+// refundRank orders a refund's statuses: each moves only forward.
+func refundRank(k Kind) int {
+	switch k {
+	case RefundPending:
+		return 0
+	case Refund, CancelOrRefund:
+		return 1
+	}
+	return 2 // RefundFailed
 }
 
 // Fold is the state of a payment whose recorded events are events (in any
@@ -128,36 +280,177 @@ type State struct {
 func Fold(events []Event) State {
 	evs := canonical(events)
 	var s State
-	success := false
-	canceled, failed := false, false
+	var base *Event // the success, else the authorisation: the payment's money
+	for i, e := range evs {
+		switch {
+		case e.Kind == Succeeded && (base == nil || base.Kind != Succeeded):
+			base = &evs[i]
+		case e.Kind == Authorized && base == nil:
+			base = &evs[i]
+		}
+	}
+	if base == nil {
+		return foldUnauthorised(evs)
+	}
+	s.Amount, s.Currency = base.Amount, base.Currency
+	ok := true
+	note := func(fine bool) { ok = ok && fine }
+	// applies reports whether e is of the payment's money and account.
+	applies := func(e Event) bool {
+		if e.Kind == Failed {
+			return false // a failed attempt moves no money, whatever it names
+		}
+		if e.Currency != "" && e.Currency != s.Currency {
+			s.Review |= ReviewCurrency
+			return false
+		}
+		if e.Account != "" && base.Account != "" && e.Account != base.Account {
+			s.Review |= ReviewAccount
+			return false
+		}
+		return true
+	}
+	var (
+		succeeded, voided, cancelOrRefund bool
+		captures                          = map[string]int64{}
+		failedCaptures                    = map[string]bool{}
+		cumulativeCaptured, implicit      int64
+		refunds                           = map[string]int64{}
+		refundRanks                       = map[string]int{}
+		cumulativeRefunded                int64
+		disputes                          []Event
+	)
 	for _, e := range evs {
+		if !applies(e) {
+			continue
+		}
+		amount, fine := bounded(e.Amount)
+		note(fine)
 		switch e.Kind {
 		case Succeeded:
-			if !success {
-				s.Amount, s.Currency, success = e.Amount, e.Currency, true
+			succeeded = true
+			implicit = max(implicit, amount)
+			s.AmountAuthorized = max(s.AmountAuthorized, amount)
+		case Authorized, AuthorizationAdjusted:
+			s.AmountAuthorized = max(s.AmountAuthorized, amount)
+		case Captured:
+			if e.Cumulative {
+				cumulativeCaptured = max(cumulativeCaptured, amount)
+			} else {
+				captures[e.captureID()] = max(captures[e.captureID()], amount)
 			}
+		case CaptureFailed:
+			failedCaptures[e.captureID()] = true
+		case Canceled:
+			voided = true
+		case CancelOrRefund:
+			cancelOrRefund = true
+			fallthrough
+		case Refund, RefundPending, RefundFailed:
+			id := e.refundID()
+			if e.Kind == Refund && e.Cumulative {
+				cumulativeRefunded = max(cumulativeRefunded, amount)
+				continue
+			}
+			refunds[id] = max(refunds[id], amount)
+			if r, seen := refundRanks[id]; !seen || refundRank(e.Kind) > r {
+				refundRanks[id] = refundRank(e.Kind)
+			}
+		case DisputeOpened, DisputeWon, DisputeLost:
+			disputes = append(disputes, e)
+		}
+	}
+	var explicit int64 // the explicit captures' sum
+	for _, id := range sortedKeys(captures) {
+		if !failedCaptures[id] {
+			var fine bool
+			explicit, fine = add(explicit, captures[id])
+			note(fine)
+		}
+	}
+	explicit = max(explicit, cumulativeCaptured)
+	captured := explicit
+	if explicit == 0 {
+		captured = implicit
+	}
+	if captured > s.AmountAuthorized {
+		captured = s.AmountAuthorized
+		s.Review |= ReviewOverCaptured
+	}
+	// A void, or a cancel-or-refund, before any explicit capture: the
+	// authorisation is released, nothing taken.
+	switch {
+	case (voided || cancelOrRefund) && explicit == 0:
+		s.AmountCaptured, s.Status = 0, StatusCanceled
+		s.Dispute = dispute(disputes)
+		s.Review |= overflow(ok)
+		return s
+	case voided:
+		s.Review |= ReviewVoidAfterCapture
+	}
+	s.AmountCaptured = captured
+	var refunded, failed int64
+	for _, id := range sortedKeys(refunds) {
+		var fine bool
+		switch refundRanks[id] {
+		case 1:
+			refunded, fine = add(refunded, refunds[id])
+		case 2:
+			failed, fine = add(failed, refunds[id])
+		default:
+			fine = true
+		}
+		note(fine)
+	}
+	refunded = max(refunded, cumulativeRefunded-failed)
+	if refunded > captured {
+		refunded, s.OverRefunded = captured, true
+	}
+	s.AmountRefunded = refunded
+	s.Dispute = dispute(disputes)
+	switch {
+	case captured > 0 && refunded == captured:
+		s.Status = Refunded
+	case refunded > 0:
+		s.Status = PartiallyRefunded
+	case captured > 0 || succeeded:
+		s.Status = StatusSucceeded
+	default:
+		s.Status = StatusAuthorized
+	}
+	s.Review |= overflow(ok)
+	return s
+}
+
+// overflow is ReviewOverflow when not ok.
+func overflow(ok bool) Review {
+	if ok {
+		return 0
+	}
+	return ReviewOverflow
+}
+
+// foldUnauthorised is the state of a payment with no authorisation or
+// success among its events: canceled, failed or pending, with the largest
+// amount an event named, and its dispute.
+func foldUnauthorised(evs []Event) State {
+	var s State
+	canceled, failed := false, false
+	var disputes []Event
+	for _, e := range evs {
+		switch e.Kind {
 		case Failed, Canceled:
-			if !success && e.Amount > s.Amount {
-				s.Amount, s.Currency = e.Amount, e.Currency
+			if a, _ := bounded(e.Amount); a > s.Amount {
+				s.Amount, s.Currency = a, e.Currency
 			}
 			canceled = canceled || e.Kind == Canceled
 			failed = failed || e.Kind == Failed
+		case DisputeOpened, DisputeWon, DisputeLost:
+			disputes = append(disputes, e)
 		}
 	}
-	s.AmountRefunded = refunded(evs)
-	s.Dispute = dispute(evs)
+	s.Dispute = dispute(disputes)
 	switch {
-	case success:
-		if s.AmountRefunded > s.Amount {
-			s.AmountRefunded, s.OverRefunded = s.Amount, true
-		}
-		s.Status = StatusSucceeded
-		if s.AmountRefunded > 0 {
-			s.Status = PartiallyRefunded
-		}
-		if s.AmountRefunded == s.Amount {
-			s.Status = Refunded
-		}
 	case canceled:
 		s.Status = StatusCanceled
 	case failed:
@@ -168,16 +461,28 @@ func Fold(events []Event) State {
 	return s
 }
 
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // canonical returns events sorted by date, then kind, then id, then the
 // rest, each distinct event once: an order that depends on the set alone.
 func canonical(events []Event) []Event {
 	evs := slices.Clone(events)
-	slices.SortFunc(evs, func(a, b Event) int {
-		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID),
-			cmp.Compare(a.Amount, b.Amount), cmp.Compare(a.RefundID, b.RefundID),
-			cmp.Compare(a.Currency, b.Currency), boolCmp(a.Cumulative, b.Cumulative))
-	})
+	slices.SortFunc(evs, compare)
 	return slices.Compact(evs)
+}
+
+func compare(a, b Event) int {
+	return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID),
+		cmp.Compare(a.Amount, b.Amount), cmp.Compare(a.RefundID, b.RefundID), cmp.Compare(a.CaptureID, b.CaptureID),
+		cmp.Compare(a.Currency, b.Currency), cmp.Compare(a.Account, b.Account), cmp.Compare(a.Stage, b.Stage),
+		boolCmp(a.Cumulative, b.Cumulative))
 }
 
 func boolCmp(a, b bool) int {
@@ -190,36 +495,9 @@ func boolCmp(a, b bool) int {
 	return 1
 }
 
-// refunded is the amount the refund events add up to: the largest
-// cumulative total, or the sum of the distinct refunds no refund_failed
-// undid, whichever is larger.
-func refunded(evs []Event) int64 {
-	var cumulative int64
-	refunds := map[string]int64{}
-	undone := map[string]bool{}
-	for _, e := range evs {
-		switch {
-		case e.Kind == Refund && e.Cumulative:
-			cumulative = max(cumulative, e.Amount)
-		case e.Kind == Refund:
-			// The same refund named by two events counts once, for its
-			// largest amount.
-			refunds[e.refundID()] = max(refunds[e.refundID()], e.Amount)
-		case e.Kind == RefundFailed:
-			undone[e.refundID()] = true
-		}
-	}
-	var sum int64
-	for id, amount := range refunds {
-		if !undone[id] {
-			sum += amount
-		}
-	}
-	return max(cumulative, sum)
-}
-
-// dispute is the outcome of the latest closing event by date (of two on
-// the same date, won), else open when a dispute was opened.
+// dispute is the outcome of the closing event of the highest stage, of
+// the latest date among those (of two on the same stage and date, won),
+// else open when a dispute was opened.
 func dispute(evs []Event) Dispute {
 	var last *Event
 	opened := false
@@ -228,9 +506,9 @@ func dispute(evs []Event) Dispute {
 		case DisputeOpened:
 			opened = true
 		case DisputeWon, DisputeLost:
-			// evs is in canonical order: date, then kind ("dispute_lost" <
-			// "dispute_won"), then id; the last closing event decides.
-			last = &evs[i]
+			if last == nil || outcomeAfter(e, *last) {
+				last = &evs[i]
+			}
 		}
 	}
 	switch {
@@ -242,4 +520,17 @@ func dispute(evs []Event) Dispute {
 		return DisputeOpen
 	}
 	return NoDispute
+}
+
+// outcomeAfter reports whether the closing event a decides over b: a
+// higher stage, else a later date, else won over lost, else the larger id
+// (any rule the set alone decides).
+func outcomeAfter(a, b Event) bool {
+	if c := cmp.Or(cmp.Compare(a.Stage, b.Stage), a.At.Compare(b.At)); c != 0 {
+		return c > 0
+	}
+	if a.Kind != b.Kind {
+		return a.Kind == DisputeWon
+	}
+	return a.ID > b.ID
 }

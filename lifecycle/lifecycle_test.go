@@ -92,7 +92,7 @@ func permutations(evs []lifecycle.Event, fn func([]lifecycle.Event)) {
 // distinct versions, the newest carrying the final state.
 func TestEveryOrderOfTheLifecycleEndsInTheSameState(t *testing.T) {
 	want := lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR",
-		AmountRefunded: 500, Dispute: lifecycle.Lost}
+		AmountAuthorized: 1000, AmountCaptured: 1000, AmountRefunded: 500, Dispute: lifecycle.Lost}
 	r := rand.New(rand.NewPCG(23, 23))
 	n := 0
 	permutations(sixEvents(), func(order []lifecycle.Event) {
@@ -160,32 +160,34 @@ func TestFold(t *testing.T) {
 	}{
 		{"nothing yet", nil, lifecycle.State{Status: lifecycle.Pending}},
 		{"a refund before its payment waits", []lifecycle.Event{refund("re_1", 300)},
-			lifecycle.State{Status: lifecycle.Pending, AmountRefunded: 300}},
+			lifecycle.State{Status: lifecycle.Pending}},
 		{"a failure", []lifecycle.Event{{Kind: lifecycle.Failed, ID: "f", Amount: 1000, Currency: "EUR"}},
 			lifecycle.State{Status: lifecycle.StatusFailed, Amount: 1000, Currency: "EUR"}},
 		{"canceled beats failed", []lifecycle.Event{{Kind: lifecycle.Failed, ID: "f"}, {Kind: lifecycle.Canceled, ID: "c"}},
 			lifecycle.State{Status: lifecycle.StatusCanceled}},
-		{"success beats canceled", []lifecycle.Event{{Kind: lifecycle.Canceled, ID: "c", Amount: 5}, ok},
-			lifecycle.State{Status: lifecycle.StatusSucceeded, Amount: 1000, Currency: "EUR"}},
+		{"a void of a payment taken at once cancels it", []lifecycle.Event{{Kind: lifecycle.Canceled, ID: "c", Amount: 5}, ok},
+			lifecycle.State{Status: lifecycle.StatusCanceled, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000}},
+		{"success beats failed", []lifecycle.Event{{Kind: lifecycle.Failed, ID: "f", Amount: 5, Currency: "USD"}, ok},
+			lifecycle.State{Status: lifecycle.StatusSucceeded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000}},
 		{"distinct refunds add up", []lifecycle.Event{ok, refund("re_1", 300), refund("re_2", 200)},
-			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountRefunded: 500}},
+			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, AmountRefunded: 500}},
 		{"the same refund twice counts once", []lifecycle.Event{ok, refund("re_1", 300), {Kind: lifecycle.Refund, ID: "other", RefundID: "re_1", Amount: 300}},
-			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountRefunded: 300}},
+			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, AmountRefunded: 300}},
 		{"refund_failed undoes its refund", []lifecycle.Event{ok, refund("re_1", 300), refund("re_2", 200), {Kind: lifecycle.RefundFailed, ID: "rf", RefundID: "re_1"}},
-			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountRefunded: 200}},
+			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, AmountRefunded: 200}},
 		{"cumulative: the largest", []lifecycle.Event{ok, cumulative("c2", 700), cumulative("c1", 300)},
-			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountRefunded: 700}},
+			lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, AmountRefunded: 700}},
 		{"refunded in full", []lifecycle.Event{ok, cumulative("c", 1000)},
-			lifecycle.State{Status: lifecycle.Refunded, Amount: 1000, Currency: "EUR", AmountRefunded: 1000}},
+			lifecycle.State{Status: lifecycle.Refunded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, AmountRefunded: 1000}},
 		{"over-refunded: capped and flagged", []lifecycle.Event{ok, refund("re_1", 800), refund("re_2", 800)},
-			lifecycle.State{Status: lifecycle.Refunded, Amount: 1000, Currency: "EUR", AmountRefunded: 1000, OverRefunded: true}},
+			lifecycle.State{Status: lifecycle.Refunded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, AmountRefunded: 1000, OverRefunded: true}},
 		{"a closed dispute is not reopened", []lifecycle.Event{ok, at(lifecycle.Event{Kind: lifecycle.DisputeWon, ID: "w"}, 1), at(lifecycle.Event{Kind: lifecycle.DisputeOpened, ID: "o"}, 5)},
-			lifecycle.State{Status: lifecycle.StatusSucceeded, Amount: 1000, Currency: "EUR", Dispute: lifecycle.Won}},
+			lifecycle.State{Status: lifecycle.StatusSucceeded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, Dispute: lifecycle.Won}},
 		{"the latest outcome by date", []lifecycle.Event{ok,
 			at(lifecycle.Event{Kind: lifecycle.DisputeLost, ID: "CHARGEBACK"}, 1),
 			at(lifecycle.Event{Kind: lifecycle.DisputeLost, ID: "SECOND_CHARGEBACK"}, 3),
 			at(lifecycle.Event{Kind: lifecycle.DisputeWon, ID: "CHARGEBACK_REVERSED"}, 2)},
-			lifecycle.State{Status: lifecycle.StatusSucceeded, Amount: 1000, Currency: "EUR", Dispute: lifecycle.Lost}},
+			lifecycle.State{Status: lifecycle.StatusSucceeded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000, Dispute: lifecycle.Lost}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := lifecycle.Fold(tc.events); got != tc.want {
