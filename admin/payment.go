@@ -22,16 +22,18 @@ type PaymentStates interface {
 
 // paymentView is the JSON of GET /admin/payments/{source}/{transaction_id}.
 type paymentView struct {
-	Source         string      `json:"source"`
-	TransactionID  string      `json:"transaction_id"`
-	Status         string      `json:"status"`
-	Amount         int64       `json:"amount"`
-	Currency       string      `json:"currency"`
-	AmountRefunded int64       `json:"amount_refunded"`
-	OverRefunded   bool        `json:"over_refunded"`
-	Dispute        *string     `json:"dispute"`
-	Version        int         `json:"version"`
-	Events         []eventView `json:"events"`
+	Source           string      `json:"source"`
+	TransactionID    string      `json:"transaction_id"`
+	Status           string      `json:"status"`
+	Amount           int64       `json:"amount"`
+	Currency         string      `json:"currency"`
+	AmountAuthorized int64       `json:"amount_authorized"`
+	AmountCaptured   int64       `json:"amount_captured"`
+	AmountRefunded   int64       `json:"amount_refunded"`
+	OverRefunded     bool        `json:"over_refunded"`
+	Dispute          *string     `json:"dispute"`
+	Version          int         `json:"version"`
+	Events           []eventView `json:"events"`
 }
 
 // eventView is one event of a payment's timeline: its success (kind
@@ -42,7 +44,10 @@ type eventView struct {
 	Amount     int64     `json:"amount"`
 	Currency   string    `json:"currency,omitempty"`
 	RefundID   string    `json:"refund_id,omitempty"`
+	CaptureID  string    `json:"capture_id,omitempty"`
 	Cumulative bool      `json:"cumulative,omitempty"`
+	Stage      int       `json:"stage,omitempty"`
+	Account    string    `json:"account,omitempty"`
 	At         time.Time `json:"at,omitzero"` // the provider's date
 	ReceivedAt time.Time `json:"received_at"`
 }
@@ -50,8 +55,8 @@ type eventView struct {
 // paymentViewOf is p as the JSON API and the console's timeline show it.
 func paymentViewOf(p store.PaymentState) paymentView {
 	v := paymentView{Source: p.Source, TransactionID: p.TransactionID, Status: string(p.Status), Amount: p.Amount,
-		Currency: p.Currency, AmountRefunded: p.AmountRefunded, OverRefunded: p.OverRefunded, Version: p.Version,
-		Events: []eventView{}}
+		Currency: p.Currency, AmountAuthorized: p.AmountAuthorized, AmountCaptured: p.AmountCaptured,
+		AmountRefunded: p.AmountRefunded, OverRefunded: p.OverRefunded, Version: p.Version, Events: []eventView{}}
 	if p.Dispute != "" {
 		d := string(p.Dispute)
 		v.Dispute = &d
@@ -62,7 +67,8 @@ func paymentViewOf(p store.PaymentState) paymentView {
 	}
 	for _, e := range p.Events {
 		v.Events = append(v.Events, eventView{EventID: e.EventID, Kind: string(e.Kind), Amount: e.Amount, Currency: e.Currency,
-			RefundID: e.RefundID, Cumulative: e.Cumulative, At: e.At, ReceivedAt: e.ReceivedAt})
+			RefundID: e.RefundID, CaptureID: e.CaptureID, Cumulative: e.Cumulative, Stage: e.Stage, Account: e.Account,
+			At: e.At, ReceivedAt: e.ReceivedAt})
 	}
 	slices.SortStableFunc(v.Events, func(a, b eventView) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
 	return v

@@ -16,17 +16,19 @@ import (
 // recorded, and its state then (succeeded at version 1, unless events that
 // arrived before it were folded with it).
 type paymentData struct {
-	Source         string          `json:"source"`
-	TransactionID  string          `json:"transaction_id"`
-	Amount         int64           `json:"amount"`
-	Currency       string          `json:"currency"`
-	EventID        string          `json:"event_id"`
-	ReceivedAt     string          `json:"received_at"`
-	Payload        json.RawMessage `json:"payload"`
-	Status         string          `json:"status"`
-	AmountRefunded int64           `json:"amount_refunded"`
-	Dispute        *string         `json:"dispute"`
-	Version        int             `json:"version"`
+	Source           string          `json:"source"`
+	TransactionID    string          `json:"transaction_id"`
+	Amount           int64           `json:"amount"`
+	Currency         string          `json:"currency"`
+	EventID          string          `json:"event_id"`
+	ReceivedAt       string          `json:"received_at"`
+	Payload          json.RawMessage `json:"payload"`
+	Status           string          `json:"status"`
+	AmountAuthorized int64           `json:"amount_authorized"`
+	AmountCaptured   int64           `json:"amount_captured"`
+	AmountRefunded   int64           `json:"amount_refunded"`
+	Dispute          *string         `json:"dispute"`
+	Version          int             `json:"version"`
 	// Unauthenticated lists the payload's members that the source's
 	// signature did not cover (Config.Unsigned): as received, unproven.
 	Unauthenticated []string `json:"unauthenticated,omitempty"`
@@ -36,15 +38,17 @@ type paymentData struct {
 // .canceled, .refunded, .dispute.opened, .dispute.closed): the payment's
 // state after the change, and the provider event that made it.
 type changeData struct {
-	Source         string  `json:"source"`
-	TransactionID  string  `json:"transaction_id"`
-	Status         string  `json:"status"`
-	Amount         int64   `json:"amount"`
-	Currency       string  `json:"currency"`
-	AmountRefunded int64   `json:"amount_refunded"`
-	Dispute        *string `json:"dispute"`
-	Version        int     `json:"version"`
-	EventID        string  `json:"event_id"`
+	Source           string  `json:"source"`
+	TransactionID    string  `json:"transaction_id"`
+	Status           string  `json:"status"`
+	Amount           int64   `json:"amount"`
+	Currency         string  `json:"currency"`
+	AmountAuthorized int64   `json:"amount_authorized"`
+	AmountCaptured   int64   `json:"amount_captured"`
+	AmountRefunded   int64   `json:"amount_refunded"`
+	Dispute          *string `json:"dispute"`
+	Version          int     `json:"version"`
+	EventID          string  `json:"event_id"`
 }
 
 // dispute is a state's dispute as the messages say it: null for none.
@@ -105,10 +109,11 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 		d := paymentData{
 			Source: p.Source, TransactionID: p.TransactionID, Amount: p.Amount, Currency: p.Currency,
 			EventID: p.EventID, ReceivedAt: p.ReceivedAt.UTC().Format(time.RFC3339Nano), Payload: payload,
-			Status: "succeeded", Version: 1,
+			Status: "succeeded", Version: 1, AmountAuthorized: p.Amount, AmountCaptured: p.Amount,
 		}
 		if st := a.State; st != nil {
 			d.Status, d.AmountRefunded, d.Dispute, d.Version = st.Status, st.AmountRefunded, dispute(st.Dispute), st.Version
+			d.AmountAuthorized, d.AmountCaptured = st.Authorized(), st.Captured()
 		}
 		if w.cfg.Unsigned != nil {
 			d.Unauthenticated = w.cfg.Unsigned(p.Source, p.Payload)
@@ -118,7 +123,8 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 		st := a.State
 		return json.Marshal(envelope{Type: a.Type, Data: changeData{
 			Source: a.Source, TransactionID: a.TransactionID, Status: st.Status, Amount: st.Amount, Currency: st.Currency,
-			AmountRefunded: st.AmountRefunded, Dispute: dispute(st.Dispute), Version: st.Version, EventID: st.EventID,
+			AmountAuthorized: st.Authorized(), AmountCaptured: st.Captured(), AmountRefunded: st.AmountRefunded,
+			Dispute: dispute(st.Dispute), Version: st.Version, EventID: st.EventID,
 		}})
 	case strings.HasPrefix(a.Type, store.ForwardDisbursementPrefix) && a.Disbursement != nil:
 		return json.Marshal(envelope{Type: a.Type, Data: a.Disbursement})

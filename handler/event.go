@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,11 +21,12 @@ type lifecycleUnit struct {
 	e    store.PaymentEvent
 	key  string
 	hook ChangeHook
+	body []byte // the delivery's raw body, kept with a contradiction
 }
 
 // eventUnit is the unit of lifecycle event e of source s, locked under key
 // (its payment's lock: events of one payment are recorded one at a time).
-func (h *Handler) eventUnit(s Source, e provider.Event, key string) *lifecycleUnit {
+func (h *Handler) eventUnit(s Source, e provider.Event, key string, body []byte) *lifecycleUnit {
 	var hook ChangeHook
 	if fn := s.OnChange; fn != nil {
 		hook = func(ctx context.Context, tx pgx.Tx, c store.Change) error {
@@ -36,8 +38,9 @@ func (h *Handler) eventUnit(s Source, e provider.Event, key string) *lifecycleUn
 	}
 	return &lifecycleUnit{h: h, key: key, hook: hook, e: store.PaymentEvent{
 		Source: s.Name, TransactionID: e.TransactionID, EventID: e.EventID, Kind: e.Kind, Amount: e.Amount,
-		Currency: e.Currency, RefundID: e.RefundID, Cumulative: e.Cumulative, At: e.At, Payload: e.Payload,
-	}}
+		Currency: e.Currency, RefundID: e.RefundID, CaptureID: e.CaptureID, Cumulative: e.Cumulative, Stage: e.Stage,
+		Account: e.Account, At: e.At, Payload: e.Payload,
+	}, body: body}
 }
 
 func (u *lifecycleUnit) lockKey() string { return u.key }
@@ -48,6 +51,7 @@ func (u *lifecycleUnit) ref() string     { return u.e.TransactionID }
 // forwards nothing).
 func (u *lifecycleUnit) record(ctx context.Context) (string, error) {
 	if _, err := u.h.store.RecordEvent(ctx, u.e, u.hook); err != nil {
+		u.noteContradiction(ctx, err)
 		return "", err
 	}
 	return "processed", nil
@@ -58,7 +62,31 @@ func (u *lifecycleUnit) confirm(ctx context.Context) (string, error) {
 	if errors.Is(err, store.ErrDuplicate) {
 		return "duplicate", nil
 	}
+	u.noteContradiction(ctx, err)
 	return "", err
+}
+
+// noteContradiction keeps a delivery whose event id is recorded with
+// another payment, type, amount, currency, refund or capture as a review
+// item naming what disagreed (store.Mismatch.Detail). The delivery is
+// answered 422 whatever happens here: a failure is logged, and the PSP's
+// retry writes the item.
+func (u *lifecycleUnit) noteContradiction(ctx context.Context, err error) {
+	if !errors.Is(err, store.ErrMismatch) {
+		return
+	}
+	m := store.Mismatch{
+		Source: u.e.Source, TransactionID: u.e.TransactionID, Amount: u.e.Amount, Currency: u.e.Currency,
+		EventID: u.e.EventID, RequestID: requestIDFrom(ctx), Body: u.body, Detail: store.MismatchDetail(err),
+	}
+	if m.Detail == "" {
+		m.Detail = "the event contradicts what is recorded"
+	}
+	if err := u.h.store.RecordMismatch(ctx, m); err != nil {
+		u.h.log.ErrorContext(ctx, "keeping a contradicting delivery for review failed; the PSP's retry keeps it",
+			slog.String("source", m.Source), slog.String("transaction_id", m.TransactionID),
+			slog.String("request_id", m.RequestID), slog.Any("error", err))
+	}
 }
 
 func (u *lifecycleUnit) answer(res string) any {

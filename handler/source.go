@@ -163,11 +163,11 @@ func (h *Handler) paymentParser(s Source, a provider.Adapter) func(body []byte, 
 		units := make([]unit, len(events))
 		for i, e := range events {
 			if !e.Succeeded() {
-				units[i] = h.eventUnit(s, e, keyOf(e.TransactionID)) // the payment's own lock
+				units[i] = h.eventUnit(s, e, keyOf(e.TransactionID), body) // the payment's own lock
 				continue
 			}
 			p := store.Payment{Source: s.Name, TransactionID: e.TransactionID, Amount: e.Amount,
-				Currency: e.Currency, EventID: e.EventID, Payload: e.Payload}
+				Currency: e.Currency, EventID: e.EventID, Payload: e.Payload, Account: e.Account}
 			units[i] = &paymentUnit{h: h, p: p, key: keyOf(p.TransactionID), hook: hook, body: body}
 		}
 		return units, nil

@@ -2,8 +2,8 @@ package lifecycle_test
 
 import (
 	"math"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/paylock/paylock/lifecycle"
 )

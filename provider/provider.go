@@ -33,9 +33,20 @@ type Event struct {
 	// RefundID names the refund of a refund or refund_failed event ("":
 	// the event's own id).
 	RefundID string
-	// Cumulative says a refund event's Amount is the total refunded so
-	// far (Stripe's charge.amount_refunded), not one refund's.
+	// CaptureID names the capture of a captured or capture_failed event
+	// ("": the event's own id).
+	CaptureID string
+	// Cumulative says a refund or capture event's Amount is the total so
+	// far (Stripe's charge.amount_refunded, charge.amount_captured), not
+	// one refund's or capture's.
 	Cumulative bool
+	// Stage orders a dispute's events by the provider's signed event type
+	// (lifecycle.Event.Stage); 0 for the rest.
+	Stage int
+	// Account is the merchant account the event is of (Adyen's
+	// merchantAccountCode); "" when the provider has none. A lifecycle
+	// event of another account than its payment's is not applied.
+	Account string
 	// At is when the provider says the event happened (it orders dispute
 	// outcomes); zero when the body says nothing.
 	At time.Time

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +32,10 @@ type PaymentEvent struct {
 	Amount     int64
 	Currency   string
 	RefundID   string
+	CaptureID  string
 	Cumulative bool
+	Stage      int       // a dispute event's stage (lifecycle.Event.Stage)
+	Account    string    // the merchant account the event is of; "": none said
 	At         time.Time // when the provider says it happened; zero: unknown
 	Payload    []byte    // the event as received (JSON)
 	ReceivedAt time.Time // set by the database
@@ -38,7 +44,8 @@ type PaymentEvent struct {
 // lifecycleEvent is e as package lifecycle folds it.
 func (e PaymentEvent) lifecycleEvent() lifecycle.Event {
 	return lifecycle.Event{Kind: e.Kind, ID: e.EventID, Amount: e.Amount, Currency: e.Currency,
-		RefundID: e.RefundID, Cumulative: e.Cumulative, At: e.At.UTC()}
+		RefundID: e.RefundID, CaptureID: e.CaptureID, Cumulative: e.Cumulative, Stage: e.Stage, Account: e.Account,
+		At: e.At.UTC()}
 }
 
 // Change is a change of a payment's state that is forwarded: what a
@@ -66,8 +73,10 @@ type PaymentState struct {
 	// its amount); SuccessEventID and ReceivedAt are then the success's.
 	Recorded       bool
 	SuccessEventID string
-	ReceivedAt     time.Time
-	UpdatedAt      time.Time // zero when never changed since recorded
+	// Account is the merchant account the success names ("": none).
+	Account    string
+	ReceivedAt time.Time
+	UpdatedAt  time.Time // zero when never changed since recorded
 	// Events are its lifecycle events, oldest first by arrival (the
 	// success is not among them).
 	Events []PaymentEvent
@@ -126,8 +135,10 @@ func (s *Payments) RecordEvent(ctx context.Context, e PaymentEvent, fn func(ctx 
 }
 
 const insertPaymentEventSQL = `
-INSERT INTO payment_events (source, transaction_id, event_id, kind, amount, currency, refund_id, cumulative, event_at, payload)
-SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, NULLIF($6::text, ''), NULLIF($7::text, ''), $8::boolean, $9::timestamptz, $10::jsonb
+INSERT INTO payment_events (source, transaction_id, event_id, kind, amount, currency, refund_id, cumulative, event_at, payload,
+	capture_id, stage, account)
+SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, NULLIF($6::text, ''), NULLIF($7::text, ''), $8::boolean, $9::timestamptz, $10::jsonb,
+	NULLIF($11::text, ''), $12::smallint, NULLIF($13::text, '')
 WHERE set_config('synchronous_commit', 'on', true) = 'on'
 ON CONFLICT ON CONSTRAINT payment_events_event_key DO NOTHING
 RETURNING id`
@@ -152,7 +163,7 @@ func (s *Payments) recordEventTx(ctx context.Context, tx pgx.Tx, e PaymentEvent,
 	}
 	var id int64
 	err := tx.QueryRow(ctx, insertPaymentEventSQL, e.Source, e.TransactionID, e.EventID, string(e.Kind), e.Amount,
-		e.Currency, e.RefundID, e.Cumulative, at, payload).Scan(&id)
+		e.Currency, e.RefundID, e.Cumulative, at, payload, e.CaptureID, e.Stage, e.Account).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, s.compareEvent(ctx, tx, e)
@@ -208,7 +219,7 @@ func (s *Payments) apply(ctx context.Context, tx pgx.Tx, cur PaymentState, event
 		return nil, nil
 	}
 	c := &Change{Source: cur.Source, TransactionID: cur.TransactionID, EventID: ev.ID, Message: step.Message,
-		State: step.State, Version: step.Version}
+		State: step.State.Money(), Version: step.Version}
 	if fn != nil {
 		if err := fn(ctx, tx, *c); err != nil {
 			if transient(err) {
@@ -221,8 +232,14 @@ func (s *Payments) apply(ctx context.Context, tx pgx.Tx, cur PaymentState, event
 }
 
 const updateStateSQL = `
-UPDATE payments SET status = $3, amount_refunded = $4, over_refunded = $5, dispute = NULLIF($6, ''), version = $7, updated_at = now()
+UPDATE payments SET status = $3, amount_refunded = $4, over_refunded = $5, dispute = NULLIF($6, ''), version = $7, updated_at = now(),
+	amount_authorized = $8, amount_captured = $9
 WHERE source = $1 AND transaction_id = $2`
+
+// insertAttentionSQL puts a payment up for review for reason $3, with a
+// detail naming what disagreed; a reason already up keeps its detail.
+const insertAttentionSQL = `INSERT INTO payment_attention (source, transaction_id, reason, detail)
+VALUES ($1, $2, $3, NULLIF($4, '')) ON CONFLICT DO NOTHING`
 
 // storeState writes step's state and version to the payment's row, takes
 // it off the orphans once it is no longer pending, and puts it up for
@@ -230,13 +247,18 @@ WHERE source = $1 AND transaction_id = $2`
 func (s *Payments) storeState(ctx context.Context, tx pgx.Tx, cur PaymentState, step lifecycle.Step) error {
 	st := step.State
 	if _, err := tx.Exec(ctx, updateStateSQL, cur.Source, cur.TransactionID, string(st.Status), st.AmountRefunded,
-		st.OverRefunded, string(st.Dispute), step.Version); err != nil {
+		st.OverRefunded, string(st.Dispute), step.Version, st.AmountAuthorized, st.AmountCaptured); err != nil {
 		return translate("record event: update payment", err)
 	}
 	if st.OverRefunded {
-		if _, err := tx.Exec(ctx, `INSERT INTO payment_attention (source, transaction_id, reason) VALUES ($1, $2, 'over_refunded')
-			ON CONFLICT DO NOTHING`, cur.Source, cur.TransactionID); err != nil {
+		if _, err := tx.Exec(ctx, insertAttentionSQL, cur.Source, cur.TransactionID, "over_refunded",
+			fmt.Sprintf("refunds exceed the captured amount %d %s: refunded capped", st.AmountCaptured, st.Currency)); err != nil {
 			return translate("record event: over-refunded", err)
+		}
+	}
+	for _, r := range reviewReasons(st) {
+		if _, err := tx.Exec(ctx, insertAttentionSQL, cur.Source, cur.TransactionID, r.name, r.detail); err != nil {
+			return translate("record event: review", err)
 		}
 	}
 	if st.Status == lifecycle.Pending {
@@ -247,16 +269,23 @@ func (s *Payments) storeState(ctx context.Context, tx pgx.Tx, cur PaymentState, 
 	return translate("record event: orphans", err)
 }
 
+// stateColumns read a payment's state. A NULL amount_authorized or
+// amount_captured (a row recorded before they were kept, or first
+// recorded by its success) is the success's amount: authorised and
+// captured at once.
 const stateColumns = `source, transaction_id, amount IS NOT NULL, coalesce(amount, 0), coalesce(currency::text, ''),
 	coalesce(event_id, ''), status, amount_refunded, over_refunded, coalesce(dispute, ''), version, received_at,
-	coalesce(updated_at, '0001-01-01'::timestamptz)`
+	coalesce(updated_at, '0001-01-01'::timestamptz), coalesce(amount_authorized, amount, 0),
+	coalesce(amount_captured, CASE WHEN status IN ('succeeded', 'partially_refunded', 'refunded') THEN amount END, 0),
+	coalesce(account, '')`
 
 // scanState reads a row of stateColumns.
 func scanState(row pgx.Row) (PaymentState, error) {
 	var p PaymentState
 	var status, dispute string
 	err := row.Scan(&p.Source, &p.TransactionID, &p.Recorded, &p.Amount, &p.Currency, &p.SuccessEventID,
-		&status, &p.AmountRefunded, &p.OverRefunded, &dispute, &p.Version, &p.ReceivedAt, &p.UpdatedAt)
+		&status, &p.AmountRefunded, &p.OverRefunded, &dispute, &p.Version, &p.ReceivedAt, &p.UpdatedAt,
+		&p.AmountAuthorized, &p.AmountCaptured, &p.Account)
 	p.Status, p.Dispute = lifecycle.Status(status), lifecycle.Dispute(dispute)
 	if p.UpdatedAt.Year() == 1 {
 		p.UpdatedAt = time.Time{}
@@ -281,7 +310,8 @@ func (s *Payments) lockState(ctx context.Context, tx pgx.Tx, source, txID string
 
 const selectEventsSQL = `
 SELECT event_id, kind, amount, coalesce(currency, ''), coalesce(refund_id, ''), cumulative,
-	coalesce(event_at, '0001-01-01'::timestamptz), payload, received_at
+	coalesce(event_at, '0001-01-01'::timestamptz), payload, received_at, coalesce(capture_id, ''), stage,
+	coalesce(account, '')
 FROM payment_events WHERE source = $1 AND transaction_id = $2 ORDER BY id`
 
 // events reads the lifecycle events of a payment, oldest first.
@@ -299,7 +329,8 @@ func (s *Payments) events(ctx context.Context, q pgx.Tx, source, txID string) ([
 	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PaymentEvent, error) {
 		e := PaymentEvent{Source: source, TransactionID: txID}
 		var kind string
-		err := r.Scan(&e.EventID, &kind, &e.Amount, &e.Currency, &e.RefundID, &e.Cumulative, &e.At, &e.Payload, &e.ReceivedAt)
+		err := r.Scan(&e.EventID, &kind, &e.Amount, &e.Currency, &e.RefundID, &e.Cumulative, &e.At, &e.Payload, &e.ReceivedAt,
+			&e.CaptureID, &e.Stage, &e.Account)
 		e.Kind = lifecycle.Kind(kind)
 		if e.At.Year() == 1 {
 			e.At = time.Time{}
@@ -324,17 +355,17 @@ func (s *Payments) foldEvents(ctx context.Context, tx pgx.Tx, cur PaymentState) 
 		out = append(out, e.lifecycleEvent())
 	}
 	if cur.Recorded {
-		out = append(out, successEvent(cur.SuccessEventID, cur.Amount, cur.Currency))
+		out = append(out, successEvent(cur.SuccessEventID, cur.Amount, cur.Currency, cur.Account))
 	}
 	return out, nil
 }
 
 // successEvent is a recorded success as package lifecycle folds it.
-func successEvent(eventID string, amount int64, currency string) lifecycle.Event {
+func successEvent(eventID string, amount int64, currency, account string) lifecycle.Event {
 	if eventID == "" {
 		eventID = "(payment)"
 	}
-	return lifecycle.Event{Kind: lifecycle.Succeeded, ID: eventID, Amount: amount, Currency: currency}
+	return lifecycle.Event{Kind: lifecycle.Succeeded, ID: eventID, Amount: amount, Currency: currency, Account: account}
 }
 
 // PaymentState returns the payment of source ("" is DefaultSource) and
@@ -364,7 +395,7 @@ func (s *Payments) PaymentState(ctx context.Context, source, transactionID strin
 			evs[i] = e.lifecycleEvent()
 		}
 		f := lifecycle.Fold(evs)
-		p.Amount, p.Currency = f.Amount, f.Currency
+		p.Amount, p.Currency, p.AmountAuthorized, p.AmountCaptured = f.Amount, f.Currency, f.AmountAuthorized, f.AmountCaptured
 	}
 	return p, nil
 }
@@ -377,7 +408,8 @@ var errPending = errors.New("store: payment known only by its lifecycle events")
 // its events (amount NULL), locking it; it returns no row when another
 // delivery filled it in first.
 const claimPaymentSQL = `
-UPDATE payments SET amount = $3, currency = $4, payload = $5::jsonb, event_id = NULLIF($6::text, ''), received_at = now()
+UPDATE payments SET amount = $3, currency = $4, payload = $5::jsonb, event_id = NULLIF($6::text, ''), received_at = now(),
+	account = NULLIF($7::text, '')
 WHERE source = $1 AND transaction_id = $2 AND amount IS NULL
   AND set_config('synchronous_commit', 'on', true) = 'on'
 RETURNING received_at`
@@ -404,7 +436,7 @@ func (s *Payments) claim(ctx context.Context, p Payment, fn func(context.Context
 // claimRow is claim's write, in tx.
 func (s *Payments) claimRow(ctx context.Context, tx pgx.Tx, p Payment) (Payment, error) {
 	err := tx.QueryRow(ctx, claimPaymentSQL, p.Source, p.TransactionID, p.Amount, p.Currency,
-		json.RawMessage(p.Payload), p.EventID).Scan(&p.ReceivedAt)
+		json.RawMessage(p.Payload), p.EventID, p.Account).Scan(&p.ReceivedAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return Payment{}, errConflict
@@ -419,7 +451,7 @@ func (s *Payments) claimRow(ctx context.Context, tx pgx.Tx, p Payment) (Payment,
 	if err != nil {
 		return Payment{}, err
 	}
-	c, err := s.apply(ctx, tx, cur, events, successEvent(p.EventID, p.Amount, p.Currency), nil)
+	c, err := s.apply(ctx, tx, cur, events, successEvent(p.EventID, p.Amount, p.Currency, p.Account), nil)
 	if err != nil {
 		return Payment{}, err
 	}
@@ -440,20 +472,82 @@ func (s *Payments) EventRecorded(ctx context.Context, e PaymentEvent) error {
 }
 
 // compareEvent compares e with the event stored under its source and
-// event id: ErrDuplicate, ErrMismatch or ErrNotFound, as EventRecorded.
+// event id: ErrDuplicate, ErrMismatch or ErrNotFound, as EventRecorded. A
+// mismatch's error names what disagreed (MismatchDetail).
 func (s *Payments) compareEvent(ctx context.Context, q querier, e PaymentEvent) error {
-	var tx, kind, refund string
-	var amount int64
-	err := q.QueryRow(ctx, `SELECT transaction_id, kind, amount, coalesce(refund_id, '') FROM payment_events
-		WHERE source = $1 AND event_id = $2`, e.Source, e.EventID).Scan(&tx, &kind, &amount, &refund)
+	var stored PaymentEvent
+	var kind string
+	err := q.QueryRow(ctx, `SELECT transaction_id, kind, amount, coalesce(currency, ''), coalesce(refund_id, ''),
+		coalesce(capture_id, '') FROM payment_events WHERE source = $1 AND event_id = $2`, e.Source, e.EventID).Scan(
+		&stored.TransactionID, &kind, &stored.Amount, &stored.Currency, &stored.RefundID, &stored.CaptureID)
+	stored.Kind = lifecycle.Kind(kind)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%w: event %q of source %q", ErrNotFound, e.EventID, e.Source)
 	case err != nil:
 		return translate("read event", err)
-	case tx != e.TransactionID || kind != string(e.Kind) || amount != e.Amount || refund != e.RefundID:
-		return fmt.Errorf("%w: event %q of source %q is stored as %s %s of %d (refund %q), received %s %s of %d (refund %q)",
-			ErrMismatch, e.EventID, e.Source, kind, tx, amount, refund, e.Kind, e.TransactionID, e.Amount, e.RefundID)
+	}
+	if d := eventDifference(stored, e); d != "" {
+		return fmt.Errorf("%w: event %q of source %q: %w", ErrMismatch, e.EventID, e.Source, &mismatchDetail{d})
 	}
 	return fmt.Errorf("%w: event %q of source %q", ErrDuplicate, e.EventID, e.Source)
+}
+
+// eventDifference names what differs between the stored event and a
+// redelivery of its event id ("" when nothing does).
+func eventDifference(stored, e PaymentEvent) string {
+	var diffs []string
+	differ := func(what, was, now string) {
+		if was != now {
+			diffs = append(diffs, fmt.Sprintf("%s recorded %q, delivered %q", what, was, now))
+		}
+	}
+	differ("payment", stored.TransactionID, e.TransactionID)
+	differ("type", string(stored.Kind), string(e.Kind))
+	differ("amount", strconv.FormatInt(stored.Amount, 10), strconv.FormatInt(e.Amount, 10))
+	differ("currency", stored.Currency, e.Currency)
+	differ("refund", stored.RefundID, e.RefundID)
+	differ("capture", stored.CaptureID, e.CaptureID)
+	return strings.Join(diffs, "; ")
+}
+
+// mismatchDetail says what disagreed in a mismatch.
+type mismatchDetail struct{ detail string }
+
+func (m *mismatchDetail) Error() string { return m.detail }
+
+// MismatchDetail is what err, an ErrMismatch of a lifecycle event, says
+// disagreed ("type recorded \"refund\", delivered \"refund_failed\""); ""
+// when it says nothing.
+func MismatchDetail(err error) string {
+	var m *mismatchDetail
+	if errors.As(err, &m) {
+		return m.detail
+	}
+	return ""
+}
+
+// review is a reason a payment needs review, as payment_attention files it.
+type review struct{ name, detail string }
+
+// reviewReasons are the reasons st is up for review (its fold's, beside
+// over_refunded), each with a detail naming what disagreed.
+func reviewReasons(st lifecycle.State) []review {
+	details := map[lifecycle.Review]string{
+		lifecycle.ReviewCurrency: fmt.Sprintf("an event in another currency than the payment's %s was recorded and not applied", st.Currency),
+		lifecycle.ReviewAccount:  "an event of another merchant account than the payment's was recorded and not applied",
+		lifecycle.ReviewOverCaptured: fmt.Sprintf("captures exceed the authorised %d %s: captured capped",
+			st.AmountAuthorized, st.Currency),
+		lifecycle.ReviewVoidAfterCapture: fmt.Sprintf("a void arrived after %d %s was captured and changed nothing",
+			st.AmountCaptured, st.Currency),
+		lifecycle.ReviewOverflow: fmt.Sprintf("an amount or a sum reached %d minor units and was held there", lifecycle.MaxAmount),
+	}
+	var out []review
+	for r, d := range details {
+		if st.Review&r != 0 {
+			out = append(out, review{name: r.Names()[0], detail: d})
+		}
+	}
+	slices.SortFunc(out, func(a, b review) int { return strings.Compare(a.name, b.name) })
+	return out
 }

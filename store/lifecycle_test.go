@@ -84,7 +84,7 @@ func forwardsOf(t *testing.T, db *pgx.Conn, tx string) []ForwardArgs {
 	return out
 }
 
-var wantLifecycle = lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR",
+var wantLifecycle = lifecycle.State{Status: lifecycle.PartiallyRefunded, Amount: 1000, Currency: "EUR", AmountAuthorized: 1000, AmountCaptured: 1000,
 	AmountRefunded: 500, Dispute: lifecycle.Lost}
 
 // checkLifecycle checks tx's final state and its forwards: one per change,
@@ -129,10 +129,13 @@ func checkLifecycle(t *testing.T, b *bundle, tx, name string) {
 		t.Fatalf("%s: %d payment.recorded forwards, want 1", name, recorded)
 	}
 	want := ForwardedState{Status: "partially_refunded", Amount: 1000, Currency: "EUR", AmountRefunded: 500, Dispute: "lost", Version: st.Version}
-	if newest == nil || newest.EventID == "" {
+	if newest == nil || newest.EventID == "" || newest.AmountAuthorized == nil || newest.AmountCaptured == nil {
 		t.Fatalf("%s: the newest forward carries no state: %+v", name, newest)
 	}
-	want.EventID = newest.EventID
+	if newest.Authorized() != 1000 || newest.Captured() != 1000 {
+		t.Fatalf("%s: the newest forward carries %d authorised, %d captured; want 1000 and 1000", name, newest.Authorized(), newest.Captured())
+	}
+	want.EventID, want.AmountAuthorized, want.AmountCaptured = newest.EventID, newest.AmountAuthorized, newest.AmountCaptured
 	if *newest != want {
 		t.Fatalf("%s: the newest forward carries %+v, want %+v", name, *newest, want)
 	}

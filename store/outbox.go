@@ -91,8 +91,13 @@ type ForwardedState struct {
 	Amount         int64  `json:"amount"`
 	Currency       string `json:"currency"`
 	AmountRefunded int64  `json:"amount_refunded"`
-	Dispute        string `json:"dispute,omitempty"`
-	Version        int    `json:"version"`
+	// AmountAuthorized and AmountCaptured are nil in a job inserted before
+	// they were kept: the message then says the payment's amount for a
+	// payment that succeeded (Captured).
+	AmountAuthorized *int64 `json:"amount_authorized,omitempty"`
+	AmountCaptured   *int64 `json:"amount_captured,omitempty"`
+	Dispute          string `json:"dispute,omitempty"`
+	Version          int    `json:"version"`
 	// EventID is the provider's event that made the change.
 	EventID string `json:"event_id"`
 }
@@ -102,8 +107,35 @@ func forwardedState(c *Change) *ForwardedState {
 	if c == nil {
 		return nil
 	}
+	authorized, captured := c.State.AmountAuthorized, c.State.AmountCaptured
 	return &ForwardedState{Status: string(c.State.Status), Amount: c.State.Amount, Currency: c.State.Currency,
-		AmountRefunded: c.State.AmountRefunded, Dispute: string(c.State.Dispute), Version: c.Version, EventID: c.EventID}
+		AmountRefunded: c.State.AmountRefunded, AmountAuthorized: &authorized, AmountCaptured: &captured,
+		Dispute: string(c.State.Dispute), Version: c.Version, EventID: c.EventID}
+}
+
+// Authorized is the amount authorised the state says: for a job inserted
+// before it was kept, the payment's amount unless it never succeeded.
+func (st ForwardedState) Authorized() int64 {
+	if st.AmountAuthorized != nil {
+		return *st.AmountAuthorized
+	}
+	if st.Status == "failed" || st.Status == "pending" || st.Status == "canceled" {
+		return 0
+	}
+	return st.Amount
+}
+
+// Captured is the amount captured the state says: for a job inserted
+// before it was kept, the payment's amount once it succeeded.
+func (st ForwardedState) Captured() int64 {
+	if st.AmountCaptured != nil {
+		return *st.AmountCaptured
+	}
+	switch st.Status {
+	case "succeeded", "partially_refunded", "refunded":
+		return st.Amount
+	}
+	return 0
 }
 
 // Kind is ForwardKind.

@@ -49,8 +49,11 @@ type Payment struct {
 	Currency      string
 	// Payload is the JSON body as received. It is stored as jsonb, so a
 	// stored row reads back with jsonb's whitespace and key order.
-	Payload    []byte
-	EventID    string    // the delivery id, for audit; "" is stored as NULL
+	Payload []byte
+	EventID string // the delivery id, for audit; "" is stored as NULL
+	// Account is the merchant account the payment is of ("": the provider
+	// has none); a later event of another account is not applied to it.
+	Account    string
 	ReceivedAt time.Time // set by the database
 	// Lifecycle, set on a payment as recorded, is its change of state
 	// when its success arrived after other events (a refund, a failure)
@@ -85,6 +88,16 @@ func (p Payment) withSource() Payment {
 const insertPaymentSQL = `
 INSERT INTO payments (source, transaction_id, amount, currency, payload, event_id)
 SELECT $1::text, $2::text, $3::bigint, $4::text, $5::jsonb, NULLIF($6::text, '')
+WHERE set_config('synchronous_commit', 'on', true) = 'on'
+ON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING
+RETURNING received_at`
+
+// insertPaymentAccountSQL is insertPaymentSQL for a payment that names its
+// merchant account ($7). A payment without one uses insertPaymentSQL, the
+// statement of the versions before accounts were kept.
+const insertPaymentAccountSQL = `
+INSERT INTO payments (source, transaction_id, amount, currency, payload, event_id, account)
+SELECT $1::text, $2::text, $3::bigint, $4::text, $5::jsonb, NULLIF($6::text, ''), $7::text
 WHERE set_config('synchronous_commit', 'on', true) = 'on'
 ON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING
 RETURNING received_at`
@@ -255,9 +268,12 @@ func (s *Payments) insertPaymentQ(ctx context.Context, q querier, p Payment) (Pa
 	// json.RawMessage, not []byte: in the exec and simple_protocol modes
 	// (behind PgBouncer) pgx types a parameter by its Go type, and would
 	// send a []byte as bytea, which is no JSON.
-	err := q.QueryRow(ctx, s.insert,
-		p.Source, p.TransactionID, p.Amount, p.Currency, json.RawMessage(p.Payload), p.EventID,
-	).Scan(&p.ReceivedAt)
+	args := []any{p.Source, p.TransactionID, p.Amount, p.Currency, json.RawMessage(p.Payload), p.EventID}
+	sql := s.insert
+	if p.Account != "" {
+		sql, args = insertPaymentAccountSQL, append(args, p.Account)
+	}
+	err := q.QueryRow(ctx, sql, args...).Scan(&p.ReceivedAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return Payment{}, errConflict

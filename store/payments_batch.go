@@ -363,6 +363,16 @@ WHERE set_config('synchronous_commit', 'on', true) = 'on'
 ON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING
 RETURNING source, transaction_id, received_at`
 
+// insertManyAccountSQL is insertManySQL for a batch of which some payment
+// names its merchant account ($7; "" for none).
+const insertManyAccountSQL = `
+INSERT INTO payments (source, transaction_id, amount, currency, payload, event_id, account)
+SELECT r.s, r.t, r.a, r.c, r.p::jsonb, NULLIF(r.e, ''), NULLIF(r.m, '')
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) AS r(s, t, a, c, p, e, m)
+WHERE set_config('synchronous_commit', 'on', true) = 'on'
+ON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING
+RETURNING source, transaction_id, received_at`
+
 type rowQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
@@ -372,14 +382,25 @@ type rowQuerier interface {
 func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchReq) (map[[2]string]Payment, error) {
 	n := len(rows)
 	src, tx, cur, payload, ev := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	var acc []string // nil unless a payment names its merchant account
 	amt := make([]int64, n)
 	byKey := make(map[[2]string]Payment, n)
 	for i, r := range rows {
 		src[i], tx[i], amt[i], cur[i], ev[i] = r.p.Source, r.p.TransactionID, r.p.Amount, r.p.Currency, r.p.EventID
+		if r.p.Account != "" && acc == nil {
+			acc = make([]string, n)
+		}
+		if acc != nil {
+			acc[i] = r.p.Account
+		}
 		payload[i] = string(json.RawMessage(r.p.Payload))
 		byKey[[2]string{r.p.Source, r.p.TransactionID}] = r.p
 	}
-	res, err := q.Query(ctx, insertManySQL, src, tx, amt, cur, payload, ev)
+	sql, args := insertManySQL, []any{src, tx, amt, cur, payload, ev}
+	if acc != nil {
+		sql, args = insertManyAccountSQL, append(args, acc)
+	}
+	res, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}

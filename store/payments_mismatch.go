@@ -23,13 +23,17 @@ type Mismatch struct {
 	PaymentID      int64
 	StoredAmount   int64
 	StoredCurrency string
-	CreatedAt      time.Time
+	// Detail names what disagreed when amount and currency alone do not
+	// say it (a lifecycle event redelivered as another type, refund or
+	// payment); "" for a payment's amount or currency.
+	Detail    string
+	CreatedAt time.Time
 }
 
 const insertMismatchSQL = `
 INSERT INTO review_mismatches (source, transaction_id, body_sha256, body, amount, currency, event_id, request_id,
-	payment_id, stored_amount, stored_currency)
-SELECT $1, $2, $3, $4, $5, $6, nullif($7, ''), $8, p.id, p.amount, p.currency::text
+	payment_id, stored_amount, stored_currency, detail)
+SELECT $1, $2, $3, $4, $5, $6, nullif($7, ''), $8, p.id, p.amount, p.currency::text, nullif($9, '')
 FROM (SELECT 1) AS one LEFT JOIN payments p ON p.source = $1 AND p.transaction_id = $2
 ON CONFLICT ON CONSTRAINT review_mismatches_delivery_key DO NOTHING`
 
@@ -49,6 +53,6 @@ func (s *Payments) RecordMismatch(ctx context.Context, m Mismatch) error {
 		body = []byte{}
 	}
 	_, err := s.pool.Exec(ctx, insertMismatchSQL, m.Source, m.TransactionID, sum[:], body, m.Amount,
-		strings.TrimRight(m.Currency, " "), m.EventID, m.RequestID)
+		strings.TrimRight(m.Currency, " "), m.EventID, m.RequestID, m.Detail)
 	return translate("record mismatch", err)
 }

@@ -165,7 +165,8 @@ func ParseReviewID(id string) (ReviewKind, int64, error) {
 func reviewID(k ReviewKind, id int64) string { return string(k) + "-" + strconv.FormatInt(id, 10) }
 
 const mismatchColumns = `m.id, m.source, m.transaction_id, m.amount, m.currency, coalesce(m.event_id, ''), m.request_id, m.body,
-	coalesce(m.payment_id, 0), coalesce(m.stored_amount, 0), coalesce(m.stored_currency, ''), m.created_at`
+	coalesce(m.payment_id, 0), coalesce(m.stored_amount, 0), coalesce(m.stored_currency, ''), m.created_at,
+	coalesce(m.detail, '')`
 
 // latestResolution is a lateral join giving each item its latest resolution.
 const latestResolutionSQL = `LEFT JOIN LATERAL (
@@ -179,7 +180,7 @@ func scanMismatchItem(row pgx.Row) (ReviewItem, error) {
 		rAt                      *time.Time
 	)
 	if err := row.Scan(&m.ID, &m.Source, &m.TransactionID, &m.Amount, &m.Currency, &m.EventID, &m.RequestID, &m.Body,
-		&m.PaymentID, &m.StoredAmount, &m.StoredCurrency, &m.CreatedAt, &rItem, &rAct, &rNote, &rWho, &rAt); err != nil {
+		&m.PaymentID, &m.StoredAmount, &m.StoredCurrency, &m.CreatedAt, &m.Detail, &rItem, &rAct, &rNote, &rWho, &rAt); err != nil {
 		return ReviewItem{}, err
 	}
 	it := mismatchItem(m)
@@ -190,14 +191,20 @@ func scanMismatchItem(row pgx.Row) (ReviewItem, error) {
 }
 
 func mismatchItem(m Mismatch) ReviewItem {
+	summary := fmt.Sprintf("%s transaction %s delivered as %d %s, stored as %d %s",
+		m.Source, m.TransactionID, m.Amount, m.Currency, m.StoredAmount, m.StoredCurrency)
+	if m.Detail != "" {
+		summary = fmt.Sprintf("%s transaction %s: event %s contradicts what is recorded: %s",
+			m.Source, m.TransactionID, m.EventID, m.Detail)
+	}
 	return ReviewItem{
 		ID: reviewID(ReviewMismatch, m.ID), Kind: ReviewMismatch, Since: m.CreatedAt,
-		Summary: fmt.Sprintf("%s transaction %s delivered as %d %s, stored as %d %s",
-			m.Source, m.TransactionID, m.Amount, m.Currency, m.StoredAmount, m.StoredCurrency),
+		Summary: summary,
 		Details: map[string]any{
 			"source": m.Source, "transaction_id": m.TransactionID, "amount": m.Amount, "currency": m.Currency,
 			"event_id": m.EventID, "request_id": m.RequestID, "body": string(m.Body),
 			"payment_id": m.PaymentID, "stored_amount": m.StoredAmount, "stored_currency": m.StoredCurrency,
+			"detail": m.Detail,
 		},
 		Actions: ReviewActions[ReviewMismatch],
 	}

@@ -23,7 +23,7 @@ const DefaultOrphanAfter = 24 * time.Hour
 // paymentItemSQL selects the payment items, with their latest resolution.
 // $3 is Config.OrphanAfter in milliseconds.
 var paymentItemSQL = `SELECT a.id, a.source, a.transaction_id, a.reason, a.since, p.status, coalesce(p.amount, 0),
-	p.amount_refunded, coalesce(p.dispute, ''), p.version, res.*
+	p.amount_refunded, coalesce(p.dispute, ''), p.version, coalesce(a.detail, ''), res.*
 FROM payment_attention a
 JOIN payments p ON p.source = a.source AND p.transaction_id = a.transaction_id
 ` + fmt.Sprintf(latestResolutionSQL, "a.id") + `
@@ -33,25 +33,28 @@ func scanPaymentItem(row pgx.Row) (ReviewItem, error) {
 	var (
 		id                       int64
 		source, tx, reason, st   string
-		dispute                  string
+		dispute, detail          string
 		since                    time.Time
 		amount, refunded         int64
 		version                  int
 		rItem, rAct, rNote, rWho *string
 		rAt                      *time.Time
 	)
-	if err := row.Scan(&id, &source, &tx, &reason, &since, &st, &amount, &refunded, &dispute, &version,
+	if err := row.Scan(&id, &source, &tx, &reason, &since, &st, &amount, &refunded, &dispute, &version, &detail,
 		&rItem, &rAct, &rNote, &rWho, &rAt); err != nil {
 		return ReviewItem{}, err
 	}
 	summary := fmt.Sprintf("%s transaction %s: refunds exceed its amount %d (refunded capped at %d)", source, tx, amount, refunded)
-	if reason == "orphan" {
+	switch {
+	case reason == "orphan":
 		summary = fmt.Sprintf("%s transaction %s: events recorded since %s, its payment never arrived",
 			source, tx, since.UTC().Format(time.RFC3339))
+	case reason != "over_refunded" && detail != "":
+		summary = fmt.Sprintf("%s transaction %s: %s", source, tx, detail)
 	}
 	it := ReviewItem{ID: reviewID(ReviewLifecycle, id), Kind: ReviewLifecycle, Since: since, Summary: summary,
 		Details: map[string]any{"source": source, "transaction_id": tx, "reason": reason, "status": st,
-			"amount": amount, "amount_refunded": refunded, "dispute": dispute, "version": version},
+			"amount": amount, "amount_refunded": refunded, "dispute": dispute, "version": version, "detail": detail},
 		Actions: ReviewActions[ReviewLifecycle]}
 	if rItem != nil {
 		it.Resolution = &Resolution{ItemID: *rItem, Action: *rAct, Note: *rNote, Who: *rWho, At: *rAt}
