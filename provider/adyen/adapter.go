@@ -40,6 +40,9 @@ type adapter struct {
 	// basicAuth: the source checks Adyen's basic authentication
 	// (basic_auth_env), which covers the whole delivery.
 	basicAuth bool
+	// manualCapture: a successful AUTHORISATION is money held, not taken
+	// (capture: manual).
+	manualCapture bool
 }
 
 // hmacCovered are the members of a NotificationRequestItem that Adyen's
@@ -181,7 +184,7 @@ func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, paylo
 	if err := a.checkAccount(item, prefix); err != nil {
 		return nil, nil, err
 	}
-	kind, ok := kindOf(code, success == "true")
+	kind, ok := kindOf(code, success == "true", a.manualCapture)
 	if !ok {
 		return nil, nil, nil
 	}
@@ -190,7 +193,12 @@ func (a adapter) item(item *payload.Node, prefix string) (*provider.Event, paylo
 		// nothing paylock can record.
 		return nil, nil, nil
 	}
-	p := provider.Event{Payload: item.Raw(), Kind: kind}
+	p := provider.Event{Payload: item.Raw(), Kind: kind, Stage: stages[code]}
+	// merchantAccountCode is signed: a modification applies only to a
+	// payment of the same account.
+	if acc, _, err := item.Child(prefix, "merchantAccountCode"); err == nil && acc != nil && acc.Kind() == payload.String {
+		p.Account = acc.Text()
+	}
 	var txName, amountName, currencyName string
 	if p.TransactionID, txName, err = item.RequiredString(prefix, "pspReference"); err != nil {
 		return nil, nil, err

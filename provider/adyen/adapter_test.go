@@ -80,22 +80,25 @@ func TestAdyenAdapterRecordsSuccessfulAuthorisations(t *testing.T) {
 			{TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "QFQTPCQ8HXSKGK82:AUTHORISATION"}}, []int{0}},
 		// Issue #23: a refused authorisation is the payment's failure (it
 		// was skipped before).
-		{"a batch: refused is a failure, capture skipped", batch, []provider.Event{
+		{"a batch: refused is a failure, the capture its payment's", batch, []provider.Event{
 			{TransactionID: "KHQC5N7G84BLNK43", Amount: 5000, Currency: "JPY", EventID: "KHQC5N7G84BLNK43:AUTHORISATION"},
 			{Kind: lifecycle.Failed, TransactionID: "V4HZ4RBFJGXXGN82", Amount: 2500, Currency: "EUR", EventID: "V4HZ4RBFJGXXGN82:AUTHORISATION",
 				At: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC)},
-			{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION"}}, []int{0, 1, 3}},
+			{Kind: lifecycle.Captured, TransactionID: "QFQTPCQ8HXSKGK82", CaptureID: "QJJ7M5W2VS9N9K82", Amount: 1000, Currency: "EUR",
+				EventID: "QJJ7M5W2VS9N9K82:CAPTURE", At: time.Date(2026, 11, 30, 11, 3, 0, 0, time.UTC)},
+			{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION"}}, []int{0, 1, 2, 3}},
 		{"no items", []byte(adyenBatch()), nil, nil},
-		{"only other events", []byte(adyenBatch(adyenItem("A1", "CAPTURE", "true"), adyenItem("A2", "REFUND", "false"),
+		{"only other events", []byte(adyenBatch(adyenItem("A1", "CAPTURE", "false"), adyenItem("A2", "REFUND", "false"),
 			adyenItem("A3", "REPORT_AVAILABLE", "true"))), nil, nil},
 		{"failed authorisation without pspReference or amount", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "false",
 			`"pspReference":"A1",`, ``, `"amount":{"currency":"EUR","value":1000},`, ``))), nil, nil},
 		{"the same pspReference twice, same amount: once", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true"),
 			adyenItem("A1", "AUTHORISATION", "true", `"order-1"`, `"order-2"`))), []provider.Event{
 			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}}, []int{0}},
-		{"a capture of the same pspReference", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true"),
-			adyenItem("A1", "CAPTURE", "true", `"value":1000`, `"value":1`))), []provider.Event{
-			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}}, []int{0}},
+		{"a capture of the authorisation", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true"),
+			adyenItem("C1", "CAPTURE", "true", `"value":1000`, `"value":1`, `"originalReference":""`, `"originalReference":"A1"`))), []provider.Event{
+			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"},
+			{Kind: lifecycle.Captured, TransactionID: "A1", CaptureID: "C1", Amount: 1, Currency: "EUR", EventID: "C1:CAPTURE", At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)}}, []int{0, 1}},
 		{"unknown members are kept", []byte(adyenBatch(adyenItem("A1", "AUTHORISATION", "true",
 			`"reason":""`, `"reason":"","futureField":{"x":[1,2]}`))), []provider.Event{
 			{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}}, []int{0}},
@@ -112,6 +115,9 @@ func TestAdyenAdapterRecordsSuccessfulAuthorisations(t *testing.T) {
 			}
 			for i, item := range tc.items {
 				tc.want[i].Payload = itemJSON(t, tc.body, item)
+			}
+			for i := range tc.want {
+				tc.want[i].Account = "PaylockECOM" // every item of these cases is of this merchant account
 			}
 			providertest.WantEvents(t, got, tc.want)
 		})
@@ -205,6 +211,9 @@ func FuzzAdyenAdapter(f *testing.F) {
 		providertest.CheckAdapted(t, payments, err)
 		seen := map[string]bool{}
 		for _, p := range payments {
+			if !p.Succeeded() {
+				continue
+			}
 			if seen[p.TransactionID] {
 				t.Fatalf("pspReference %q recorded twice", p.TransactionID)
 			}

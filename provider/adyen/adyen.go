@@ -36,11 +36,20 @@ func (Provider) Schemes() []signature.Scheme { return []signature.Scheme{signatu
 // the webhook's settings in the Customer Area, as Adyen recommends beside
 // HMAC); paylock then refuses, 401 before reading the body, a delivery
 // without it. The credentials themselves never appear in the file.
-func (Provider) Keys() []string { return []string{keyAccounts, keyLive, provider.KeyBasicAuthEnv} }
+//
+// capture, auto (the default) or manual, says how the merchant account
+// captures: auto, a successful AUTHORISATION is money taken (the payment
+// recorded) unless a void (CANCELLATION, CANCEL_OR_REFUND) follows before
+// any CAPTURE; manual, it is money held (authorized), taken by CAPTUREs
+// only.
+func (Provider) Keys() []string {
+	return []string{keyAccounts, keyLive, keyCapture, provider.KeyBasicAuthEnv}
+}
 
 const (
 	keyAccounts = "merchant_accounts"
 	keyLive     = "live"
+	keyCapture  = "capture"
 )
 
 // envName is what an environment variable's name may look like.
@@ -48,7 +57,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // New returns the adapter of notification batches for cfg's settings.
 func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
-	if err := cfg.Settings.Only(keyAccounts, keyLive, provider.KeyBasicAuthEnv); err != nil {
+	if err := cfg.Settings.Only(keyAccounts, keyLive, keyCapture, provider.KeyBasicAuthEnv); err != nil {
 		return nil, err
 	}
 	if raw, ok := cfg.Settings[provider.KeyBasicAuthEnv]; ok {
@@ -75,6 +84,13 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 			return nil, &provider.SettingError{Key: keyLive, Err: errors.New("want true or false")}
 		}
 		a.live = &live
+	}
+	if raw, ok := cfg.Settings[keyCapture]; ok {
+		var mode string
+		if err := json.Unmarshal(raw, &mode); err != nil || mode != "auto" && mode != "manual" {
+			return nil, &provider.SettingError{Key: keyCapture, Err: errors.New(`want "auto" or "manual"`)}
+		}
+		a.manualCapture = mode == "manual"
 	}
 	return a, nil
 }

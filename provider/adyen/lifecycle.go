@@ -16,8 +16,21 @@ import (
 // CHARGEBACK_REVERSED credits it back (won), a SECOND_CHARGEBACK debits it
 // again (lost); pre-arbitration ends it either way. The codes alone are not
 // monotonic (lost, won, lost again): package lifecycle orders the outcomes
-// by eventDate. The notices of a dispute under way open it.
+// by their stage (stages), which the HMAC covers, and by eventDate, which
+// it does not, only within a stage. The notices of a dispute under way
+// open it.
+//
+// The modifications of an authorisation: CAPTURE (a capture, keyed by its
+// own pspReference), CAPTURE_FAILED (that capture undone), CANCELLATION (a
+// void), CANCEL_OR_REFUND (a void before any capture, a refund after),
+// AUTHORISATION_ADJUSTMENT (the authorised amount changed); OFFER_CLOSED
+// is a payment that never completed (a failure).
 var codes = map[string]lifecycle.Kind{
+	"CAPTURE":                           lifecycle.Captured,
+	"CAPTURE_FAILED":                    lifecycle.CaptureFailed,
+	"AUTHORISATION_ADJUSTMENT":          lifecycle.AuthorizationAdjusted,
+	"CANCEL_OR_REFUND":                  lifecycle.CancelOrRefund,
+	"OFFER_CLOSED":                      lifecycle.Failed,
 	"CANCELLATION":                      lifecycle.Canceled,
 	"REFUND":                            lifecycle.Refund,
 	"REFUND_FAILED":                     lifecycle.RefundFailed,
@@ -34,14 +47,28 @@ var codes = map[string]lifecycle.Kind{
 	"PREARBITRATION_WON":                lifecycle.DisputeWon,
 }
 
+// stages order a dispute's events by Adyen's process: the notices, the
+// chargeback, its reversal, a second chargeback, pre-arbitration.
+var stages = map[string]int{
+	"CHARGEBACK":          1,
+	"CHARGEBACK_REVERSED": 2,
+	"SECOND_CHARGEBACK":   3,
+	"PREARBITRATION_WON":  4,
+	"PREARBITRATION_LOST": 4,
+}
+
 // kindOf is what an item of code with success says: a payment that
-// succeeded (a successful AUTHORISATION), a failure (a refused one), a
-// lifecycle event (a successful modification or a dispute notice), or
-// nothing to record (ok false): another code, or a modification Adyen
-// could not make (a REFUND with success "false" changed nothing).
-func kindOf(code string, success bool) (lifecycle.Kind, bool) {
+// succeeded or was authorised (a successful AUTHORISATION, by the
+// source's capture mode), a failure (a refused one), a lifecycle event (a
+// successful modification or a dispute notice), or nothing to record (ok
+// false): another code, or a modification Adyen could not make (a REFUND
+// with success "false" changed nothing).
+func kindOf(code string, success, manualCapture bool) (lifecycle.Kind, bool) {
 	if code == "AUTHORISATION" {
-		if success {
+		switch {
+		case success && manualCapture:
+			return lifecycle.Authorized, true
+		case success:
 			return lifecycle.Succeeded, true
 		}
 		return lifecycle.Failed, true
@@ -72,18 +99,23 @@ func refusedWithPayment(item *payload.Node) bool {
 // transaction id.
 func link(item *payload.Node, prefix string, p *provider.Event) (string, error) {
 	name := prefix + ".pspReference"
-	if p.Kind == lifecycle.Refund || p.Kind == lifecycle.RefundFailed {
+	switch p.Kind {
+	case lifecycle.Refund, lifecycle.RefundFailed, lifecycle.CancelOrRefund:
 		p.RefundID = p.TransactionID
+	case lifecycle.Captured, lifecycle.CaptureFailed:
+		p.CaptureID = p.TransactionID
 	}
+	modification := p.Kind != lifecycle.Failed && p.Kind != lifecycle.Authorized &&
+		p.Kind != lifecycle.DisputeOpened && p.Kind != lifecycle.DisputeWon && p.Kind != lifecycle.DisputeLost
 	orig, origName, err := item.Child(prefix, "originalReference")
 	switch {
 	case err != nil:
 		return "", err
 	case orig != nil && orig.Kind() != payload.String && orig.Kind() != payload.Null:
 		return "", payload.Malformed(origName, origName+" must be a string")
-	case orig != nil && orig.Kind() == payload.String && orig.Text() != "" && p.Kind != lifecycle.Failed:
+	case orig != nil && orig.Kind() == payload.String && orig.Text() != "" && p.Kind != lifecycle.Failed && p.Kind != lifecycle.Authorized:
 		p.TransactionID, name = orig.Text(), origName
-	case p.Kind == lifecycle.Canceled || p.Kind == lifecycle.Refund || p.Kind == lifecycle.RefundFailed:
+	case modification:
 		return "", payload.Invalid(origName, origName+" is required: it names the payment a modification is of")
 	}
 	date, _, err := item.Child(prefix, "eventDate")

@@ -18,7 +18,13 @@ func TestAdyenAdapterRecordsTheLifecycleCodes(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
 	ev := func(k lifecycle.Kind, psp, code, refund string) provider.Event {
-		return provider.Event{Kind: k, TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: psp + ":" + code, RefundID: refund, At: at}
+		return provider.Event{Kind: k, TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: psp + ":" + code, RefundID: refund,
+			Stage: stages[code], Account: "PaylockECOM", At: at}
+	}
+	capture := func(k lifecycle.Kind, psp, code string) provider.Event {
+		e := ev(k, psp, code, "")
+		e.CaptureID = psp
+		return e
 	}
 	for _, tc := range []struct {
 		name string
@@ -39,9 +45,22 @@ func TestAdyenAdapterRecordsTheLifecycleCodes(t *testing.T) {
 				ev(lifecycle.DisputeWon, "D1", "PREARBITRATION_WON", ""), ev(lifecycle.DisputeOpened, "D1", "INFORMATION_SUPPLIED", ""),
 				ev(lifecycle.DisputeOpened, "D1", "DISPUTE_DEFENSE_PERIOD_ENDED", ""), ev(lifecycle.DisputeLost, "D1", "PREARBITRATION_LOST", "")}},
 		{"a dispute notice naming the payment itself", batch(item("A1", "CHARGEBACK", "true")),
-			[]provider.Event{{Kind: lifecycle.DisputeLost, TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:CHARGEBACK", At: at}}},
+			[]provider.Event{{Kind: lifecycle.DisputeLost, TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:CHARGEBACK",
+				Stage: 1, Account: "PaylockECOM", At: at}}},
 		{"the payment and its refund in one batch", batch(item("A1", "AUTHORISATION", "true"), of("R1", "REFUND", "true")),
-			[]provider.Event{{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION"}, ev(lifecycle.Refund, "R1", "REFUND", "R1")}},
+			[]provider.Event{{TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION", Account: "PaylockECOM"},
+				ev(lifecycle.Refund, "R1", "REFUND", "R1")}},
+		{"captures, a failed capture, a capture Adyen could not make", batch(of("C1", "CAPTURE", "true"), of("C2", "CAPTURE", "true"),
+			of("C1", "CAPTURE_FAILED", "true"), of("C3", "CAPTURE", "false")),
+			[]provider.Event{capture(lifecycle.Captured, "C1", "CAPTURE"), capture(lifecycle.Captured, "C2", "CAPTURE"),
+				capture(lifecycle.CaptureFailed, "C1", "CAPTURE_FAILED")}},
+		{"cancel-or-refund: a void or a refund, keyed as a refund", batch(of("X1", "CANCEL_OR_REFUND", "true")),
+			[]provider.Event{ev(lifecycle.CancelOrRefund, "X1", "CANCEL_OR_REFUND", "X1")}},
+		{"an authorisation adjustment", batch(of("J1", "AUTHORISATION_ADJUSTMENT", "true")),
+			[]provider.Event{ev(lifecycle.AuthorizationAdjusted, "J1", "AUTHORISATION_ADJUSTMENT", "")}},
+		{"an offer closed: the payment never completed", batch(item("A1", "OFFER_CLOSED", "true")),
+			[]provider.Event{{Kind: lifecycle.Failed, TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:OFFER_CLOSED",
+				Account: "PaylockECOM", At: at}}},
 		{"the same item twice: once", batch(of("R1", "REFUND", "true"), of("R1", "REFUND", "true")),
 			[]provider.Event{ev(lifecycle.Refund, "R1", "REFUND", "R1")}},
 	} {
@@ -56,6 +75,26 @@ func TestAdyenAdapterRecordsTheLifecycleCodes(t *testing.T) {
 			}
 			providertest.WantEvents(t, got, tc.want)
 		})
+	}
+}
+
+// TestAdyenManualCaptureAuthorises: with capture: manual, a successful
+// AUTHORISATION is money held (authorized), not a payment taken.
+func TestAdyenManualCaptureAuthorises(t *testing.T) {
+	t.Parallel()
+	a, err := Provider{}.New(provider.Config{Source: "adyen", Rules: testAdapter.rules, Settings: provider.Settings{"capture": []byte(`"manual"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Adapt([]byte(batch(item("A1", "AUTHORISATION", "true"))), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []provider.Event{{Kind: lifecycle.Authorized, TransactionID: "A1", Amount: 1000, Currency: "EUR", EventID: "A1:AUTHORISATION",
+		Account: "PaylockECOM", At: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC), Payload: got[0].Payload}}
+	providertest.WantEvents(t, got, want)
+	if _, err := (Provider{}).New(provider.Config{Source: "adyen", Rules: testAdapter.rules, Settings: provider.Settings{"capture": []byte(`"later"`)}}); err == nil {
+		t.Fatal(`capture: "later" accepted`)
 	}
 }
 

@@ -48,11 +48,18 @@ func batch(items ...string) string {
 
 // Samples are Adyen notifications signed with sampleKey, as Adyen sends
 // them: one authorisation, a batch mixing a refused authorisation and a
-// capture with two successful ones, and a capture alone.
+// capture with two successful ones, modifications and disputes of a
+// payment.
 func (Provider) Samples() provider.Samples {
 	one := signed(sample("authorisation.json"))
 	mixed := signed(sample("batch.json"))
-	capture := signed(bytes.ReplaceAll(sample("authorisation.json"), []byte(`"AUTHORISATION"`), []byte(`"CAPTURE"`)))
+	capture := signed([]byte(batch(
+		item("CPTR000000000001", "CAPTURE", "true", `"originalReference":""`, `"originalReference":"QFQTPCQ8HXSKGK82"`, `"value":1000`, `"value":400`),
+		item("CPTR000000000002", "CAPTURE", "false", `"originalReference":""`, `"originalReference":"QFQTPCQ8HXSKGK82"`))))
+	chargeback := signed([]byte(batch(
+		item("DSPT000000000002", "CHARGEBACK", "true", `"originalReference":""`, `"originalReference":"QFQTPCQ8HXSKGK82"`),
+		item("DSPT000000000003", "CHARGEBACK_REVERSED", "true", `"originalReference":""`, `"originalReference":"QFQTPCQ8HXSKGK82"`,
+			`"2026-11-30T12:00:00+01:00"`, `"2026-11-29T12:00:00+01:00"`))))
 	tooMany := make([]string, maxItems+1)
 	for i := range tooMany {
 		tooMany[i] = item(fmt.Sprintf("PSP%013d", i), "AUTHORISATION", "true")
@@ -63,6 +70,7 @@ func (Provider) Samples() provider.Samples {
 	cancel := signed([]byte(batch(
 		item("CNCL000000000001", "CANCELLATION", "true", `"originalReference":""`, `"originalReference":"UNKNOWN000000001"`))))
 	noon := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	const acct = "PaylockECOM"
 	ok := item("A1", "AUTHORISATION", "true")
 	auth := func(replace ...string) []byte {
 		return []byte(batch(ok, item("B2", "AUTHORISATION", "true", replace...)))
@@ -71,21 +79,30 @@ func (Provider) Samples() provider.Samples {
 		Secret: sampleKey,
 		Deliveries: []provider.Delivery{
 			{Name: "one authorisation", Body: one, Tampered: tampered(one), Events: []provider.Event{
-				{TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "QFQTPCQ8HXSKGK82:AUTHORISATION", Payload: itemOf(one, 0)}}},
-			{Name: "a batch: the refused authorisation is a failure, the capture is not recorded", Body: mixed, Tampered: tampered(mixed), Events: []provider.Event{
-				{TransactionID: "KHQC5N7G84BLNK43", Amount: 5000, Currency: "JPY", EventID: "KHQC5N7G84BLNK43:AUTHORISATION", Payload: itemOf(mixed, 0)},
+				{TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "QFQTPCQ8HXSKGK82:AUTHORISATION", Account: acct, Payload: itemOf(one, 0)}}},
+			{Name: "a batch: the refused authorisation is a failure, the capture a capture of its payment", Body: mixed, Tampered: tampered(mixed), Events: []provider.Event{
+				{TransactionID: "KHQC5N7G84BLNK43", Amount: 5000, Currency: "JPY", EventID: "KHQC5N7G84BLNK43:AUTHORISATION", Account: acct, Payload: itemOf(mixed, 0)},
 				{Kind: lifecycle.Failed, TransactionID: "V4HZ4RBFJGXXGN82", Amount: 2500, Currency: "EUR", EventID: "V4HZ4RBFJGXXGN82:AUTHORISATION",
-					At: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC), Payload: itemOf(mixed, 1)},
-				{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION", Payload: itemOf(mixed, 3)}}},
+					Account: acct, At: time.Date(2026, 11, 30, 11, 2, 0, 0, time.UTC), Payload: itemOf(mixed, 1)},
+				{Kind: lifecycle.Captured, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "QJJ7M5W2VS9N9K82:CAPTURE",
+					CaptureID: "QJJ7M5W2VS9N9K82", Account: acct, At: time.Date(2026, 11, 30, 11, 3, 0, 0, time.UTC), Payload: itemOf(mixed, 2)},
+				{TransactionID: "D7X2KL9M4PQRST61", Amount: 750, Currency: "USD", EventID: "D7X2KL9M4PQRST61:AUTHORISATION", Account: acct, Payload: itemOf(mixed, 3)}}},
 			{Name: "a refund and a chargeback notice of the authorised payment", Body: later, Tampered: tampered(later), Events: []provider.Event{
 				{Kind: lifecycle.Refund, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 300, Currency: "EUR", EventID: "RFND000000000001:REFUND",
-					RefundID: "RFND000000000001", At: noon, Payload: itemOf(later, 0)},
+					RefundID: "RFND000000000001", Account: acct, At: noon, Payload: itemOf(later, 0)},
 				{Kind: lifecycle.DisputeOpened, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR",
-					EventID: "DSPT000000000001:NOTIFICATION_OF_CHARGEBACK", At: noon, Payload: itemOf(later, 1)}}},
+					EventID: "DSPT000000000001:NOTIFICATION_OF_CHARGEBACK", Account: acct, At: noon, Payload: itemOf(later, 1)}}},
 			{Name: "a cancellation of a payment paylock does not know yet", Body: cancel, Tampered: tampered(cancel), Events: []provider.Event{
 				{Kind: lifecycle.Canceled, TransactionID: "UNKNOWN000000001", Amount: 1000, Currency: "EUR", EventID: "CNCL000000000001:CANCELLATION",
-					At: noon, Payload: itemOf(cancel, 0)}}},
-			{Name: "a capture alone records nothing", Body: capture, Tampered: tampered(capture)},
+					Account: acct, At: noon, Payload: itemOf(cancel, 0)}}},
+			{Name: "a capture of the authorised payment; a capture Adyen could not make records nothing", Body: capture, Tampered: tampered(capture), Events: []provider.Event{
+				{Kind: lifecycle.Captured, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 400, Currency: "EUR", EventID: "CPTR000000000001:CAPTURE",
+					CaptureID: "CPTR000000000001", Account: acct, At: noon, Payload: itemOf(capture, 0)}}},
+			{Name: "a chargeback and its reversal: stages the signature covers", Body: chargeback, Tampered: tampered(chargeback), Events: []provider.Event{
+				{Kind: lifecycle.DisputeLost, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "DSPT000000000002:CHARGEBACK",
+					Stage: 1, Account: acct, At: noon, Payload: itemOf(chargeback, 0)},
+				{Kind: lifecycle.DisputeWon, TransactionID: "QFQTPCQ8HXSKGK82", Amount: 1000, Currency: "EUR", EventID: "DSPT000000000003:CHARGEBACK_REVERSED",
+					Stage: 2, Account: acct, At: noon.Add(-24 * time.Hour), Payload: itemOf(chargeback, 1)}}},
 		},
 		Refused: []provider.Refusal{
 			{Name: "notificationItems missing", Body: []byte(`{"live":"false"}`), Status: 422},

@@ -29,9 +29,11 @@ func WantEvents(t testing.TB, got, want []provider.Event) {
 		if !bytes.Equal(g.Payload, w.Payload) {
 			t.Errorf("event %d payload = %s, want %s", i, g.Payload, w.Payload)
 		}
-		if g.Kind != w.Kind || g.RefundID != w.RefundID || g.Cumulative != w.Cumulative || !g.At.Equal(w.At) {
-			t.Errorf("event %d = kind %q refund %q cumulative %v at %v, want kind %q refund %q cumulative %v at %v", i,
-				g.Kind, g.RefundID, g.Cumulative, g.At, w.Kind, w.RefundID, w.Cumulative, w.At)
+		if g.Kind != w.Kind || g.RefundID != w.RefundID || g.CaptureID != w.CaptureID || g.Cumulative != w.Cumulative ||
+			g.Stage != w.Stage || g.Account != w.Account || !g.At.Equal(w.At) {
+			t.Errorf("event %d = kind %q refund %q capture %q cumulative %v stage %d account %q at %v,\n want kind %q refund %q capture %q cumulative %v stage %d account %q at %v", i,
+				g.Kind, g.RefundID, g.CaptureID, g.Cumulative, g.Stage, g.Account, g.At,
+				w.Kind, w.RefundID, w.CaptureID, w.Cumulative, w.Stage, w.Account, w.At)
 		}
 	}
 }

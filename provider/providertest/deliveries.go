@@ -78,7 +78,8 @@ func (e *env) wantEvent(t *testing.T, want provider.Event) {
 			continue
 		}
 		if got.Kind != want.Kind || got.Amount != want.Amount || got.Currency != want.Currency ||
-			got.RefundID != want.RefundID || got.Cumulative != want.Cumulative || !got.At.Equal(want.At) {
+			got.RefundID != want.RefundID || got.CaptureID != want.CaptureID || got.Cumulative != want.Cumulative ||
+			got.Stage != want.Stage || got.Account != want.Account || !got.At.Equal(want.At) {
 			t.Errorf("event %s recorded as %+v, want %+v", want.EventID, got, want)
 		}
 		if !sameJSON(got.Payload, want.Payload) {

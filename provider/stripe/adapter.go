@@ -22,19 +22,32 @@ import (
 //     and recording both would count it twice under two ids.
 //
 // and the lifecycle of a payment (package lifecycle), each named by the
-// PaymentIntent it belongs to:
+// id the source files its payments under: the PaymentIntent (a source that
+// records payment_intent.succeeded, the default), else the Charge (a
+// source that records charge.succeeded alone: a refund's or a dispute's
+// charge, a PaymentIntent's latest_charge), so that a source recording
+// charges gets its charges' refunds and disputes:
 //
+//   - payment_intent.amount_capturable_updated: authorised (manual
+//     capture), data.object.amount_capturable held;
+//   - charge.captured: captured, data.object.amount_captured being the
+//     cumulative amount captured of the Charge (its capture id);
 //   - payment_intent.payment_failed and payment_intent.canceled: failed
-//     and canceled, data.object.id with data.object.amount;
-//   - charge.refunded: a refund of the Charge's data.object.payment_intent
-//     (the Charge's own id when it has none), data.object.amount_refunded
-//     being the cumulative amount refunded so far;
+//     and canceled (a void of an authorisation), data.object.id with
+//     data.object.amount; charge.expired: an uncaptured Charge voided;
+//   - charge.refunded: a refund of the Charge's payment,
+//     data.object.amount_refunded being the cumulative amount refunded so
+//     far;
+//   - refund.created, refund.updated, refund.failed and
+//     charge.refund.updated: the Refund data.object.id of
+//     data.object.amount, by its data.object.status: pending (pending,
+//     requires_action), succeeded, or failed (failed, canceled);
 //   - charge.dispute.created: a dispute opened, data.object.payment_intent
 //     (else data.object.charge) with data.object.amount;
 //   - charge.dispute.closed: the dispute won (data.object.status "won" or
 //     "warning_closed") or lost ("lost").
 //
-// Their date is the event's created. Every other event type is
+// Their date is the event's created (signed, as the whole body is). Every other event type is
 // acknowledged and written nowhere. The event id
 // is the event's own "id" (evt_...): Stripe's signature header carries none,
 // and Stripe resends an event with the same id. The stored payload is the
@@ -42,6 +55,10 @@ import (
 type adapter struct {
 	rules  *payload.Rules
 	events map[string]record
+	// byCharge: the source records charge.succeeded and not
+	// payment_intent.succeeded, so its payments are filed under their
+	// Charge's id, and so are their lifecycle events.
+	byCharge bool
 }
 
 func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
@@ -86,12 +103,19 @@ func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
 			return nil, nil
 		}
 	}
+	if rec.kind == lifecycle.Authorized {
+		// amount_capturable falls to 0 once captured or canceled: that
+		// change is the capture's or the void's event to say.
+		if n, _, err := obj.Child(objName, rec.amount); err == nil && n != nil && string(n.Raw()) == "0" {
+			return nil, nil
+		}
+	}
 	e, err := a.event(obj, objName, rec, eventID)
 	if err != nil {
 		return nil, err
 	}
 	if rec.kind != "" {
-		if e, err = lifecycleEvent(root, obj, objName, rec, e); err != nil {
+		if e, err = a.lifecycleEvent(root, obj, objName, rec, e); err != nil {
 			return nil, err
 		}
 	}
@@ -101,16 +125,39 @@ func (a adapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
 
 // lifecycleEvent completes e, read from a lifecycle event type's object:
 // its kind, the payment it belongs to, its date.
-func lifecycleEvent(root, obj *payload.Node, objName string, rec record, e provider.Event) (provider.Event, error) {
-	e.Kind, e.Cumulative = rec.kind, rec.kind == lifecycle.Refund
-	if rec.linked {
-		ref, err := paymentOf(obj, objName, rec)
+func (a adapter) lifecycleEvent(root, obj *payload.Node, objName string, rec record, e provider.Event) (provider.Event, error) {
+	own := e.TransactionID // the object's own id
+	e.Kind = rec.kind
+	switch rec.object {
+	case "charge":
+		// charge.refunded and charge.captured say the Charge's totals.
+		e.Cumulative = rec.kind == lifecycle.Refund || rec.kind == lifecycle.Captured
+		if rec.kind == lifecycle.Captured {
+			e.CaptureID = own
+		}
+	case "refund":
+		e.RefundID = own
+		status, name, err := obj.RequiredString(objName, "status")
 		if err != nil {
 			return e, err
 		}
-		if ref != "" {
-			e.TransactionID = ref
+		switch status {
+		case "pending", "requires_action":
+			e.Kind = lifecycle.RefundPending
+		case "succeeded":
+			e.Kind = lifecycle.Refund
+		case "failed", "canceled":
+			e.Kind = lifecycle.RefundFailed
+		default:
+			return e, payload.Invalid(name, name+` must be "pending", "requires_action", "succeeded", "failed" or "canceled"`)
 		}
+	}
+	ref, err := a.paymentOf(obj, objName, rec)
+	if err != nil {
+		return e, err
+	}
+	if ref != "" {
+		e.TransactionID = ref
 	}
 	if rec.kind == lifecycle.DisputeWon {
 		status, name, err := obj.RequiredString(objName, "status")
@@ -137,13 +184,28 @@ func lifecycleEvent(root, obj *payload.Node, objName string, rec record, e provi
 	return e, nil
 }
 
-// paymentOf is the PaymentIntent a Charge or a Dispute belongs to, else a
-// Dispute's Charge; "" for a Charge without a PaymentIntent (recorded
-// under its own id).
-func paymentOf(obj *payload.Node, objName string, rec record) (string, error) {
-	keys := []string{"payment_intent"}
-	if rec.object == "dispute" {
-		keys = append(keys, "charge")
+// paymentOf is the id the payment of a lifecycle event's object is filed
+// under, "" for the object's own id. By PaymentIntent (the default): a
+// Charge's, a Refund's or a Dispute's payment_intent, else a Refund's or a
+// Dispute's charge; a Charge without a PaymentIntent is filed under its own
+// id. By Charge: a Refund's or a Dispute's charge (else its
+// payment_intent), a PaymentIntent's latest_charge (else its own id), a
+// Charge's own id.
+func (a adapter) paymentOf(obj *payload.Node, objName string, rec record) (string, error) {
+	var keys []string
+	switch {
+	case a.byCharge && rec.object == "payment_intent":
+		keys = []string{"latest_charge"}
+	case a.byCharge && rec.object == "charge":
+		return "", nil
+	case a.byCharge:
+		keys = []string{"charge", "payment_intent"}
+	case rec.object == "payment_intent":
+		return "", nil
+	case rec.object == "charge":
+		keys = []string{"payment_intent"}
+	default:
+		keys = []string{"payment_intent", "charge"}
 	}
 	for _, key := range keys {
 		n, name, err := obj.Child(objName, key)
@@ -158,8 +220,8 @@ func paymentOf(obj *payload.Node, objName string, rec record) (string, error) {
 		}
 		return n.Text(), nil
 	}
-	if rec.object == "dispute" {
-		return "", payload.Invalid(objName+".charge", "a dispute must name its payment_intent or its charge")
+	if rec.object == "dispute" || rec.object == "refund" {
+		return "", payload.Invalid(objName+".charge", "a "+rec.object+" must name its payment_intent or its charge")
 	}
 	return "", nil
 }

@@ -48,7 +48,8 @@ func (Provider) Samples() provider.Samples {
 	chOfPI = bytes.Replace(chOfPI, []byte(`"evt_3QpaylockCH0001"`), []byte(`"evt_3QpaylockCH0002"`), 1)
 	return provider.Samples{
 		Settings: provider.Settings{"events": []byte(`["payment_intent.succeeded","charge.succeeded","payment_intent.payment_failed",` +
-			`"payment_intent.canceled","charge.refunded","charge.dispute.created","charge.dispute.closed"]`)},
+			`"payment_intent.canceled","charge.refunded","charge.dispute.created","charge.dispute.closed",` +
+			`"payment_intent.amount_capturable_updated","charge.captured","refund.failed"]`)},
 		Secret: "whsec_stripe-sample-secret-0123456789",
 		Deliveries: []provider.Delivery{
 			{Name: "payment_intent.succeeded", Body: sample("payment_intent.succeeded.json"), Events: []provider.Event{
@@ -63,6 +64,14 @@ func (Provider) Samples() provider.Samples {
 				{Kind: lifecycle.Canceled, TransactionID: "pi_3QpaylockPI0002", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockPC0001", At: unix(1764500200)}}},
 			{Name: "charge.refunded: the cumulative amount refunded, of the Charge's PaymentIntent", Body: sample("charge.refunded.json"), Events: []provider.Event{
 				{Kind: lifecycle.Refund, Cumulative: true, TransactionID: "pi_3QpaylockPI0001", Amount: 500, Currency: "JPY", EventID: "evt_3QpaylockRF0001", At: unix(1764503600)}}},
+			{Name: "payment_intent.amount_capturable_updated: authorised, held", Body: sample("payment_intent.amount_capturable_updated.json"), Events: []provider.Event{
+				{Kind: lifecycle.Authorized, TransactionID: "pi_3QpaylockPI0003", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockAC0001", At: unix(1764500300)}}},
+			{Name: "charge.captured: the cumulative amount captured, of the Charge's PaymentIntent", Body: sample("charge.captured.json"), Events: []provider.Event{
+				{Kind: lifecycle.Captured, Cumulative: true, CaptureID: "ch_3QpaylockCH0003", TransactionID: "pi_3QpaylockPI0003", Amount: 1500, Currency: "JPY",
+					EventID: "evt_3QpaylockCP0001", At: unix(1764500400)}}},
+			{Name: "refund.failed: the refund taken back", Body: sample("refund.failed.json"), Events: []provider.Event{
+				{Kind: lifecycle.RefundFailed, RefundID: "re_3QpaylockRE0001", TransactionID: "pi_3QpaylockPI0001", Amount: 500, Currency: "JPY",
+					EventID: "evt_3QpaylockRE0002", At: unix(1764590500)}}},
 			{Name: "charge.dispute.created", Body: sample("charge.dispute.created.json"), Events: []provider.Event{
 				{Kind: lifecycle.DisputeOpened, TransactionID: "pi_3QpaylockPI0001", Amount: 2000, Currency: "JPY", EventID: "evt_3QpaylockDP0001", At: unix(1764590000)}}},
 			{Name: "charge.dispute.closed, lost", Body: sample("charge.dispute.closed.json"), Events: []provider.Event{

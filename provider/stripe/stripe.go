@@ -24,15 +24,14 @@ func init() { provider.Register("stripe", Provider{}) }
 type Provider struct{}
 
 // record says how a Stripe event type carries a payment or an event of its
-// lifecycle: the type of its data.object, the member holding the amount,
-// the lifecycle kind ("" for a payment that succeeded), and whether the
-// payment is named by the object's payment_intent rather than by its id
-// (a Charge's refund, a Dispute).
+// lifecycle: the type of its data.object (which also says how it names its
+// payment: adapter.paymentOf), the member holding the amount, and the
+// lifecycle kind ("" for a payment that succeeded; a Refund's status
+// decides its own).
 type record struct {
 	object string
 	amount string
 	kind   lifecycle.Kind
-	linked bool
 }
 
 // records are the Stripe event types a source may record, in the order
@@ -45,11 +44,18 @@ var records = []struct {
 }{
 	{"payment_intent.succeeded", record{object: "payment_intent", amount: "amount_received"}},
 	{"charge.succeeded", record{object: "charge", amount: "amount"}},
+	{"payment_intent.amount_capturable_updated", record{object: "payment_intent", amount: "amount_capturable", kind: lifecycle.Authorized}},
+	{"charge.captured", record{object: "charge", amount: "amount_captured", kind: lifecycle.Captured}},
 	{"payment_intent.payment_failed", record{object: "payment_intent", amount: "amount", kind: lifecycle.Failed}},
 	{"payment_intent.canceled", record{object: "payment_intent", amount: "amount", kind: lifecycle.Canceled}},
-	{"charge.refunded", record{object: "charge", amount: "amount_refunded", kind: lifecycle.Refund, linked: true}},
-	{"charge.dispute.created", record{object: "dispute", amount: "amount", kind: lifecycle.DisputeOpened, linked: true}},
-	{"charge.dispute.closed", record{object: "dispute", amount: "amount", kind: lifecycle.DisputeWon, linked: true}},
+	{"charge.expired", record{object: "charge", amount: "amount", kind: lifecycle.Canceled}},
+	{"charge.refunded", record{object: "charge", amount: "amount_refunded", kind: lifecycle.Refund}},
+	{"refund.created", record{object: "refund", amount: "amount", kind: lifecycle.Refund}},
+	{"refund.updated", record{object: "refund", amount: "amount", kind: lifecycle.Refund}},
+	{"refund.failed", record{object: "refund", amount: "amount", kind: lifecycle.Refund}},
+	{"charge.refund.updated", record{object: "refund", amount: "amount", kind: lifecycle.Refund}},
+	{"charge.dispute.created", record{object: "dispute", amount: "amount", kind: lifecycle.DisputeOpened}},
+	{"charge.dispute.closed", record{object: "dispute", amount: "amount", kind: lifecycle.DisputeWon}},
 }
 
 // defaultEvent is the payment a source records when its settings name no
@@ -75,9 +81,14 @@ func (Provider) Schemes() []signature.Scheme {
 
 // Keys: events, the event types the source records (default
 // payment_intent.succeeded and every lifecycle type:
-// payment_intent.payment_failed, payment_intent.canceled, charge.refunded,
-// charge.dispute.created, charge.dispute.closed); every other type is
-// acknowledged and written nowhere.
+// payment_intent.amount_capturable_updated, charge.captured,
+// payment_intent.payment_failed, payment_intent.canceled, charge.expired,
+// charge.refunded, refund.created, refund.updated, refund.failed,
+// charge.refund.updated, charge.dispute.created, charge.dispute.closed);
+// every other type is acknowledged and written nowhere. Stripe needs no
+// capture mode: its events say whether money was held
+// (amount_capturable_updated) or taken (payment_intent.succeeded's
+// amount_received, charge.captured).
 func (Provider) Keys() []string { return []string{"events"} }
 
 // New returns the adapter of s's events, or a *provider.SettingError for
@@ -88,6 +99,7 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 		return nil, err
 	}
 	a := adapter{rules: cfg.Rules, events: make(map[string]record, len(events))}
+	a.byCharge = slices.Contains(events, "charge.succeeded") && !slices.Contains(events, defaultEvent)
 	for _, e := range events {
 		for _, r := range records {
 			if r.typ == e {

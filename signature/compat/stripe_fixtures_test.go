@@ -87,6 +87,35 @@ func TestStripeFixturesAreStripeEvents(t *testing.T) {
 			func(t *testing.T, raw json.RawMessage) { checkDispute(t, raw, stripe.DisputeStatusNeedsResponse) }},
 		{"charge.dispute.closed.json", stripe.EventTypeChargeDisputeClosed, "evt_3QpaylockDC0001",
 			func(t *testing.T, raw json.RawMessage) { checkDispute(t, raw, stripe.DisputeStatusLost) }},
+		{"payment_intent.amount_capturable_updated.json", stripe.EventTypePaymentIntentAmountCapturableUpdated, "evt_3QpaylockAC0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var pi stripe.PaymentIntent
+				mustUnmarshal(t, raw, &pi)
+				if pi.ID != "pi_3QpaylockPI0003" || pi.AmountCapturable != 2000 || pi.Status != stripe.PaymentIntentStatusRequiresCapture {
+					t.Errorf("PaymentIntent = %s capturable %d %s", pi.ID, pi.AmountCapturable, pi.Status)
+				}
+				knownKeys(t, "data.object", raw, pi)
+			}},
+		{"charge.captured.json", stripe.EventTypeChargeCaptured, "evt_3QpaylockCP0001",
+			func(t *testing.T, raw json.RawMessage) {
+				var ch stripe.Charge
+				mustUnmarshal(t, raw, &ch)
+				if ch.ID != "ch_3QpaylockCH0003" || ch.AmountCaptured != 1500 || !ch.Captured ||
+					ch.PaymentIntent == nil || ch.PaymentIntent.ID != "pi_3QpaylockPI0003" {
+					t.Errorf("Charge = %s captured %d pi=%v", ch.ID, ch.AmountCaptured, ch.PaymentIntent)
+				}
+				knownKeys(t, "data.object", raw, ch)
+			}},
+		{"refund.failed.json", stripe.EventTypeRefundFailed, "evt_3QpaylockRE0002",
+			func(t *testing.T, raw json.RawMessage) {
+				var re stripe.Refund
+				mustUnmarshal(t, raw, &re)
+				if re.ID != "re_3QpaylockRE0001" || re.Amount != 500 || re.Status != stripe.RefundStatusFailed ||
+					re.PaymentIntent == nil || re.PaymentIntent.ID != "pi_3QpaylockPI0001" || re.Charge == nil || re.Charge.ID != "ch_3QpaylockCH0002" {
+					t.Errorf("Refund = %s %d %s", re.ID, re.Amount, re.Status)
+				}
+				knownKeys(t, "data.object", raw, re)
+			}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
