@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,7 +212,7 @@ func deliverStorm(t *testing.T, reps []*paylocktest.Replica, storm []stormDelive
 			for i := range next {
 				d := storm[i]
 				h := http.Header{}
-				if d.source == "stripe" {
+				if strings.HasPrefix(d.source, "stripe") {
 					h = signature.Sign(signature.SchemeStripe, stripeSecrets[0], "", time.Now(), d.body)
 				}
 				deliverOne(t, reps[i%len(reps)].URL+"/webhooks/"+d.source, h, d.body)
@@ -245,12 +246,14 @@ func deliverOne(t *testing.T, url string, h http.Header, body []byte) {
 type stormMessage struct {
 	Type string `json:"type"`
 	Data struct {
-		Source         string  `json:"source"`
-		TransactionID  string  `json:"transaction_id"`
-		Status         string  `json:"status"`
-		AmountRefunded int64   `json:"amount_refunded"`
-		Dispute        *string `json:"dispute"`
-		Version        int     `json:"version"`
+		Source           string  `json:"source"`
+		TransactionID    string  `json:"transaction_id"`
+		Status           string  `json:"status"`
+		AmountAuthorized int64   `json:"amount_authorized"`
+		AmountCaptured   int64   `json:"amount_captured"`
+		AmountRefunded   int64   `json:"amount_refunded"`
+		Dispute          *string `json:"dispute"`
+		Version          int     `json:"version"`
 	} `json:"data"`
 }
 
