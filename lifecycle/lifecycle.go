@@ -279,7 +279,6 @@ func refundRank(k Kind) int {
 // order, repeats included).
 func Fold(events []Event) State {
 	evs := canonical(events)
-	var s State
 	var base *Event // the success, else the authorisation: the payment's money
 	for i, e := range evs {
 		switch {
@@ -292,133 +291,141 @@ func Fold(events []Event) State {
 	if base == nil {
 		return foldUnauthorised(evs)
 	}
-	s.Amount, s.Currency = base.Amount, base.Currency
-	ok := true
-	note := func(fine bool) { ok = ok && fine }
-	// applies reports whether e is of the payment's money and account.
-	applies := func(e Event) bool {
-		if e.Kind == Failed {
-			return false // a failed attempt moves no money, whatever it names
-		}
-		if e.Currency != "" && e.Currency != s.Currency {
-			s.Review |= ReviewCurrency
-			return false
-		}
-		if e.Account != "" && base.Account != "" && e.Account != base.Account {
-			s.Review |= ReviewAccount
-			return false
-		}
-		return true
-	}
-	var (
-		succeeded, voided, cancelOrRefund bool
-		captures                          = map[string]int64{}
-		failedCaptures                    = map[string]bool{}
-		cumulativeCaptured, implicit      int64
-		refunds                           = map[string]int64{}
-		refundRanks                       = map[string]int{}
-		cumulativeRefunded                int64
-		disputes                          []Event
-	)
+	f := folder{base: *base, ok: true, captures: map[string]int64{}, failedCaptures: map[string]bool{},
+		refunds: map[string]int64{}, refundRanks: map[string]int{}}
+	f.s.Amount, f.s.Currency = base.Amount, base.Currency
 	for _, e := range evs {
-		if !applies(e) {
-			continue
-		}
-		amount, fine := bounded(e.Amount)
-		note(fine)
-		switch e.Kind {
-		case Succeeded:
-			succeeded = true
-			implicit = max(implicit, amount)
-			s.AmountAuthorized = max(s.AmountAuthorized, amount)
-		case Authorized, AuthorizationAdjusted:
-			s.AmountAuthorized = max(s.AmountAuthorized, amount)
-		case Captured:
-			if e.Cumulative {
-				cumulativeCaptured = max(cumulativeCaptured, amount)
-			} else {
-				captures[e.captureID()] = max(captures[e.captureID()], amount)
-			}
-		case CaptureFailed:
-			failedCaptures[e.captureID()] = true
-		case Canceled:
-			voided = true
-		case CancelOrRefund:
-			cancelOrRefund = true
-			fallthrough
-		case Refund, RefundPending, RefundFailed:
-			id := e.refundID()
-			if e.Kind == Refund && e.Cumulative {
-				cumulativeRefunded = max(cumulativeRefunded, amount)
-				continue
-			}
-			refunds[id] = max(refunds[id], amount)
-			if r, seen := refundRanks[id]; !seen || refundRank(e.Kind) > r {
-				refundRanks[id] = refundRank(e.Kind)
-			}
-		case DisputeOpened, DisputeWon, DisputeLost:
-			disputes = append(disputes, e)
+		if f.applies(e) {
+			f.add(e)
 		}
 	}
-	var explicit int64 // the explicit captures' sum
-	for _, id := range sortedKeys(captures) {
-		if !failedCaptures[id] {
+	return f.state()
+}
+
+// folder sums a payment's events of its own money (Fold).
+type folder struct {
+	s                                 State
+	base                              Event
+	ok                                bool // no sum saturated
+	succeeded, voided, cancelOrRefund bool
+	captures                          map[string]int64 // by capture id
+	failedCaptures                    map[string]bool
+	cumulativeCaptured, implicit      int64
+	refunds                           map[string]int64 // by refund id
+	refundRanks                       map[string]int
+	cumulativeRefunded                int64
+	disputes                          []Event
+}
+
+// applies reports whether e is of the payment's currency and merchant
+// account, flagging it for review otherwise; a failed attempt moves no
+// money, whatever it names.
+func (f *folder) applies(e Event) bool {
+	switch {
+	case e.Kind == Failed:
+		return false
+	case e.Currency != "" && e.Currency != f.s.Currency:
+		f.s.Review |= ReviewCurrency
+		return false
+	case e.Account != "" && f.base.Account != "" && e.Account != f.base.Account:
+		f.s.Review |= ReviewAccount
+		return false
+	}
+	return true
+}
+
+// add takes e into the sums.
+func (f *folder) add(e Event) {
+	amount, fine := bounded(e.Amount)
+	f.ok = f.ok && fine
+	switch e.Kind {
+	case Succeeded:
+		f.succeeded = true
+		f.implicit = max(f.implicit, amount)
+		f.s.AmountAuthorized = max(f.s.AmountAuthorized, amount)
+	case Authorized, AuthorizationAdjusted:
+		f.s.AmountAuthorized = max(f.s.AmountAuthorized, amount)
+	case Captured:
+		if e.Cumulative {
+			f.cumulativeCaptured = max(f.cumulativeCaptured, amount)
+		} else {
+			f.captures[e.captureID()] = max(f.captures[e.captureID()], amount)
+		}
+	case CaptureFailed:
+		f.failedCaptures[e.captureID()] = true
+	case Canceled:
+		f.voided = true
+	case CancelOrRefund, Refund, RefundPending, RefundFailed:
+		f.cancelOrRefund = f.cancelOrRefund || e.Kind == CancelOrRefund
+		if e.Kind == Refund && e.Cumulative {
+			f.cumulativeRefunded = max(f.cumulativeRefunded, amount)
+			return
+		}
+		id := e.refundID()
+		f.refunds[id] = max(f.refunds[id], amount)
+		if r, seen := f.refundRanks[id]; !seen || refundRank(e.Kind) > r {
+			f.refundRanks[id] = refundRank(e.Kind)
+		}
+	case DisputeOpened, DisputeWon, DisputeLost:
+		f.disputes = append(f.disputes, e)
+	}
+}
+
+// sum adds up m's values for the keys keep keeps, saturating.
+func (f *folder) sum(m map[string]int64, keep func(id string) bool) int64 {
+	var total int64
+	for _, id := range sortedKeys(m) {
+		if keep(id) {
 			var fine bool
-			explicit, fine = add(explicit, captures[id])
-			note(fine)
+			total, fine = add(total, m[id])
+			f.ok = f.ok && fine
 		}
 	}
-	explicit = max(explicit, cumulativeCaptured)
+	return total
+}
+
+// state is the payment's state from the sums.
+func (f *folder) state() State {
+	s := f.s
+	explicit := max(f.cumulativeCaptured, f.sum(f.captures, func(id string) bool { return !f.failedCaptures[id] }))
 	captured := explicit
 	if explicit == 0 {
-		captured = implicit
+		captured = f.implicit
 	}
 	if captured > s.AmountAuthorized {
 		captured = s.AmountAuthorized
 		s.Review |= ReviewOverCaptured
 	}
+	s.Dispute = dispute(f.disputes)
 	// A void, or a cancel-or-refund, before any explicit capture: the
 	// authorisation is released, nothing taken.
 	switch {
-	case (voided || cancelOrRefund) && explicit == 0:
+	case (f.voided || f.cancelOrRefund) && explicit == 0:
 		s.AmountCaptured, s.Status = 0, StatusCanceled
-		s.Dispute = dispute(disputes)
-		s.Review |= overflow(ok)
+		s.Review |= overflow(f.ok)
 		return s
-	case voided:
+	case f.voided:
 		s.Review |= ReviewVoidAfterCapture
 	}
 	s.AmountCaptured = captured
-	var refunded, failed int64
-	for _, id := range sortedKeys(refunds) {
-		var fine bool
-		switch refundRanks[id] {
-		case 1:
-			refunded, fine = add(refunded, refunds[id])
-		case 2:
-			failed, fine = add(failed, refunds[id])
-		default:
-			fine = true
-		}
-		note(fine)
-	}
-	refunded = max(refunded, cumulativeRefunded-failed)
+	refunded := f.sum(f.refunds, func(id string) bool { return f.refundRanks[id] == 1 })
+	failed := f.sum(f.refunds, func(id string) bool { return f.refundRanks[id] == 2 })
+	refunded = max(refunded, f.cumulativeRefunded-failed)
 	if refunded > captured {
 		refunded, s.OverRefunded = captured, true
 	}
 	s.AmountRefunded = refunded
-	s.Dispute = dispute(disputes)
 	switch {
 	case captured > 0 && refunded == captured:
 		s.Status = Refunded
 	case refunded > 0:
 		s.Status = PartiallyRefunded
-	case captured > 0 || succeeded:
+	case captured > 0 || f.succeeded:
 		s.Status = StatusSucceeded
 	default:
 		s.Status = StatusAuthorized
 	}
-	s.Review |= overflow(ok)
+	s.Review |= overflow(f.ok)
 	return s
 }
 
