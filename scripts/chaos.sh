@@ -45,6 +45,7 @@
 #   12  forwarding into Kafka behind TLS only (kfakebroker --tls-dir,
 #       tls=true&tls_ca=), acks lost, a replica SIGKILLed; every payment
 #       under its webhook-id (scripts/chaos-secure-brokers.sh)
+#   (11 and 12 run in the --short form only when --only names them)
 #
 # Prints the results table and writes it, with the date, the commit and this
 # command, to docs/reliability.md (the full form) or to --out FILE.
