@@ -85,7 +85,7 @@ func TestNATSStoresARetriedMessageOnceByItsWebhookID(t *testing.T) {
 func TestNATSSubjectNoStreamTakesIsARetryableErrorSayingSo(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
-	s := openSink(t, "nats://paylock:hunter2@"+strings.TrimPrefix(srv.URL, "nats://")+"/paylock.nowhere", 5*time.Second)
+	s := openSink(t, "nats://paylock:hunter2@"+strings.TrimPrefix(srv.URL, "nats://")+"/paylock.nowhere?insecure=true", 5*time.Second)
 	err := s.Deliver(context.Background(), brokerMessage("tx-1"))
 	if err == nil || errors.Is(err, forward.ErrPermanent) || !strings.Contains(err.Error(), "no JetStream stream takes subject") ||
 		strings.Contains(err.Error(), "hunter2") {
@@ -189,7 +189,7 @@ func TestBrokerURLsAreCheckedWithoutPrintingCredentials(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"nats://127.0.0.1:4222,127.0.0.1:4223/paylock.payments?stream=PAYMENTS&create=true&duplicates=10m",
-		"nats://t0ken@nats.internal:4222/paylock.payments", "kafka://u:p@k1:9092,k2:9092/payments?sasl=scram-sha-512&tls=true&create=true"} {
+		"nats://t0ken@nats.internal:4222/paylock.payments?tls=true", "kafka://u:p@k1:9092,k2:9092/payments?sasl=scram-sha-512&tls=true&create=true"} {
 		if err := forward.CheckURL(ok); err != nil {
 			t.Errorf("CheckURL(%q) = %v", ok, err)
 		}
@@ -208,11 +208,11 @@ func TestNATSCredentialsComeFromTheURLAndAreNeverPrinted(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t, "--user", "paylock", "--pass", "s3cret-pass")
 	hostport := strings.TrimPrefix(srv.URL, "nats://")
-	good := openSink(t, "nats://paylock:s3cret-pass@"+hostport+"/paylock.payments?stream=PAYMENTS&create=true", 5*time.Second)
+	good := openSink(t, "nats://paylock:s3cret-pass@"+hostport+"/paylock.payments?stream=PAYMENTS&create=true&insecure=true", 5*time.Second)
 	if err := good.Deliver(context.Background(), brokerMessage("tx-1")); err != nil {
 		t.Fatalf("Deliver with the server's user and password: %v", err)
 	}
-	bad := openSink(t, "nats://"+hostport+"/paylock.payments?user=paylock&password=wrong-hunter2", time.Second)
+	bad := openSink(t, "nats://"+hostport+"/paylock.payments?user=paylock&password=wrong-hunter2&insecure=true", time.Second)
 	err := bad.Deliver(context.Background(), brokerMessage("tx-2"))
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("Deliver with a wrong password: %v; want an error without the password", err)
@@ -228,11 +228,11 @@ func TestKafkaSASLCredentialsComeFromTheURLAndAreNeverPrinted(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
-	good := openSink(t, "kafka://paylock:s3cret-pass@"+addr+"/payments?sasl=scram-sha-256", 5*time.Second)
+	good := openSink(t, "kafka://paylock:s3cret-pass@"+addr+"/payments?sasl=scram-sha-256&insecure=true", 5*time.Second)
 	if err := good.Deliver(context.Background(), brokerMessage("tx-1")); err != nil {
 		t.Fatalf("Deliver with the cluster's user and password: %v", err)
 	}
-	bad := openSink(t, "kafka://paylock:wrong-hunter2@"+addr+"/payments?sasl=scram-sha-256", 2*time.Second)
+	bad := openSink(t, "kafka://paylock:wrong-hunter2@"+addr+"/payments?sasl=scram-sha-256&insecure=true", 2*time.Second)
 	err = bad.Deliver(context.Background(), brokerMessage("tx-2"))
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("Deliver with a wrong password: %v; want an error without the password", err)

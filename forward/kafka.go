@@ -36,7 +36,12 @@ import (
 //
 // The URL's query may say:
 //
-//	tls=true                 connect with TLS (SinkConfig.TLS's roots)
+//	tls=true                 connect with TLS, verifying the brokers'
+//	                         certificates (SinkConfig.TLS's roots, or the
+//	                         system's); see brokerTLS for tls_ca=FILE,
+//	                         tls_cert=FILE, tls_key=FILE, tls_server_name=
+//	insecure=true            allow credentials without TLS (refused
+//	                         otherwise: ErrPlaintextCredentials)
 //	sasl=plain|scram-sha-256|scram-sha-512
 //	                         the SASL mechanism (default plain when a user
 //	                         is given)
@@ -107,23 +112,16 @@ func openKafka(u *url.URL, cfg SinkConfig) (Sink, error) {
 	return &kafkaSink{topic: topic, timeout: cfg.Timeout, client: client, redacted: Redact(u.String())}, nil
 }
 
-// kafkaAuth are the TLS and SASL options of the URL.
+// kafkaAuth are the TLS and SASL options of the URL. SASL credentials
+// without TLS are refused unless the URL says insecure=true.
 func kafkaAuth(u *url.URL, q url.Values, cfg SinkConfig) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	useTLS := false
-	if v := q.Get("tls"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, errors.New("tls: want true or false")
-		}
-		useTLS = b
+	tc, err := brokerTLS(q, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if useTLS || cfg.TLS != nil {
-		tc := cfg.TLS
-		if tc != nil {
-			tc = tc.Clone()
-		}
-		opts = append(opts, kgo.DialTLSConfig(tc))
+	if tc != nil {
+		opts = append(opts, kgo.DialTLSConfig(tc)) // never nil: franz-go dials plaintext on a nil config
 	}
 	user, password := q.Get("user"), q.Get("password")
 	if u.User != nil {
@@ -140,7 +138,7 @@ func kafkaAuth(u *url.URL, q url.Values, cfg SinkConfig) ([]kgo.Opt, error) {
 	var m sasl.Mechanism
 	switch mech {
 	case "":
-		return opts, nil
+		return opts, refusePlaintextCredentials(q, tc, false) // insecure= is still checked
 	case "plain":
 		m = plain.Auth{User: user, Pass: password}.AsMechanism()
 	case "scram-sha-256":
@@ -149,6 +147,9 @@ func kafkaAuth(u *url.URL, q url.Values, cfg SinkConfig) ([]kgo.Opt, error) {
 		m = scram.Auth{User: user, Pass: password}.AsSha512Mechanism()
 	default:
 		return nil, errors.New("sasl: want plain, scram-sha-256 or scram-sha-512")
+	}
+	if err := refusePlaintextCredentials(q, tc, true); err != nil {
+		return nil, err
 	}
 	return append(opts, kgo.SASL(m)), nil
 }

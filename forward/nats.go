@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -31,10 +32,25 @@ import (
 //	                 alone) when it does not exist
 //	duplicates=DUR   the created stream's duplicate window (default 2m,
 //	                 JetStream's own)
-//	tls=true         connect with TLS (SinkConfig.TLS's roots)
+//	tls=true         connect with TLS, verifying the server's certificate
+//	                 (SinkConfig.TLS's roots, or the system's); see
+//	                 brokerTLS for tls_ca=FILE, tls_cert=FILE,
+//	                 tls_key=FILE, tls_server_name=
 //	token=T, user=U, password=P, creds=FILE
 //	                 credentials (or user:password@ or token@ in the URL);
-//	                 never printed: errors print the URL through Redact
+//	                 never printed: errors print the URL through Redact;
+//	                 refused without TLS (ErrPlaintextCredentials) unless
+//	insecure=true    says to send them in clear
+//	discovery=true   also use the servers a server advertises (its INFO's
+//	                 connect_urls); by default only the URL's servers get
+//	                 a connection (and the credentials)
+//
+// The connection reconnects by itself (nats.go); once it is closed for
+// good (nats.go gives up after the same authorization error twice in a
+// row, during a credential rotation say) the next Deliver dials again,
+// no sooner than a backoff after the previous dial (natsRedialMin,
+// doubling up to natsRedialMax); meanwhile Deliver fails the attempt, and
+// the job is tried again.
 //
 // A subject no stream takes is a failed attempt saying so (the job is
 // tried again: the stream may be created meanwhile); a message larger than
@@ -43,8 +59,15 @@ func init() {
 	RegisterSink("nats", openNATS)
 }
 
+// The bounds of the backoff between two dials of a closed connection.
+const (
+	natsRedialMin = 250 * time.Millisecond
+	natsRedialMax = 15 * time.Second
+)
+
 // natsSink publishes to one subject through one connection, made on the
-// first Deliver and kept (nats.go reconnects it).
+// first Deliver and kept (nats.go reconnects it), made again when it was
+// closed.
 type natsSink struct {
 	servers    string // nats://h:p,nats://h:p, without credentials
 	subject    string
@@ -60,6 +83,11 @@ type natsSink struct {
 	js      jetstream.JetStream
 	ensured bool // the stream was created (or found) since the last miss
 	closed  bool
+	// dials counts the dials since a publish last succeeded; nextDial is
+	// when the next one may be; lost, why the last connection closed.
+	dials    int
+	nextDial time.Time
+	lost     error
 }
 
 func openNATS(u *url.URL, cfg SinkConfig) (Sink, error) {
@@ -83,7 +111,18 @@ func openNATS(u *url.URL, cfg SinkConfig) (Sink, error) {
 		servers = append(servers, "nats://"+h)
 	}
 	s.servers = strings.Join(servers, ",")
-	s.opts = natsOptions(u, q, cfg)
+	opts, err := natsOptions(u, q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		logger.Warn("nats connection error", "destination", s.redacted, "error", err) // not nats.go's unstructured stderr
+	}))
+	s.opts = opts
 	return s, nil
 }
 
@@ -110,20 +149,27 @@ func (s *natsSink) readQuery(q url.Values) error {
 		}
 		s.duplicates = d
 	}
-	if v := q.Get("tls"); v != "" {
-		if _, err := strconv.ParseBool(v); err != nil {
-			return errors.New("tls: want true or false")
-		}
-	}
 	return nil
 }
 
 // natsOptions are the connection's options: credentials from the URL,
-// TLS, and reconnecting for ever (a Deliver's timeout bounds each attempt).
-func natsOptions(u *url.URL, q url.Values, cfg SinkConfig) []nats.Option {
+// TLS, the URL's servers only (unless discovery=true), and reconnecting
+// for ever (a Deliver's timeout bounds each attempt).
+func natsOptions(u *url.URL, q url.Values, cfg SinkConfig) ([]nats.Option, error) {
 	opts := []nats.Option{nats.Name("paylock-forward"), nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond), nats.RetryOnFailedConnect(true),
 		nats.Timeout(min(cfg.Timeout, 5*time.Second))}
+	discovery := false
+	if v := q.Get("discovery"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, errors.New("discovery: want true or false")
+		}
+		discovery = b
+	}
+	if !discovery {
+		opts = append(opts, nats.IgnoreDiscoveredServers())
+	}
 	user, password, token := q.Get("user"), q.Get("password"), q.Get("token")
 	if u.User != nil {
 		if p, ok := u.User.Password(); ok {
@@ -138,13 +184,21 @@ func natsOptions(u *url.URL, q url.Values, cfg SinkConfig) []nats.Option {
 	if token != "" {
 		opts = append(opts, nats.Token(token))
 	}
-	if creds := q.Get("creds"); creds != "" {
+	creds := q.Get("creds")
+	if creds != "" {
 		opts = append(opts, nats.UserCredentials(creds))
 	}
-	if useTLS, _ := strconv.ParseBool(q.Get("tls")); useTLS || cfg.TLS != nil {
-		opts = append(opts, nats.Secure(cfg.TLS))
+	tc, err := brokerTLS(q, cfg)
+	if err != nil {
+		return nil, err
 	}
-	return opts
+	if tc != nil {
+		opts = append(opts, nats.Secure(tc))
+	}
+	if err := refusePlaintextCredentials(q, tc, user != "" || password != "" || token != "" || creds != ""); err != nil {
+		return nil, err
+	}
+	return opts, nil
 }
 
 // validSubject is a subject one can publish to: tokens separated by dots,
@@ -162,14 +216,24 @@ func validSubject(s string) bool {
 }
 
 // conn returns the JetStream context, connecting (and creating the stream
-// when asked) on first use.
+// when asked) on first use, and again once the connection was closed,
+// after the backoff.
 func (s *natsSink) conn(ctx context.Context) (jetstream.JetStream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, errors.New("forward: the nats sink is closed")
 	}
+	if s.nc != nil && s.nc.IsClosed() {
+		s.lost = s.nc.LastError()
+		s.nc, s.js, s.ensured = nil, nil, false
+	}
 	if s.nc == nil {
+		if wait := time.Until(s.nextDial); wait > 0 {
+			return nil, fmt.Errorf("forward: the connection to %s closed (%v); dialling again in %s", s.redacted, s.lost, wait.Round(time.Millisecond))
+		}
+		s.nextDial = time.Now().Add(min(natsRedialMin<<min(s.dials, 10), natsRedialMax))
+		s.dials++
 		nc, err := nats.Connect(s.servers, s.opts...)
 		if err != nil {
 			return nil, fmt.Errorf("forward: connect to %s: %w", s.redacted, err)
@@ -210,6 +274,9 @@ func (s *natsSink) Deliver(ctx context.Context, m Message) error {
 	}
 	ack, err := js.PublishMsg(ctx, msg, opts...)
 	if err == nil {
+		s.mu.Lock()
+		s.dials = 0 // the connection works: after a later close the backoff starts again from natsRedialMin
+		s.mu.Unlock()
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("paylock.nats.stream", ack.Stream),
 			attribute.Int64("paylock.nats.sequence", int64(ack.Sequence)), attribute.Bool("paylock.nats.duplicate", ack.Duplicate))
 		return nil

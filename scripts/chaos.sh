@@ -38,6 +38,14 @@
 #       here) that loses acks after appending, a replica SIGKILLed; every
 #       payment under its webhook-id, keyed source:transaction_id, the
 #       duplicates a consumer sees counted (scripts/chaos-brokers.sh)
+#   11  forwarding into NATS JetStream under a credential rotation: nats-server
+#       restarted knowing only a new user (the replicas' connections closed),
+#       then reloaded accepting old and new; every payment in the stream
+#       exactly once (scripts/chaos-secure-brokers.sh)
+#   12  forwarding into Kafka behind TLS only (kfakebroker --tls-dir,
+#       tls=true&tls_ca=), acks lost, a replica SIGKILLed; every payment
+#       under its webhook-id (scripts/chaos-secure-brokers.sh)
+#   (11 and 12 run in the --short form only when --only names them)
 #
 # Prints the results table and writes it, with the date, the commit and this
 # command, to docs/reliability.md (the full form) or to --out FILE.
@@ -129,6 +137,7 @@ cleanup() {
   declare -F stop_disbursement_side >/dev/null && stop_disbursement_side
   declare -F stop_receiver >/dev/null && stop_receiver
   declare -F stop_broker >/dev/null && stop_broker
+  declare -F stop_secure_broker >/dev/null && stop_secure_broker
   [[ -n $proxy_pid ]] && { kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; }
   services_stop
   if $keep || [[ $rc -ne 0 || $failed -ne 0 ]]; then
@@ -966,6 +975,7 @@ EOF
     echo "$row"
   fi
   broker_report
+  secure_broker_report
   if $have_jq; then
     cat <<'EOF'
 
@@ -995,6 +1005,8 @@ say "building paylock, pspsim, chaosproxy, fakeprovider, fakereceiver, kfakebrok
 go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy ./cmd/fakeprovider ./cmd/fakereceiver ./cmd/kfakebroker ./cmd/brokerdump
 # shellcheck source=scripts/chaos-brokers.sh
 source scripts/chaos-brokers.sh
+# shellcheck source=scripts/chaos-secure-brokers.sh
+source scripts/chaos-secure-brokers.sh
 
 SERVICES_THROWAWAY=1 services_start
 : >"$work/results"
@@ -1039,6 +1051,8 @@ run_disbursements 6 "disbursements: provider drops answers after creating payout
 run_forwarding 7 "forwarding: receiver fails the first $FWD_FAIL_FIRST attempts per webhook-id and drops $FWD_DROP of its answers; replica killed (SIGKILL) mid-storm"
 run_broker 9 nats "forwarding into NATS JetStream: nats-server killed (SIGKILL) mid-storm, restarted on its store"
 run_broker 10 kafka "forwarding into Kafka (kfake): $BRK_DROP_ACKS of the acks lost after the append; replica killed (SIGKILL) mid-storm"
+run_secure_broker 11 nats "forwarding into NATS JetStream under a credential rotation: nats-server restarted knowing only a new user, then reloaded accepting old and new"
+run_secure_broker 12 kafka "forwarding into Kafka (kfake) behind TLS only: $BRK_DROP_ACKS of the acks lost after the append; replica killed (SIGKILL) mid-storm"
 
 report >"$work/report.md"
 echo

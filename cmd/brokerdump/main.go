@@ -6,16 +6,23 @@
 //
 //	brokerdump nats --url nats://127.0.0.1:4222 --stream PAYMENTS
 //	brokerdump kafka --brokers 127.0.0.1:9092 --topic payments --count
+//	brokerdump kafka --brokers 127.0.0.1:9093 --topic payments --tls-ca /tmp/kafka-tls/ca.pem
+//
+// A NATS server's credentials go in --url (nats://user:password@host:port).
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/paylock/paylock/internal/brokerdump"
 )
@@ -36,6 +43,7 @@ func run(args []string, stdout io.Writer) error {
 	stream := fs.String("stream", "", "nats: the stream")
 	brokers := fs.String("brokers", "127.0.0.1:9092", "kafka: comma-separated seed brokers")
 	topic := fs.String("topic", "", "kafka: the topic")
+	tlsCA := fs.String("tls-ca", "", "kafka: speak TLS, trusting the CAs of this PEM file")
 	count := fs.Bool("count", false, "print only how many messages there are")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -48,7 +56,15 @@ func run(args []string, stdout io.Writer) error {
 	if args[0] == "nats" {
 		msgs, err = brokerdump.NATS(ctx, *url, *stream)
 	} else {
-		msgs, err = brokerdump.Kafka(ctx, strings.Split(*brokers, ","), *topic)
+		var opts []kgo.Opt
+		if *tlsCA != "" {
+			tc, terr := caConfig(*tlsCA)
+			if terr != nil {
+				return terr
+			}
+			opts = append(opts, kgo.DialTLSConfig(tc))
+		}
+		msgs, err = brokerdump.Kafka(ctx, strings.Split(*brokers, ","), *topic, opts...)
 	}
 	if err != nil {
 		return err
@@ -63,4 +79,17 @@ func run(args []string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// caConfig is a TLS configuration trusting the certificates of file.
+func caConfig(file string) (*tls.Config, error) {
+	pemCA, err := os.ReadFile(file) // #nosec G304: the operator's file
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pemCA) {
+		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate", file)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
 }

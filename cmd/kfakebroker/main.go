@@ -5,9 +5,12 @@
 // (--drop-acks) of produce requests is appended and then answered
 // REQUEST_TIMED_OUT, as a broker whose answer was lost. It writes one
 // "host:port" per broker, comma-separated, to --addr-file once it listens,
-// and runs until SIGTERM or SIGINT.
+// and runs until SIGTERM or SIGINT. With --tls-dir it speaks only TLS, with
+// a throwaway CA and server certificate (internal/certtest) it writes
+// there first: ca.pem is what clients trust (tls_ca=DIR/ca.pem).
 //
 //	kfakebroker --brokers 3 --topic payments --partitions 6 --drop-acks 0.1 --addr-file /tmp/kafka.addrs
+//	kfakebroker --tls-dir /tmp/kafka-tls --addr-file /tmp/kafka.addrs
 package main
 
 import (
@@ -23,6 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paylock/paylock/internal/certtest"
 )
 
 func main() {
@@ -38,11 +43,24 @@ func run() error {
 	partitions := flag.Int("partitions", 6, "the topic's partitions")
 	dropAcks := flag.Float64("drop-acks", 0, "fraction of produce requests appended, then answered REQUEST_TIMED_OUT (a lost ack)")
 	addrFile := flag.String("addr-file", "", "write the brokers' addresses here once listening")
+	tlsDir := flag.String("tls-dir", "", "speak only TLS, with a throwaway CA and certificate written to this directory (ca.pem)")
 	flag.Parse()
 	if *dropAcks < 0 || *dropAcks >= 1 {
 		return fmt.Errorf("--drop-acks %v: want 0 <= rate < 1", *dropAcks)
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(*brokers), kfake.SeedTopics(int32(*partitions), *topic))
+	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.SeedTopics(int32(*partitions), *topic)}
+	if *tlsDir != "" {
+		f, err := certtest.Write(*tlsDir)
+		if err != nil {
+			return err
+		}
+		tc, err := f.ServerConfig(false)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, kfake.TLS(tc))
+	}
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return err
 	}
@@ -58,7 +76,7 @@ func run() error {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "kfakebroker: %d brokers at %s, topic %s (%d partitions), drop-acks %v\n", *brokers, addrs, *topic, *partitions, *dropAcks)
+	fmt.Fprintf(os.Stderr, "kfakebroker: %d brokers at %s, topic %s (%d partitions), drop-acks %v, tls %t\n", *brokers, addrs, *topic, *partitions, *dropAcks, *tlsDir != "")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	<-ctx.Done()

@@ -66,10 +66,10 @@ func NATS(ctx context.Context, url, name string) ([]Message, error) {
 
 // Kafka returns every record of topic at the brokers, partition by
 // partition, each in offset order: it reads up to the end offsets it
-// finds when it starts.
-func Kafka(ctx context.Context, brokers []string, topic string) ([]Message, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+// finds when it starts. opts are further client options (TLS, SASL).
+func Kafka(ctx context.Context, brokers []string, topic string, opts ...kgo.Opt) ([]Message, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -170,3 +170,10 @@ func (s *Server) Restart(t testing.TB) {
 		t.Fatal(err)
 	}
 }
+
+// LogCount is how many times the server's log (across its restarts) says
+// substr: "authentication error", say.
+func (s *Server) LogCount(substr string) int {
+	b, _ := os.ReadFile(s.log)
+	return strings.Count(string(b), substr)
+}
