@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/lifecycle"
@@ -328,5 +329,25 @@ func TestALeaseLostInAnEventsHookCommitsNothing(t *testing.T) {
 	}
 	if n := hookWork(t, b, "tx_event_lease"); n != 1 {
 		t.Fatalf("hook work %d after the retry, want 1", n)
+	}
+}
+
+// TestOnlyAUniqueViolationOfTheArbiterIsAConflict: the arbiter's name
+// alone does not make a conflict; the error must be a unique violation
+// (23505). A foreign key of another table may bear the same name (a
+// constraint's name is unique per table only), and its violation (23503)
+// is no duplicate.
+func TestOnlyAUniqueViolationOfTheArbiterIsAConflict(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	testkit.Exec(t, b.admin, `CREATE TABLE payment_refs (source text, transaction_id text,
+		CONSTRAINT `+txIDConstraint+` FOREIGN KEY (source, transaction_id) REFERENCES payments (source, transaction_id))`)
+	_, err := b.admin.Exec(context.Background(), "INSERT INTO payment_refs VALUES ('payments', 'tx_none')")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23503" || pgErr.ConstraintName != txIDConstraint {
+		t.Fatalf("got %v; want a foreign key violation (23503) naming %s", err, txIDConstraint)
+	}
+	if isTxIDConflict(err) {
+		t.Errorf("isTxIDConflict(%v) = true; want false: a foreign key violation is no duplicate", err)
 	}
 }

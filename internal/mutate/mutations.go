@@ -49,7 +49,7 @@ var mutations = []Mutation{
 		Snippet:     "\t\tpgErr.Code == codeUniqueViolation &&\n",
 		Replacement: "\t\tpgErr.Code != \"\" &&\n",
 		Packages:    []string{"./store/"},
-		Run:         "TestIsTxIDConflictClassifiesRealErrors",
+		Run:         "TestOnlyAUniqueViolationOfTheArbiterIsAConflict",
 	},
 	{
 		ID:          "conflict-any-constraint",
