@@ -138,6 +138,16 @@ var mutations = []Mutation{
 		Packages:    []string{"./store/"},
 		Run:         "TestForwardIDsAreStableAndDistinct",
 	},
+	// SIGTERM: the forward jobs in hand finish before serve returns.
+	{
+		ID:          "jobs-hard-stop",
+		Why:         "SIGTERM cancels the forward attempts in hand instead of letting them finish (a webhook-id sent twice)",
+		File:        "store/jobs.go",
+		Snippet:     "\treturn c.Stop, nil\n",
+		Replacement: "\treturn c.StopAndCancel, nil\n",
+		Packages:    []string{"./cli/"},
+		Run:         "TestSIGTERMWithForwardsMidAttemptAndPaymentsQueuedLosesAndDoublesNothing",
+	},
 	// The lifecycle fold's precedence (package lifecycle).
 	{
 		ID:          "fold-failed-over-canceled",
@@ -164,7 +174,7 @@ var mutations = []Mutation{
 		Snippet:     "\t\tkgo.RequiredAcks(kgo.AllISRAcks()),",
 		Replacement: "\t\tkgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),",
 		Packages:    []string{"./forward/"},
-		Run:         "Kafka",
+		Run:         "^TestKafka",
 	},
 	{
 		ID:          "sampler-ratio-ignored",
@@ -189,7 +199,7 @@ var mutations = []Mutation{
 		Snippet:     "OverRefunded: p.OverRefunded,",
 		Replacement: "OverRefunded: false,",
 		Packages:    []string{"./admin/"},
-		Run:         "Payment",
+		Run:         "^TestPaymentsAPI|^TestConsolePayment",
 	},
 	{
 		ID:          "delivery-log-cap-zero-keeps",
@@ -198,6 +208,6 @@ var mutations = []Mutation{
 		Snippet:     "\tif cfg.DeliveryLog.Cap == 0 {\n\t\treturn nil\n\t}\n",
 		Replacement: "\tif cfg.DeliveryLog.Cap < 0 {\n\t\treturn nil\n\t}\n",
 		Packages:    []string{"./cli/"},
-		Run:         "Deliver",
+		Run:         "^TestDeliveryLog",
 	},
 }
