@@ -12,6 +12,10 @@ vet:
 run: ## run paylock locally (starts throwaway Postgres/Redis when none answer)
 	scripts/run.sh
 
+.PHONY: mutate
+mutate: ## apply each listed mutation (internal/mutate) and run the tests that must fail; any survivor fails (not in CI: see the README for its duration)
+	scripts/mutate.sh
+
 .PHONY: bench
 bench: ## measure paylock against its floors and write BENCHMARKS.md (about 6 minutes)
 	scripts/bench.sh

@@ -119,7 +119,7 @@ func startRedis(t *testing.T, port int, args ...string) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server is not installed (apt-get install redis-server)")
+		testkit.Missing(t, "redis-server is not installed (apt-get install redis-server)")
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = t.TempDir()

@@ -229,7 +229,7 @@ func TestAReceiverDownAtFirstGetsTheForwardWhenBack(t *testing.T) {
 	rc := receiver(t) // served on a port of its own too; the worker knows addr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Skipf("the port was taken meanwhile: %v", err)
+		testkit.Missing(t, "the port was taken meanwhile: %v", err)
 	}
 	srv := httptest.NewUnstartedServer(rc)
 	srv.Listener.Close()

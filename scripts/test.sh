@@ -15,10 +15,42 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/services.sh
 source scripts/services.sh
 
+# fuzz_seeds: how many seed inputs (f.Add and testdata/fuzz files) target
+# of pkg has: its subtests when run as a test.
+fuzz_seeds() {
+  local pkg=$1 target=$2
+  go test -vet=off -count=1 -run "^$target\$" -v "$pkg" 2>&1 | grep -cE "^ +--- (PASS|SKIP): $target/" || true
+}
+
+# fuzz_verdict: reads a go test -fuzz log and says whether the target got
+# past its seed corpus: the corpus at the end ("total: M" of the last
+# progress line: seeds, inputs cached by earlier runs and the new
+# interesting ones) must be larger than the seeds, after at least
+# PAYLOCK_FUZZ_MIN_EXECS (default 500) executions. Prints the target's
+# line; returns 0 (fine), 1 (stayed at its seeds) or 2 (too few
+# executions to tell: a machine too loaded, or a target too slow).
+fuzz_verdict() {
+  local log=$1 seeds=$2 min=${PAYLOCK_FUZZ_MIN_EXECS:-500} execs total
+  execs=$(grep -o 'execs: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
+  total=$(grep -o 'total: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
+  if [[ -z $execs || -z $total || $execs -lt $min ]]; then
+    echo "${execs:-0} execs (fewer than $min), corpus ${total:-?} for $seeds seeds"
+    return 2
+  fi
+  if [[ $total -le $seeds ]]; then
+    echo "$execs execs and no input beyond its $seeds seeds: it stays at its seed corpus"
+    return 1
+  fi
+  echo "$execs execs, corpus $total for $seeds seeds"
+}
+
 # fuzz_all: fuzzes every target go test -list finds, one at a time; fails,
-# after trying them all, if any failed.
+# after trying them all, if any failed, stayed at its seed corpus, or ran
+# too few executions even when given PAYLOCK_FUZZTIME_RETRY (default 15s)
+# the second time.
 fuzz_all() {
-  local fuzztime=${PAYLOCK_FUZZTIME:-3s} start=$SECONDS listing line pkg entry target log t0 execs
+  local fuzztime=${PAYLOCK_FUZZTIME:-3s} retry=${PAYLOCK_FUZZTIME_RETRY:-15s} start=$SECONDS
+  local listing line pkg entry target log t0 seeds verdict rc time
   local names=() found=() failed=()
   # -race, as the run before: its compiled packages are reused; vet has run.
   listing=$(go test -race -vet=off -list '^Fuzz' ./...)
@@ -42,20 +74,27 @@ fuzz_all() {
     read -r pkg target <<<"$entry"
     log=$(mktemp)
     t0=$SECONDS
-    if go test -vet=off -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1; then
-      # The time includes the baseline (the seed corpus and the cached
-      # inputs); on a loaded machine it can take all of it.
-      execs=$(grep -o 'execs: [0-9]*' "$log" | tail -n 1 || true)
-      echo "   $target (${pkg#github.com/paylock/paylock/}): ${execs:-baseline only}, $((SECONDS - t0))s"
-    else
-      cat "$log" >&2
-      failed+=("$target (${pkg#github.com/paylock/paylock/})")
-    fi
+    seeds=$(fuzz_seeds "$pkg" "$target")
+    for time in "$fuzztime" "$retry"; do
+      rc=0
+      go test -vet=off -run '^$' -fuzz "^$target\$" -fuzztime "$time" "$pkg" >"$log" 2>&1 || rc=3
+      [[ $rc -eq 0 ]] || break
+      verdict=$(fuzz_verdict "$log" "$seeds") || rc=$?
+      [[ $rc -eq 2 ]] || break
+    done
+    case $rc in
+      0) echo "   $target (${pkg#github.com/paylock/paylock/}): $verdict, $((SECONDS - t0))s" ;;
+      3) cat "$log" >&2; failed+=("$target (${pkg#github.com/paylock/paylock/})") ;;
+      *)
+        echo "fuzz: $target (${pkg#github.com/paylock/paylock/}): $verdict" >&2
+        failed+=("$target (${pkg#github.com/paylock/paylock/}): $verdict")
+        ;;
+    esac
     rm -f "$log"
   done
   echo "== fuzz: ${#found[@]} targets fuzzed in $((SECONDS - start))s"
   if [[ ${#failed[@]} -gt 0 ]]; then
-    echo "fuzz: FAILED: ${failed[*]}" >&2
+    printf 'fuzz: FAILED: %s\n' "${failed[@]}" >&2
     return 1
   fi
 }

@@ -11,7 +11,8 @@
 //     REDIS_URL (defaults: the local development servers). An unreachable
 //     server skips
 //     the test with a message saying what to start, except under CI=true
-//     (InCI), where it fails the test: CI never passes by skipping. Each
+//     (InCI), where it fails the test: CI never passes by skipping. Missing
+//     does the same for any other prerequisite (a binary, a port). Each
 //     test gets a schema and Redis keys of its own, so tests run in parallel
 //     on shared servers.
 //   - Waiting on an event instead of sleeping: Eventually (a check that
