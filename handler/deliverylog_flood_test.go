@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testkit"
@@ -149,4 +150,65 @@ func TestAnAdyenItemWrappedAgainAndAgainIsOneRowAndAGenuineDeliveryIsStillKept(t
 		t.Fatalf("the genuine delivery after the flood is kept %d times; want once", n)
 	}
 	fmt.Fprintf(os.Stderr, "wrap attack: %d variants of %d bytes: %d rows (%v), %d bytes of growth\n", variants, size, rows, kinds, sizeOf()-before)
+}
+
+func TestTheDeliveryLogRedactsCardAndPersonalDataBeforeKeeping(t *testing.T) {
+	t.Parallel()
+	r, secret := stripeLogged(t, "", `["payment_intent.succeeded"]`, handler.Config{
+		DeliveryRedact: map[string][]string{"": {"/data/object/metadata/ssn"}, "stripe": {"/data/object/description"}, "other": {"/id"}},
+	}, nil)
+	body := []byte(`{"id":"evt_pii","object":"event","type":"charge.succeeded","data":{"object":{"id":"ch_pii","object":"charge",` +
+		`"amount":100,"currency":"jpy","billing_details":{"email":"ann@example.com","name":"Ann Smith"},"receipt_email":"ann@example.com",` +
+		`"description":"for Ann","metadata":{"ssn":"123-45-6789","order":"o-1"},"status":"succeeded"}}}`)
+	req, err := http.NewRequest(http.MethodPost, r.URL+"/webhooks/stripe", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range signature.Sign(signature.SchemeStripe, secret, "", time.Now(), body) {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Authorization", "Basic dXNlcjpwYXNz")
+	req.Header.Set("Webhook-Signature", "v1,c2VjcmV0")
+	req.Header.Set("Content-Type", "application/json")
+	if a := do(t, req); a.status != http.StatusOK {
+		t.Fatalf("a charge.succeeded: %d %s", a.status, a.raw)
+	}
+	ctx := context.Background()
+	l, err := r.Store.Deliveries().Deliveries(ctx, store.DeliveryFilter{Source: "stripe"})
+	if err != nil || len(l) != 1 {
+		t.Fatalf("kept %d, %v; want the ignored charge", len(l), err)
+	}
+	d, err := r.Store.Deliveries().Delivery(ctx, l[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"ann@example.com", "Ann Smith", "123-45-6789", "for Ann"} {
+		if bytes.Contains(d.Body, []byte(gone)) {
+			t.Errorf("the kept body holds %q: %s", gone, d.Body)
+		}
+	}
+	var kept struct {
+		ID   string
+		Data struct {
+			Object struct {
+				BillingDetails any `json:"billing_details"`
+				ReceiptEmail   any `json:"receipt_email"`
+				Amount         int
+				Metadata       map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal(d.Body, &kept); err != nil {
+		t.Fatal(err)
+	}
+	o := kept.Data.Object
+	if kept.ID != "evt_pii" || o.Amount != 100 || o.BillingDetails != provider.Redacted || o.ReceiptEmail != provider.Redacted ||
+		o.Metadata["ssn"] != provider.Redacted || o.Metadata["order"] != "o-1" {
+		t.Fatalf("kept %s; want the provider's defaults and the operator's pointers redacted, the rest as sent", d.Body)
+	}
+	for _, h := range []string{"Authorization", "Webhook-Signature", "Stripe-Signature"} {
+		if _, ok := d.Headers[h]; ok {
+			t.Errorf("the kept headers hold %s: %v", h, d.Headers)
+		}
+	}
 }

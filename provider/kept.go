@@ -59,7 +59,7 @@ func CheckPointer(p string) error {
 		return fmt.Errorf("%q is not a JSON pointer: it must start with /", p)
 	}
 	for _, seg := range strings.Split(p[1:], "/") {
-		if strings.ReplaceAll(strings.ReplaceAll(seg, "~0", ""), "~1", "") != strings.ReplaceAll(seg, "~", "") {
+		if strings.Contains(strings.ReplaceAll(strings.ReplaceAll(seg, "~0", ""), "~1", ""), "~") {
 			return fmt.Errorf("%q: ~ must be followed by 0 or 1", p)
 		}
 	}
