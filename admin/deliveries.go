@@ -66,7 +66,7 @@ type deliveryJSON struct {
 func deliveryJSONOf(d store.Delivery, full bool) deliveryJSON {
 	j := deliveryJSON{ID: d.ID, Source: d.Source, EventID: d.EventID, Outcome: string(d.Outcome), Status: d.Status,
 		ProblemType: d.ProblemType, ProblemDetail: d.ProblemDetail, ReceivedAt: d.ReceivedAt, LastSeenAt: d.LastSeenAt,
-		Seen: d.Seen, ReplayResult: d.ReplayResult, RequestID: d.RequestID, BodyBytes: len(d.Body)}
+		Seen: d.Seen, ReplayResult: d.ReplayResult, RequestID: d.RequestID, BodyBytes: d.BodyBytes}
 	if !d.ReplayedAt.IsZero() {
 		j.ReplayedAt = &d.ReplayedAt
 	}

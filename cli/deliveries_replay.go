@@ -54,15 +54,21 @@ func runDeliveriesReplay(ctx context.Context, b *Base, o *deliveriesOpts) error 
 // replayDeliveries replays, oldest first, every kept delivery f selects
 // whose outcome is ignored or refused (or f.Outcome), writing one line per
 // delivery to w; each replay's result is noted on the delivery
-// (MarkReplayed) unless dryRun, which only checks (handler.Check).
+// (MarkReplayed) unless dryRun, which only checks (handler.Check). It
+// streams: the listing reads ids without bodies, page by page, and each
+// delivery's body is read alone when its turn comes.
 func replayDeliveries(ctx context.Context, h replayer, log *store.Deliveries, f store.DeliveryFilter, dryRun bool, w io.Writer) (replayTally, error) {
-	var all []store.Delivery
+	var ids []int64
 	for f.Limit = 500; ; {
 		page, err := log.Deliveries(ctx, f)
 		if err != nil {
 			return replayTally{}, err
 		}
-		all = append(all, page...)
+		for _, d := range page {
+			if d.Outcome == store.DeliveryIgnored || d.Outcome == store.DeliveryRefused {
+				ids = append(ids, d.ID)
+			}
+		}
 		if len(page) < f.Limit {
 			break
 		}
@@ -71,10 +77,13 @@ func replayDeliveries(ctx context.Context, h replayer, log *store.Deliveries, f 
 	var t replayTally
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
-	for i := len(all) - 1; i >= 0; i-- {
-		d := all[i]
-		if d.Outcome != store.DeliveryIgnored && d.Outcome != store.DeliveryRefused {
-			continue
+	for i := len(ids) - 1; i >= 0; i-- {
+		d, err := log.Delivery(ctx, ids[i])
+		if errors.Is(err, store.ErrNotFound) {
+			continue // purged meanwhile
+		}
+		if err != nil {
+			return t, err
 		}
 		result, detail, recorded := replayOne(ctx, h, d, dryRun)
 		switch {

@@ -169,3 +169,42 @@ func TestDeliveriesCommandsRefuseBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestACapOfZeroKeepsNoDeliveryAndRedactionIsConfigured: with
+// PAYLOCK_DELIVERY_LOG_CAP=0 serve keeps nothing in the delivery log (the
+// store's default cap does not take over), and PAYLOCK_DELIVERY_LOG_REDACT
+// reaches the handler of a serve that keeps; a bad pointer is refused at
+// start-up.
+func TestACapOfZeroKeepsNoDeliveryAndRedactionIsConfigured(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	stripeSourceFile(t, path, "[payment_intent.succeeded]")
+	dsn, st := paylocktest.MigratedSchema(t)
+	env := map[string]string{
+		"DATABASE_URL": dsn, "REDIS_URL": testkit.RedisURL(t), "PAYLOCK_LOCK_PREFIX": testkit.Key(t, "") + ":",
+		"PAYLOCK_SOURCES_FILE": path, "STRIPE_WEBHOOK_SECRETS": stripeSecret, "PAYLOCK_LOG_LEVEL": "error",
+		"PAYLOCK_ADMIN_ADDR": "off", "PAYLOCK_DELIVERY_LOG_CAP": "0",
+	}
+	s := startServe(t, env, serveOptions{})
+	if code := postStripe(t, s.base, stripeCharge("ch_none"), false); code != http.StatusOK {
+		t.Fatalf("an ignored charge: %d, want 200", code)
+	}
+	if n := testkit.Count(t, st.Pool(), `SELECT count(*) FROM delivery_log`); n != 0 {
+		t.Fatalf("%d deliveries kept with PAYLOCK_DELIVERY_LOG_CAP=0; want none", n)
+	}
+
+	env["PAYLOCK_DELIVERY_LOG_CAP"] = "10"
+	env["PAYLOCK_DELIVERY_LOG_REDACT"] = "stripe:/data/object/currency, /data/object/amount"
+	s = startServe(t, env, serveOptions{})
+	if code := postStripe(t, s.base, stripeCharge("ch_kept"), false); code != http.StatusOK {
+		t.Fatalf("an ignored charge: %d, want 200", code)
+	}
+	if n := testkit.Count(t, st.Pool(), `SELECT count(*) FROM delivery_log WHERE position('"currency":"[redacted]"' in convert_from(body, 'UTF8')) > 0
+		AND position('"amount":"[redacted]"' in convert_from(body, 'UTF8')) > 0`); n != 1 {
+		t.Fatalf("%d kept deliveries with both pointers redacted; want the charge", n)
+	}
+	env["PAYLOCK_DELIVERY_LOG_REDACT"] = "data/object"
+	if code, _, errOut := runCLI(env, "deliveries", "list"); code != 2 || !strings.Contains(errOut, "PAYLOCK_DELIVERY_LOG_REDACT") {
+		t.Fatalf("a pointer without /: exit %d %q; want 2 naming the variable", code, errOut)
+	}
+}

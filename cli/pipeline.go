@@ -123,6 +123,7 @@ func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *
 		Logger:           logger,
 		Disbursements:    st.Disbursements(),
 		Deliveries:       deliveryLogOf(cfg, st),
+		DeliveryRedact:   cfg.DeliveryLog.Redact,
 		TracerProvider:   cfg.Telemetry.tracerProvider(),
 	}, lk, st.Payments())
 }

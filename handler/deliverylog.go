@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/problem"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/store"
 )
 
@@ -54,12 +55,47 @@ func keepable(o *outcome, err error) (store.DeliveryOutcome, *problem.Problem, b
 	return store.DeliveryRefused, p, true
 }
 
+// keptBy returns what the delivery log keeps of source s's deliveries:
+// its adapter a's Keeper (nil: the body whole), and the pointers redacted
+// before a body is kept: its provider p's defaults (p and a may be nil),
+// then Config.DeliveryRedact's for every source and for s.
+func (h *Handler) keptBy(s Source, p provider.Provider, a provider.Adapter) (provider.Keeper, []string) {
+	var redact []string
+	if r, ok := p.(provider.Redactor); ok {
+		redact = append(redact, r.Redacted()...)
+	}
+	redact = append(redact, h.cfg.DeliveryRedact[""]...)
+	redact = append(redact, h.cfg.DeliveryRedact[s.Name]...)
+	k, _ := a.(provider.Keeper)
+	return k, redact
+}
+
+// keptOf is what the delivery log keeps of src's verified body: the
+// provider's Keeper's rows (Adyen: each signed item alone, re-serialised
+// and keyed by its signed fields), else the body whole, typed by its
+// top-level "type" (Stripe's), each redacted by src's pointers.
+func keptOf(src *source, body []byte) []provider.Kept {
+	var kept []provider.Kept
+	if src != nil && src.keeper != nil {
+		kept = src.keeper.Kept(body)
+	} else {
+		kept = []provider.Kept{{Body: body, EventType: typeOf(body)}}
+	}
+	if src != nil {
+		for i := range kept {
+			kept[i].Body = provider.Redact(kept[i].Body, src.redact)
+		}
+	}
+	return kept
+}
+
 // keep adds the delivery o came to (err) to the delivery log when it is
-// one the log keeps, and returns the error to answer with: err, or for an
-// ignored delivery that could not be kept (the database failed), the
-// keeping's error, so that the sender retries rather than the delivery
-// being lost. A delivery over its source's cap is dropped and counted
-// (paylock_delivery_log_dropped_total); its answer is unchanged.
+// one the log keeps (keptOf: one row or more), and returns the error to
+// answer with: err, or for an ignored delivery that could not be kept
+// (the database failed), the keeping's error, so that the sender retries
+// rather than the delivery being lost. A delivery over its source's cap
+// is dropped and counted (paylock_delivery_log_dropped_total); its answer
+// is unchanged.
 func (h *Handler) keep(ctx context.Context, r *http.Request, o *outcome, err error) error {
 	if h.cfg.Deliveries == nil {
 		return err
@@ -68,21 +104,32 @@ func (h *Handler) keep(ctx context.Context, r *http.Request, o *outcome, err err
 	if !ok {
 		return err
 	}
-	d := store.Delivery{Source: o.source, EventID: eventIDOf(o.body, o.headerID), SignatureID: o.headerID,
-		Outcome: outcome, Status: http.StatusOK, Body: o.body, Headers: keptHeadersOf(r.Header), RequestID: o.requestID}
-	if p != nil {
-		d.Status, d.ProblemType, d.ProblemDetail = p.Status, p.Type, p.Detail
-	}
-	// The answer waits for the row, within the delivery's own deadline; a
-	// client that hung up does not stop it.
+	headers := keptHeadersOf(r.Header)
+	// The answer waits for the rows, within the delivery's own deadline;
+	// a client that hung up does not stop it.
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ReleaseTimeout+time.Second)
-	_, kerr := h.cfg.Deliveries.Keep(kctx, d)
-	cancel()
-	switch {
-	case kerr == nil:
-		return err
-	case errors.Is(kerr, store.ErrDeliveryLogFull):
-		h.cfg.Metrics.deliveryDropped(o.source, "cap")
+	defer cancel()
+	var kerr error
+	for _, k := range keptOf(h.sources[o.source], o.body) {
+		eventID := k.EventID
+		if eventID == "" {
+			eventID = eventIDOf(k.Body, o.headerID)
+		}
+		d := store.Delivery{Source: o.source, EventID: eventID, EventType: k.EventType, SignatureID: o.headerID,
+			Outcome: outcome, Status: http.StatusOK, Key: k.Key, Body: k.Body, Headers: headers, RequestID: o.requestID}
+		if p != nil {
+			d.Status, d.ProblemType, d.ProblemDetail = p.Status, p.Type, p.Detail
+		}
+		_, e := h.cfg.Deliveries.Keep(kctx, d)
+		switch {
+		case e == nil:
+		case errors.Is(e, store.ErrDeliveryLogFull):
+			h.cfg.Metrics.deliveryDropped(o.source, "cap")
+		default:
+			kerr = e
+		}
+	}
+	if kerr == nil {
 		return err
 	}
 	h.cfg.Metrics.deliveryDropped(o.source, "error")
@@ -92,6 +139,19 @@ func (h *Handler) keep(ctx context.Context, r *http.Request, o *outcome, err err
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, kerr)
 	}
 	return err
+}
+
+// typeOf is the body's top-level "type" string (a Stripe event's), ""
+// when it has none.
+func typeOf(body []byte) string {
+	var top struct {
+		Type json.RawMessage `json:"type"`
+	}
+	var s string
+	if json.Unmarshal(body, &top) != nil || json.Unmarshal(top.Type, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // keptHeadersOf returns the allowlisted headers of hdr.

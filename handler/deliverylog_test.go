@@ -92,8 +92,14 @@ func TestVerifiedDeliveriesThatRecordNothingAreKeptAndReplayedOnceTheSourceIsWid
 		t.Fatal(err)
 	}
 	byEvent := map[string]store.Delivery{}
-	for _, d := range kept {
-		byEvent[d.EventID] = d
+	for i, d := range kept {
+		if d.Body != nil || d.BodyBytes == 0 {
+			t.Errorf("a listing carries the body of delivery %d (%d bytes, %d said); want only its size", d.ID, len(d.Body), d.BodyBytes)
+		}
+		if kept[i], err = log.Delivery(ctx, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		byEvent[d.EventID] = kept[i]
 	}
 	if len(kept) != 3 {
 		t.Fatalf("%d kept deliveries (%v); want the two charges and the refused one, nothing unsigned, nothing recorded", len(kept), byEvent)
@@ -168,10 +174,25 @@ func TestDistinctDeliveriesBeyondTheSourcesCapAreDroppedAndCounted(t *testing.T)
 			t.Fatalf("charge %d: %d %s; want 200 ignored even when not kept", i, a.status, a.raw)
 		}
 	}
-	if n := testkit.Count(t, testkit.Connect(t, dsn), `SELECT count(*) FROM delivery_log`); n != 2 {
-		t.Fatalf("%d kept, want the cap of 2", n)
+	// Past the cap, the newest ignored delivery of each event type is
+	// still kept (one row per type, replaced): so a flood never hides the
+	// latest real event of a type.
+	admin := testkit.Connect(t, dsn)
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM delivery_log`); n != 3 {
+		t.Fatalf("%d kept, want the cap of 2 and the newest charge.succeeded", n)
 	}
-	if got := testkit.Gathered(t, reg).Sum("paylock_delivery_log_dropped_total", `source="stripe"`, `reason="cap"`); got != 3 {
-		t.Fatalf("paylock_delivery_log_dropped_total{cap} = %v, want 3", got)
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM delivery_log WHERE overflow AND event_id = 'evt_ch_cap_4'`); n != 1 {
+		t.Fatalf("the newest charge.succeeded is kept %d times past the cap; want once", n)
+	}
+	for i := range 2 {
+		if a := sendStripe(t, r.URL, &secrets[0], stripeEvent(fmt.Sprint("pi_str_", i), `"100"`)); a.status < 400 || a.status >= 500 {
+			t.Fatalf("a refused delivery: %d %s", a.status, a.raw)
+		}
+	}
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM delivery_log`); n != 3 {
+		t.Fatalf("%d kept after two refusals past the cap, want still 3", n)
+	}
+	if got := testkit.Gathered(t, reg).Sum("paylock_delivery_log_dropped_total", `source="stripe"`, `reason="cap"`); got != 2 {
+		t.Fatalf("paylock_delivery_log_dropped_total{cap} = %v, want 2", got)
 	}
 }

@@ -132,6 +132,11 @@ type Config struct {
 	// nothing (the delivery log, deliverylog.go): an ignored one is
 	// answered 200 only once it is kept.
 	Deliveries DeliveryLog
+	// DeliveryRedact are JSON pointers (provider.Redact) of the members
+	// the delivery log keeps as "[redacted]", by source name; those under
+	// "" apply to every source. The provider's own (provider.Redactor)
+	// apply too.
+	DeliveryRedact map[string][]string
 	// TracerProvider starts the spans of every delivery (the server span,
 	// signature, adapt, record, confirm); nil is the global TracerProvider.
 	// A noop.TracerProvider turns tracing off at no cost.

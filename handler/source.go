@@ -85,6 +85,11 @@ type source struct {
 	logMsg string
 	// route is the source's path, spanName its deliveries' span name.
 	route, spanName string
+	// keeper and redact are what the delivery log keeps of a delivery
+	// (deliverylog.go): the provider's Keeper, if any, and the JSON
+	// pointers redacted before a body is kept.
+	keeper provider.Keeper
+	redact []string
 }
 
 // build checks s and returns the source the pipeline serves.
@@ -97,6 +102,7 @@ func (h *Handler) build(s Source) (*source, error) {
 	if s.BasicAuth != "" {
 		src.basicAuth = []byte(s.BasicAuth)
 	}
+	src.keeper, src.redact = h.keptBy(s, nil, nil)
 	switch s.Provider {
 	case ProviderLoans, ProviderPayouts:
 		if h.cfg.Disbursements == nil {
@@ -121,6 +127,7 @@ func (h *Handler) build(s Source) (*source, error) {
 	if ack, ok := a.(provider.Acknowledger); ok {
 		src.ack = ack
 	}
+	src.keeper, src.redact = h.keptBy(s, p, a)
 	src.parse = h.paymentParser(s, a)
 	return src, nil
 }

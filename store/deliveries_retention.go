@@ -11,23 +11,43 @@ import (
 )
 
 // DefaultDeliveryLogRetention is how long a kept delivery stays after it
-// was last seen (PAYLOCK_DELIVERY_LOG_RETENTION's default): longer than
+// was first seen (PAYLOCK_DELIVERY_LOG_RETENTION's default): longer than
 // any provider retries, so that a fix has time to be replayed.
 const DefaultDeliveryLogRetention = 30 * 24 * time.Hour
 
-// purgeDeliveriesSQL deletes one batch of the deliveries last seen before
-// $1, along delivery_log_last_seen_idx; rows another purger holds are
-// skipped.
-const purgeDeliveriesSQL = `
-DELETE FROM delivery_log WHERE id IN (
-	SELECT id FROM delivery_log WHERE last_seen_at < $1 ORDER BY last_seen_at LIMIT $2 FOR UPDATE SKIP LOCKED)`
+// Each statement of PurgeDeliveries deletes at most purgeDeliveriesRows
+// rows and, past the first, purgeDeliveriesBytes bytes of bodies: a batch
+// of large bodies stays well within the statement timeout.
+const (
+	purgeDeliveriesRows        = 1000
+	purgeDeliveriesBytes int64 = 32 << 20
+)
 
-// PurgeDeliveries deletes the kept deliveries last seen more than
-// olderThan ago (by the database's clock), in statements of
-// DefaultPurgeBatch rows, and returns how many it deleted (also alongside
-// an error). It touches nothing but delivery_log. olderThan must be
-// positive.
+// purgeDeliveriesSQL deletes one batch of the deliveries first seen before
+// $1, oldest first along delivery_log_received_idx: at most $2 rows, and
+// no row once $3 bytes of bodies come before it in the batch (the first
+// always goes). Rows another purger holds are skipped. octet_length reads
+// a body's size without fetching it.
+const purgeDeliveriesSQL = `
+WITH batch AS (
+	SELECT id, received_at, octet_length(body) AS n FROM delivery_log
+	WHERE received_at < $1 ORDER BY received_at, id LIMIT $2 FOR UPDATE SKIP LOCKED
+), sized AS (
+	SELECT id, sum(n) OVER (ORDER BY received_at, id) - n AS before FROM batch
+)
+DELETE FROM delivery_log d USING sized WHERE d.id = sized.id AND sized.before < $3`
+
+// PurgeDeliveries deletes the kept deliveries first seen more than
+// olderThan ago (by the database's clock), however often they were seen
+// since: a body sent again and again does not stay. It deletes in
+// statements bounded by rows and bytes (purgeDeliveriesSQL) and returns
+// how many it deleted (also alongside an error). It touches nothing but
+// delivery_log. olderThan must be positive.
 func (s *Deliveries) PurgeDeliveries(ctx context.Context, olderThan time.Duration) (int64, error) {
+	return s.purgeDeliveries(ctx, olderThan, purgeDeliveriesRows, purgeDeliveriesBytes)
+}
+
+func (s *Deliveries) purgeDeliveries(ctx context.Context, olderThan time.Duration, rows int, bytes int64) (int64, error) {
 	if olderThan <= 0 {
 		return 0, fmt.Errorf("store: purge deliveries: retention %s is not positive", olderThan)
 	}
@@ -38,12 +58,12 @@ func (s *Deliveries) PurgeDeliveries(ctx context.Context, olderThan time.Duratio
 	}
 	var deleted int64
 	for {
-		tag, err := s.pool.Exec(ctx, purgeDeliveriesSQL, before, DefaultPurgeBatch)
+		tag, err := s.pool.Exec(ctx, purgeDeliveriesSQL, before, rows, bytes)
 		if err != nil {
 			return deleted, translate("purge deliveries", err)
 		}
 		deleted += tag.RowsAffected()
-		if tag.RowsAffected() < DefaultPurgeBatch {
+		if tag.RowsAffected() == 0 {
 			return deleted, nil
 		}
 	}
@@ -124,7 +144,7 @@ func (DeliveryLogArgs) InsertOpts() river.InsertOpts {
 // DeliveryLogWorker keeps the delivery log bounded: River's leader inserts
 // one DeliveryLogArgs every Interval (a periodic job, run on start too),
 // and the run keeps the orphans past their time (SweepOrphans) and purges
-// the deliveries last seen more than Retention ago (PurgeDeliveries).
+// the deliveries first seen more than Retention ago (PurgeDeliveries).
 type DeliveryLogWorker struct {
 	river.WorkerDefaults[DeliveryLogArgs]
 

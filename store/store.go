@@ -75,6 +75,10 @@ type Config struct {
 	// to the delivery log in an hour (Deliveries.Keep); 0 is
 	// DefaultDeliveryLogCap.
 	DeliveryLogCap int
+	// DeliveryLogCapBytes is how many body bytes one source may add to
+	// the delivery log in an hour (Deliveries.Keep); 0 is
+	// DefaultDeliveryLogCapBytes.
+	DeliveryLogCapBytes int64
 	// TracerProvider traces the store's work: the spans of its River
 	// clients (a job's insert and work; see StartJobs), a span per recorded
 	// payment (and per multi-row statement), and the pool's queries through
@@ -104,6 +108,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("store: Config.DeliveryLogCap is negative (%d)", c.DeliveryLogCap)
 	case c.DeliveryLogCap == 0:
 		c.DeliveryLogCap = DefaultDeliveryLogCap
+	}
+	switch {
+	case c.DeliveryLogCapBytes < 0:
+		return c, fmt.Errorf("store: Config.DeliveryLogCapBytes is negative (%d)", c.DeliveryLogCapBytes)
+	case c.DeliveryLogCapBytes == 0:
+		c.DeliveryLogCapBytes = DefaultDeliveryLogCapBytes
 	}
 	if err := c.batchDefaults(); err != nil {
 		return c, err
