@@ -36,7 +36,7 @@ const (
 )
 
 // orderBundle is a store full of versioned forward jobs, and what starts
-// the workers on them.
+// a replica's workers on them (a store of its own, its own River client).
 type orderBundle struct {
 	store *store.Store
 	start func(t *testing.T, url string, secret bool, wrap func(forward.Store) forward.Store)
@@ -89,7 +89,8 @@ func orderSetup(t *testing.T, payments, maxAttempts int) *orderBundle {
 			}
 			cfg.Secret = secrets[0]
 		}
-		var fs forward.Store = st.Payments()
+		rst := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts})
+		var fs forward.Store = rst.Payments()
 		if wrap != nil {
 			fs = wrap(fs)
 		}
@@ -102,7 +103,7 @@ func orderSetup(t *testing.T, payments, maxAttempts int) *orderBundle {
 		if err := w.AddTo(rcfg); err != nil {
 			t.Fatal(err)
 		}
-		stop, err := st.StartJobs(ctx, rcfg)
+		stop, err := rst.StartJobs(ctx, rcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,6 +165,9 @@ func checkOrder(t *testing.T, o brokerdump.Order) {
 	}
 }
 
+// TestAPaymentsMessagesReachAReceiverInVersionOrder: two replicas' workers
+// send 200 payments × 4 versions to a receiver that fails a tenth of the
+// first attempts; it records every payment's versions in order.
 func TestAPaymentsMessagesReachAReceiverInVersionOrder(t *testing.T) {
 	t.Parallel()
 	rc := testkit.StartReceiver(t, testkit.ReceiverConfig{
@@ -172,6 +176,8 @@ func TestAPaymentsMessagesReachAReceiverInVersionOrder(t *testing.T) {
 		OtherEvents:   true,
 	})
 	b := orderSetup(t, orderPayments, 25)
+	// Two replicas, DefaultConcurrency workers each.
+	b.start(t, rc.URL+"/paylock", true, nil)
 	b.start(t, rc.URL+"/paylock", true, nil)
 	testkit.WaitFor(t, 3*time.Minute, "every message processed", func() bool {
 		return rc.Stats().WebhookIDs == orderPayments*orderChanges
@@ -189,7 +195,7 @@ func TestAPaymentsMessagesReachAReceiverInVersionOrder(t *testing.T) {
 	if s.Inversions != 0 {
 		t.Errorf("the receiver counted %d inversions, want 0", s.Inversions)
 	}
-	t.Logf("%d first attempts failed; %d messages delivered in order", s.FailedFirst, len(msgs))
+	t.Logf("%d first attempts failed; %d messages delivered", s.FailedFirst, len(msgs))
 }
 
 // refusingKafka refuses, at random, a tenth of the produce requests of a
