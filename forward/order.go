@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -67,7 +68,10 @@ func (w *Worker) inOrder(ctx context.Context, job *river.Job[store.ForwardArgs])
 		w.done(ctx, a, ev)
 		return ev.Err
 	case e.Unfinished > 0:
-		return river.JobSnooze(snoozeFor(time.Now(), e.DueAt, snoozes(job.Metadata)))
+		d := snoozeFor(time.Now(), e.DueAt, snoozes(job.Metadata))
+		w.log.DebugContext(ctx, "forward waits for an earlier version", slog.Int64("job_id", job.ID), slog.String("webhook_id", a.ID),
+			slog.Int("version", a.Version()), slog.Int("earlier_unfinished", e.Unfinished), slog.Duration("snooze", d))
+		return river.JobSnooze(d)
 	case e.GivenUpJob != 0:
 		err := fmt.Errorf("%w: version %d of this payment to %s was given up (forward job %d); retrying it sends this one after it",
 			ErrHeld, e.GivenUpVersion, a.Target(), e.GivenUpJob)
