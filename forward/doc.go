@@ -70,7 +70,10 @@
 // payment.failed, payment.canceled, payment.refunded,
 // payment.dispute.opened and payment.dispute.closed, one per change of its
 // state, each carrying the state after the change (the job holds it:
-// store.ForwardedState); version orders them.
+// store.ForwardedState); version orders them, and they reach each
+// destination in that order (order.go): version n+1 goes out only once
+// version n was delivered, and a given-up version holds the later ones
+// (ErrHeld) until it is retried.
 //
 // Signed with Standard Webhooks (webhook-id, webhook-timestamp,
 // webhook-signature v1) with the first secret of PAYLOCK_FORWARD_SECRETS, so

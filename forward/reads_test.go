@@ -40,6 +40,10 @@ func (g *gatedStore) Payment(ctx context.Context, source, tx string) (store.Paym
 	return store.Payment{Source: source, TransactionID: tx}, nil
 }
 
+func (g *gatedStore) ForwardsBefore(context.Context, int64, store.ForwardArgs) (store.EarlierForwards, error) {
+	return store.EarlierForwards{}, nil
+}
+
 // TestReadsCapsThePaymentReadsInFlight: with Config.Reads 2, eight
 // workers' reads reach the store two at a time, and every one is answered;
 // a read waiting for a slot gives up with its context.

@@ -22,6 +22,10 @@ import (
 // satisfies it.
 type Store interface {
 	Payment(ctx context.Context, source, transactionID string) (store.Payment, error)
+	// ForwardsBefore says what precedes a forward of a payment to its
+	// destination: earlier versions unfinished, or given up (ordering,
+	// order.go).
+	ForwardsBefore(ctx context.Context, jobID int64, a store.ForwardArgs) (store.EarlierForwards, error)
 }
 
 // capped is a Store whose reads in flight at once are at most cap(sem)
@@ -39,6 +43,16 @@ func (c capped) Payment(ctx context.Context, source, transactionID string) (stor
 	}
 	defer func() { <-c.sem }()
 	return c.Store.Payment(ctx, source, transactionID)
+}
+
+func (c capped) ForwardsBefore(ctx context.Context, jobID int64, a store.ForwardArgs) (store.EarlierForwards, error) {
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return store.EarlierForwards{}, context.Cause(ctx)
+	}
+	defer func() { <-c.sem }()
+	return c.Store.ForwardsBefore(ctx, jobID, a)
 }
 
 // Config tunes a Worker. Zero values take the defaults noted.
@@ -239,8 +253,16 @@ func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 // means delivered; a refusal for good, or a subject that is gone, cancels
 // the job. The attempt is a span (trace.go) whose trace context the
 // message carries in its headers.
+//
+// Before that, a payment's message waits for the earlier versions of the
+// same payment to the same destination (inOrder, order.go): it is snoozed
+// (no attempt spent) while one is unfinished, and held (cancelled, as
+// given up) when one was given up.
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
 	a := job.Args
+	if err := w.inOrder(ctx, job); err != nil {
+		return err
+	}
 	ctx, span := w.startAttempt(ctx, a, job.Attempt)
 	ev := Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
 	defer func() { endAttempt(span, ev) }()

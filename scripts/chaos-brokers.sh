@@ -21,11 +21,23 @@
 #      consumer sees twice (a job retried after its record was written) are
 #      counted, not failed: consumers dedupe on webhook-id.
 #
+# Both check order too: after the storm, BRK_CHANGED of the run's payments
+# get BRK_CHANGES refunds each (paylock's own body, "type": "refund", signed
+# as pspsim signs; round after round, each payment's next refund once its
+# last was answered 2xx), so each has messages of versions 1 to
+# BRK_CHANGES+1, while the fault happens again (9: nats-server SIGKILLed
+# before round 2 and restarted once it was answered, so that round 3 comes
+# while round 2's messages wait for their retries; 10: the lost acks go
+# on). brokerdump --order then reads the stream or topic as held: every
+# payment's versions must be non-decreasing
+# (a JetStream stream in its order, a Kafka partition in offset order).
+#
 # Needs from chaos.sh: $bin, $work, $logs, $short, $only, the replica and
 # storm functions, json_field, forward_json, say, fault, at.
 
 if $short; then BRK_TXS=200; else BRK_TXS=400; fi
 BRK_DELIVERIES=5 BRK_RATE=200 BRK_DROP_ACKS=0.1
+BRK_CHANGED=100 BRK_CHANGES=3 BRK_CHANGE_INFLIGHT=16
 BRK_WAIT=${CHAOS_BROKER_WAIT:-240}
 BRK_SETTINGS=(PAYLOCK_FORWARD_TIMEOUT=2s PAYLOCK_WORKER_POLL=200ms)
 broker_pid="" nats_port="" nats_dir="" kafka_addrs=""
@@ -73,6 +85,54 @@ broker_dump() {
   fi
 }
 
+# broker_change N TX CURRENCY K: POSTs refund K (1 unit) of payment TX,
+# signed with the first of PAYLOCK_WEBHOOK_SECRETS, to replica N%3 (the next
+# one on each retry, at most 10 attempts); appends "TX K CODE" to
+# $work/$scenario.changes (CODE: the last answer's status, 000 for none).
+broker_change() {
+  local r=$1 tx=$2 cur=$3 k=$4 body id hdr=() line out code a
+  body="{\"transaction_id\":\"$tx\",\"amount\":1,\"currency\":\"$cur\",\"type\":\"refund\",\"refund_id\":\"$tx-r$k\"}"
+  id="msg_${tx}_r$k"
+  while IFS= read -r line; do hdr+=(-H "$line"); done < <(printf '%s' "$body" | "$bin/paylock" sign --id "$id")
+  for a in 1 2 3 4 5 6 7 8 9 10; do
+    out=$(curl -s -o /dev/null --max-time 3 -w '%{http_code}' -H 'Content-Type: application/json' "${hdr[@]}" \
+      --data-binary "$body" "http://127.0.0.1:${rep_port[$(((r + a - 1) % 3))]}/webhooks/payments" 2>/dev/null) || true
+    code=${out:-000}
+    [[ $code == 2* ]] && break
+    [[ $code == 4* && $code != 409 ]] && break
+    sleep "0.$((a < 5 ? a * 2 : 9))"
+  done
+  echo "$tx $k $code" >>"$work/$scenario.changes"
+}
+
+# broker_changes KIND PREFIX: BRK_CHANGES rounds of one refund to each of
+# BRK_CHANGED of the run's payments (so versions 2 to BRK_CHANGES+1), NATS
+# down during the second round.
+broker_changes() {
+  local kind=$1 prefix=$2 k tx cur n=0 senders
+  "$psql" "$DATABASE_URL" -At -F ' ' -c "SELECT transaction_id, currency FROM payments WHERE transaction_id LIKE '$prefix%'
+    ORDER BY transaction_id LIMIT $BRK_CHANGED" >"$work/$scenario.changed" 2>/dev/null || return 1
+  : >"$work/$scenario.changes"
+  for ((k = 1; k <= BRK_CHANGES; k++)); do
+    senders=()
+    if ((k == 2)) && [[ $kind == nats ]]; then
+      stop_broker KILL; fault "changes: SIGKILL nats-server before refund round 2"
+    fi
+    while read -r tx cur; do
+      while (($(jobs -rp | wc -l) >= BRK_CHANGE_INFLIGHT + 5)); do sleep 0.02; done # + replicas, proxy, broker
+      broker_change "$n" "$tx" "$cur" "$k" &
+      senders+=($!) n=$((n + 1))
+    done <"$work/$scenario.changed"
+    wait "${senders[@]}"
+    if ((k == 2)) && [[ $kind == nats ]]; then
+      # Round 2's messages are failing their attempts (River backs off);
+      # round 3 is recorded as soon as the server is back.
+      sleep 3; start_nats; fault "nats-server restarted on the same store once round 2 was answered"
+    fi
+  done
+  fault "$(wc -l <"$work/$scenario.changed") payments got $BRK_CHANGES refunds each ($(awk '$3 !~ /^2/' "$work/$scenario.changes" | wc -l) not answered 2xx)"
+}
+
 # broker_skip ID TITLE WHY: a row saying why the scenario did not run
 # (CI fails instead: it never passes by skipping).
 broker_skip() {
@@ -113,14 +173,16 @@ broker_held() {
 }
 
 # broker_settle ID KIND PREFIX: waits (bounded) until the broker holds a
-# message of every payment the run recorded; sets settled, settle_s.
+# message of every payment the run recorded, and of every forward job of
+# the run (the changes' too); sets settled, settle_s.
 broker_settle() {
-  local id=$1 kind=$2 prefix=$3 s0 deadline payments held next_say
+  local id=$1 kind=$2 prefix=$3 s0 deadline payments njobs held next_say
   s0=$(date +%s) next_say=$(($(date +%s) + 15)) deadline=$(($(date +%s) + BRK_WAIT)) settled=false
   while :; do
     payments=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM payments WHERE transaction_id LIKE '$prefix%'" 2>/dev/null || echo -1)
+    njobs=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM river_job WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" 2>/dev/null || echo -1)
     held=$(broker_held "$kind" "$prefix" || echo -1)
-    if [[ $payments -gt 0 && $held -ge $payments ]]; then settled=true; break; fi
+    if [[ $payments -gt 0 && $held -ge $payments && $held -ge $njobs ]]; then settled=true; break; fi
     (($(date +%s) < deadline)) || break
     if (($(date +%s) >= next_say)); then say "  $id: $held of $payments payments in the broker so far"; next_say=$(($(date +%s) + 15)); fi
     sleep 1
@@ -167,9 +229,11 @@ run_broker() {
       notes+="replica $((i + 1)) exited unexpectedly; "
     fi
   done
+  broker_changes "$kind" "$prefix" || notes+="changes not sent; "
   broker_settle "$id" "$kind" "$prefix"
   broker_dump "$kind" >"$work/$id.messages" 2>>"$logs/brokerdump.log" || notes+="the broker unreadable; "
-  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state FROM river_job
+  broker_dump "$kind" --order >"$work/$id.order" 2>>"$logs/brokerdump.log" || notes+="the broker's order unreadable; "
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state, args->>'type' FROM river_job
     WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
   "$psql" "$DATABASE_URL" -At -c "SELECT args->>'id' FROM river_job
     WHERE kind = '$FWD_KIND' AND args->>'transaction_id' NOT LIKE '$prefix%'" >"$work/$id.otherjobs" 2>/dev/null || notes+="jobs unreadable; "
@@ -187,16 +251,22 @@ run_broker() {
   v=$(json_field "$work/$id.json" verdict)
   [[ $v == pass && -z $notes ]] || failed=1
   printf '%s\x1f%s\x1f%s\x1f%s\x1f%s\n' "$id" "$title" "$([[ $v == pass ]] && echo 0 || echo 1)" "$timeline" "${notes%; }" >>"$work/results"
-  say "scenario $id: ${v:-error}${notes:+ (${notes%; })} (pspsim $(json_field "$work/$id.json" pspsim_verdict); $(fwd "$id" forwarded) of $(fwd "$id" payments) payments in the $kind $([[ $kind == nats ]] && echo stream || echo topic), $(fwd "$id" messages) messages, $(fwd "$id" lost) lost, $(fwd "$id" duplicate_ids) under a wrong or second id, $(fwd "$id" consumer_duplicates) seen twice by a consumer, $(fwd "$id" miskeyed) mis-keyed, $(fwd "$id" foreign) of earlier scenarios' jobs)"
+  say "scenario $id: ${v:-error}${notes:+ (${notes%; })} (pspsim $(json_field "$work/$id.json" pspsim_verdict); $(fwd "$id" forwarded) of $(fwd "$id" payments) payments in the $kind $([[ $kind == nats ]] && echo stream || echo topic), $(fwd "$id" messages) messages, $(fwd "$id" lost) lost, $(fwd "$id" duplicate_ids) under a wrong or second id, $(fwd "$id" consumer_duplicates) seen twice by a consumer, $(fwd "$id" miskeyed) mis-keyed, $(fwd "$id" foreign) of earlier scenarios' jobs, $(fwd "$id" changes) changes, $(fwd "$id" lost_changes) lost, $(fwd "$id" inversions) inversions)"
 }
 
 # broker_verdict ID KIND SETTLED SETTLE_S: one awk over the payments, the
 # jobs and the broker's messages (webhook-id, msg-id, key, partition,
-# signed): forward_* fields as scenario 7's, for forward_json.
+# signed), with the order brokerdump --order found: forward_* fields as
+# scenario 7's, for forward_json.
 broker_verdict() {
-  awk -F '\t' -v kind="$2" -v settled="$3" -v settle_s="$4" '
+  local order=$work/$1.order inversions versioned
+  inversions=$(sed -n 's/.*"inversions":\([0-9]*\).*/\1/p' "$order" 2>/dev/null)
+  versioned=$(sed -n 's/.*"versioned":\([0-9]*\).*/\1/p' "$order" 2>/dev/null)
+  awk -F '\t' -v kind="$2" -v settled="$3" -v settle_s="$4" -v inversions="${inversions:--1}" -v versioned="${versioned:-0}" '
     FILENAME ~ /rows$/ { pay[$1 SUBSEP $2] = 1; npay++; next }
     FILENAME ~ /otherjobs$/ { other[$1] = 1; next }
+    # A change (a refund) has its own job: held, like the payment, once.
+    FILENAME ~ /[.]jobs$/ && $5 != "payment.recorded" { change[$1] = 1; keyof[$1] = $2 ":" $3; byid[$1] = $2 SUBSEP $3; nchanges++; njobs++; if ($4 != "completed") notdone++; next }
     FILENAME ~ /[.]jobs$/ { k = $2 SUBSEP $3; jobs[k]++; jobid[k] = $1; keyof[$1] = $2 ":" $3; byid[$1] = k; njobs++; if ($4 != "completed") notdone++; next }
     # A message of a job of an earlier scenario: counted apart, not the run.
     $1 in other { foreign++; next }
@@ -213,16 +283,25 @@ broker_verdict() {
         else if (!(jobid[k] in seen)) lost++
         else { forwarded++; if (seen[jobid[k]] > 1) twice += seen[jobid[k]] - 1 }
       }
+      for (c in change) {
+        if (!(c in seen)) lostchanges++
+        else if (seen[c] > 1) twice += seen[c] - 1
+      }
+      lostchanges += 0; nchanges += 0
       npay += 0; njobs += 0; nmsg += 0; lost += 0; unknown += 0; miskeyed += 0; badmsgid += 0; signed += 0
       badjobs += 0; notdone += 0; forwarded += 0; twice += 0
       # NATS: the stream must hold each id once. Kafka: a consumer may see
       # one twice (counted); nothing lost, unknown or mis-keyed.
       dupids = unknown + badmsgid + (kind == "nats" ? twice : 0)
-      ok = settled == "true" && npay > 0 && lost == 0 && dupids == 0 && miskeyed == 0 && badjobs == 0 && njobs == npay
+      # Order: the versions of every payment non-decreasing as the broker holds
+      # them (brokerdump --order), with changes there to be ordered.
+      ok = settled == "true" && npay > 0 && lost == 0 && lostchanges == 0 && dupids == 0 && miskeyed == 0 && badjobs == 0 &&
+        njobs == npay + nchanges && nchanges > 0 && inversions == 0
       printf "forward_verdict\t%s\nforward_payments\t%d\nforward_forwarded\t%d\nforward_messages\t%d\n", ok ? "pass" : "fail", npay, forwarded, nmsg
       printf "forward_lost\t%d\nforward_duplicate_ids\t%d\nforward_unknown\t0\nforward_consumer_duplicates\t%d\n", lost, dupids, twice
       printf "forward_miskeyed\t%d\nforward_jobs\t%d\nforward_payments_without_one_job\t%d\nforward_jobs_not_completed\t%d\n", miskeyed, njobs, badjobs, notdone
       printf "forward_foreign\t%d\n", foreign + 0
+      printf "forward_changes\t%d\nforward_lost_changes\t%d\nforward_versioned\t%d\nforward_inversions\t%s\n", nchanges, lostchanges, versioned, inversions < 0 ? "unread" : inversions
       printf "forward_signed\t%d\nforward_settled\t%s\nforward_settle_seconds\t%d\n", signed, settled, settle_s
     }' "$work/$1.rows" "$work/$1.jobs" "$work/$1.otherjobs" "$work/$1.messages"
 }
@@ -248,16 +327,20 @@ webhook-id); **mis-keyed**, Kafka records whose key is not
 source:transaction_id; **of earlier scenarios**, messages of forward jobs
 of an earlier scenario (scenario 7's, retried after the receiver's answer
 was dropped, come due while the replicas forward to the broker), not the
-run's and not counted in its other columns; **settled**, seconds from the
-storm's end until the broker held every payment of the run.
+run's and not counted in its other columns; **changes**, the refunds'
+forward jobs (versions 2 and up), of which **changes lost** the broker
+does not hold; **inversions**, messages the broker holds after a higher
+version of the same payment (`brokerdump --order`; must be 0);
+**settled**, seconds from the storm's end until the broker held every
+payment and every change of the run.
 
-| scenario | payments | in the broker | messages | lost | wrong ids | seen twice | mis-keyed | jobs | jobs not completed | of earlier scenarios | settled | verdict |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| scenario | payments | in the broker | messages | lost | wrong ids | seen twice | mis-keyed | jobs | jobs not completed | of earlier scenarios | changes | changes lost | inversions | settled | verdict |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
 EOF
   for id in 9 10; do
     [[ -s $work/$id.forward ]] || continue
     row="| $id |"
-    for k in payments forwarded messages lost duplicate_ids consumer_duplicates miskeyed jobs jobs_not_completed foreign; do
+    for k in payments forwarded messages lost duplicate_ids consumer_duplicates miskeyed jobs jobs_not_completed foreign changes lost_changes inversions; do
       row+=" $(fwd "$id" "$k") |"
     done
     if [[ $(fwd "$id" settled) == true ]]; then row+=" $(fwd "$id" settle_seconds)s |"; else row+=" not after ${BRK_WAIT}s |"; fi

@@ -412,8 +412,10 @@ func (s *Outbox) ForwardJobs(ctx context.Context, f ForwardJobFilter) ([]Forward
 
 // RetryForward makes forward job id available again at once (River's
 // JobRetry), with one more attempt if it had used them all, and returns it
-// as it stands afterwards. A running job is left alone. An id that is no
-// forward job is ErrNotFound.
+// as it stands afterwards. A running job is left alone. The given-up later
+// versions of its payment to its destination, which it held, are put back
+// with it (in the same transaction): they go after it, in order. An id
+// that is no forward job is ErrNotFound.
 func (s *Outbox) RetryForward(ctx context.Context, id int64) (ForwardJob, error) {
 	row, err := s.jobs.JobGet(ctx, id)
 	switch {
@@ -424,7 +426,14 @@ func (s *Outbox) RetryForward(ctx context.Context, id int64) (ForwardJob, error)
 	case row.Kind != ForwardKind:
 		return ForwardJob{}, fmt.Errorf("%w: job %d is a %s job, not a forward", ErrNotFound, id, row.Kind)
 	}
-	row, err = s.jobs.JobRetry(ctx, id)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if row, err = s.jobs.JobRetryTx(ctx, tx, id); err != nil {
+			return err
+		}
+		_, err = s.releaseHeldTx(ctx, tx, id)
+		return err
+	})
 	if err != nil {
 		return ForwardJob{}, translate("retry forward job", err)
 	}

@@ -192,7 +192,14 @@ func (s *Outbox) replayOne(ctx context.Context, f ReplayFilter, txn string, res 
 		if f.DryRun {
 			return nil
 		}
-		if _, err := s.jobs.JobRetry(ctx, j.id); err != nil {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := s.jobs.JobRetryTx(ctx, tx, j.id); err != nil {
+				return err
+			}
+			_, err := s.releaseHeldTx(ctx, tx, j.id)
+			return err
+		})
+		if err != nil {
 			return translate("replay: retry forward job", err)
 		}
 	default:

@@ -219,6 +219,9 @@ func (s *Review) resolveForward(ctx context.Context, tx pgx.Tx, id string, n int
 		if row, err = s.jobs.JobRetryTx(ctx, tx, n); err != nil {
 			return ReviewItem{}, translate("retry forward job", err)
 		}
+		if _, err := s.releaseHeldTx(ctx, tx, n); err != nil {
+			return ReviewItem{}, translate("retry forward job", err)
+		}
 		if j, err = forwardJob(row); err != nil {
 			return ReviewItem{}, err
 		}

@@ -2,7 +2,9 @@
 // chaos scenarios and by hand: every message of a NATS JetStream stream or
 // every record of a Kafka topic, one tab-separated line each (webhook-id,
 // Nats-Msg-Id, key, partition, signed), or with --count only how many
-// there are. See package internal/brokerdump.
+// there are, or with --order whether each payment's messages are held in
+// version order (brokerdump.CheckOrder, as JSON). See package
+// internal/brokerdump.
 //
 //	brokerdump nats --url nats://127.0.0.1:4222 --stream PAYMENTS
 //	brokerdump kafka --brokers 127.0.0.1:9092 --topic payments --count
@@ -15,6 +17,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -45,6 +48,7 @@ func run(args []string, stdout io.Writer) error {
 	topic := fs.String("topic", "", "kafka: the topic")
 	tlsCA := fs.String("tls-ca", "", "kafka: speak TLS, trusting the CAs of this PEM file")
 	count := fs.Bool("count", false, "print only how many messages there are")
+	order := fs.Bool("order", false, "print only whether each payment's messages are in version order (JSON)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -68,6 +72,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *order {
+		return json.NewEncoder(stdout).Encode(brokerdump.CheckOrder(msgs))
 	}
 	if *count {
 		_, err = fmt.Fprintln(stdout, len(msgs))

@@ -1,12 +1,13 @@
 // Package brokerdump reads back what paylock's broker sinks wrote: every
 // message of a NATS JetStream stream, or every record of a Kafka topic,
 // with its webhook-id, Nats-Msg-Id, key and partition. Tests and the chaos
-// scenarios (cmd/brokerdump) check with it that every payment arrived, and
-// how many times.
+// scenarios (cmd/brokerdump) check with it that every payment arrived, how
+// many times, and in version order (CheckOrder).
 package brokerdump
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -113,4 +114,68 @@ func kafkaMessage(r *kgo.Record) Message {
 		}
 	}
 	return m
+}
+
+// Order is how a stream or topic kept each payment's messages: a payment's
+// messages must be held in version order (data.version), since paylock
+// sends version n+1 of a payment to a destination only after version n.
+type Order struct {
+	// Payments counts the payments (data.source, data.transaction_id)
+	// whose messages carry a data.version; Versioned their messages.
+	Payments  int `json:"payments"`
+	Versioned int `json:"versioned"`
+	// Inversions counts the messages held after a message of the same
+	// payment with a higher version; Inverted the payments with one.
+	Inversions int `json:"inversions"`
+	Inverted   int `json:"inverted"`
+	// Example names the first inverted payment and its versions as held,
+	// "" when none is.
+	Example string `json:"example,omitempty"`
+}
+
+// CheckOrder reads each message's body (paylock's {"type", "data"}) and
+// checks, payment by payment, that the versions are non-decreasing in the
+// order msgs holds them (NATS's stream order; Kafka's offset order, a
+// payment's records being on one partition). Messages without a version
+// are left out.
+func CheckOrder(msgs []Message) Order {
+	type key struct{ source, tx string }
+	var o Order
+	newest := map[key]int{}
+	held := map[key][]int{}
+	inverted := map[key]bool{}
+	var first *key
+	for _, m := range msgs {
+		var b struct {
+			Data struct {
+				Source        string `json:"source"`
+				TransactionID string `json:"transaction_id"`
+				Version       int    `json:"version"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(m.Body, &b) != nil || b.Data.TransactionID == "" || b.Data.Version <= 0 {
+			continue
+		}
+		k := key{b.Data.Source, b.Data.TransactionID}
+		if _, seen := newest[k]; !seen {
+			o.Payments++
+		}
+		o.Versioned++
+		held[k] = append(held[k], b.Data.Version)
+		if b.Data.Version < newest[k] {
+			o.Inversions++
+			if !inverted[k] {
+				inverted[k] = true
+				o.Inverted++
+				if first == nil {
+					first = &k
+				}
+			}
+		}
+		newest[k] = max(newest[k], b.Data.Version)
+	}
+	if first != nil {
+		o.Example = fmt.Sprintf("%s/%s: versions %v", first.source, first.tx, held[*first])
+	}
+	return o
 }

@@ -15,7 +15,9 @@
 // id is 400 (unless Config.OtherEvents). Then, per webhook-id, the first
 // Config.FailFirst verified attempts are answered 500 without being
 // processed. Any later attempt is processed: it is recorded (its first
-// processing time, how many times it was processed) and then, with
+// processing time, how many times it was processed, and, for a payment's
+// message with a data.version, its place in the payment's arrival order)
+// and then, with
 // probability Config.DropRate, its answer is dropped (the connection is
 // closed without one, as when a receiver crashes after its COMMIT);
 // otherwise it is answered 204, at once or after DelayNext's stall.
@@ -24,6 +26,11 @@
 // webhook-id per payment, the same on every attempt: Stats counts the
 // payments that arrived under more than one webhook-id (DuplicatePayments)
 // and the webhook-ids that arrived with more than one payment (Conflicts).
+//
+// A sender must also send a payment's messages in version order: Stats
+// counts the processed messages whose data.version is below one already
+// processed for the same payment (Inversions), and Arrivals lists every
+// processed payment message in the order it was processed.
 package fakereceiver
 
 import (
@@ -57,6 +64,10 @@ type Config struct {
 	// FailFirst is how many verified attempts of each webhook-id are
 	// answered 500 before one is processed.
 	FailFirst int
+	// FailFirstRate is the fraction of webhook-ids, drawn at random,
+	// whose first verified attempt is answered 500 without being
+	// processed (on top of FailFirst).
+	FailFirstRate float64
 	// DropRate is the fraction of processed attempts whose answer is
 	// dropped: the connection is closed without an answer.
 	DropRate float64
@@ -123,6 +134,10 @@ type Stats struct {
 	Conflicts         int `json:"conflicts"`
 	// Other counts the processed POSTs of other events (Config.OtherEvents).
 	Other int `json:"other"`
+	// Inversions counts the processed messages of a payment whose
+	// data.version is below one processed before for the same payment:
+	// 0 for a sender that keeps each payment's messages in order.
+	Inversions int `json:"inversions"`
 	// Events is keyed by webhook-id.
 	Events map[string]Event `json:"events"`
 }
@@ -142,12 +157,24 @@ type Receiver struct {
 	scripted  int                  // verified attempts that met Config.Answers
 	delayNext time.Duration        // see DelayNext
 	attempts  []Attempt            // Config.KeepAttempts
+	newest    map[payment]int      // the highest data.version processed per payment
+	arrivals  []Arrival            // every processed payment message, in order
+}
+
+// Arrival is one processed message of a payment, in the order the
+// receiver processed them (Arrivals).
+type Arrival struct {
+	WebhookID     string `json:"webhook_id"`
+	Type          string `json:"type"`
+	Source        string `json:"source"`
+	TransactionID string `json:"transaction_id"`
+	Version       int    `json:"version"`
 }
 
 type payment struct{ source, transactionID string }
 
 // New returns a Receiver. It returns an error when cfg has no Verifier, a
-// negative FailFirst or a DropRate outside [0, 1].
+// negative FailFirst or a DropRate or FailFirstRate outside [0, 1].
 func New(cfg Config) (*Receiver, error) {
 	switch {
 	case cfg.Verifier == nil:
@@ -156,6 +183,8 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, fmt.Errorf("fakereceiver: negative FailFirst %d", cfg.FailFirst)
 	case cfg.DropRate < 0 || cfg.DropRate > 1:
 		return nil, fmt.Errorf("fakereceiver: DropRate %v is not in [0, 1]", cfg.DropRate)
+	case cfg.FailFirstRate < 0 || cfg.FailFirstRate > 1:
+		return nil, fmt.Errorf("fakereceiver: FailFirstRate %v is not in [0, 1]", cfg.FailFirstRate)
 	}
 	r := &Receiver{
 		cfg:       cfg,
@@ -165,6 +194,7 @@ func New(cfg Config) (*Receiver, error) {
 		verified:  make(map[string]int),
 		conflicts: make(map[string]bool),
 		payments:  make(map[payment][]string),
+		newest:    make(map[payment]int),
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -204,6 +234,15 @@ func (r *Receiver) Attempts() []Attempt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.attempts)
+}
+
+// Arrivals returns every processed message of a payment (one with
+// data.source, data.transaction_id and data.version), in the order the
+// receiver processed them, redeliveries included.
+func (r *Receiver) Arrivals() []Arrival {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.arrivals)
 }
 
 // DelayNext holds the answer to the next processed attempt for d after it
@@ -254,6 +293,7 @@ type forwarded struct {
 	Data struct {
 		Source        string `json:"source"`
 		TransactionID string `json:"transaction_id"`
+		Version       int    `json:"version"`
 	} `json:"data"`
 }
 
@@ -344,6 +384,10 @@ func (r *Receiver) process(id string, ev *Event, body []byte) answer {
 		r.stats.FailedFirst++
 		return answer{status: http.StatusInternalServerError, text: "failing the first attempts on purpose"}
 	}
+	if r.verified[id] == r.cfg.FailFirst+1 && r.cfg.FailFirstRate > 0 && rand.Float64() < r.cfg.FailFirstRate {
+		r.stats.FailedFirst++
+		return answer{status: http.StatusInternalServerError, text: "failing this first attempt on purpose"}
+	}
 	r.stats.Delivered++
 	if ev.Deliveries == 0 {
 		ev.FirstDeliveredAt = time.Now().UTC()
@@ -355,6 +399,7 @@ func (r *Receiver) process(id string, ev *Event, body []byte) answer {
 	if !isPayment {
 		r.stats.Other++
 	}
+	r.arrive(id, f)
 	ev.Deliveries++
 	a := answer{status: http.StatusNoContent, delay: r.delayNext, level: slog.LevelInfo, msg: f.Type,
 		args: []any{"webhook_id", id, "source", p.source, "transaction_id", p.transactionID, "deliveries", ev.Deliveries}}
@@ -366,6 +411,22 @@ func (r *Receiver) process(id string, ev *Event, body []byte) answer {
 	}
 	a.args = append(a.args, "dropped", drop)
 	return a
+}
+
+// arrive records, under r.mu, the arrival of a processed message of a
+// payment, and counts it in Stats.Inversions when a later version of the
+// same payment came before it.
+func (r *Receiver) arrive(id string, f forwarded) {
+	d := f.Data
+	if d.Source == "" || d.TransactionID == "" || d.Version <= 0 {
+		return
+	}
+	p := payment{d.Source, d.TransactionID}
+	if d.Version < r.newest[p] {
+		r.stats.Inversions++
+	}
+	r.newest[p] = max(r.newest[p], d.Version)
+	r.arrivals = append(r.arrivals, Arrival{WebhookID: id, Type: f.Type, Source: d.Source, TransactionID: d.TransactionID, Version: d.Version})
 }
 
 // countPayment counts, under r.mu, payment p first processed under

@@ -17,11 +17,14 @@ const ReceiverSecret = "whsec_dGVzdGtpdC1yZWNlaXZlci1zZWNyZXQtMDEyMzQ1Njc4OQ=="
 // ReceiverConfig configures StartReceiver. Its fields are those of
 // fakereceiver.Config (see there), plus Front.
 type ReceiverConfig struct {
-	Verifier    *signature.Verifier // default: Standard Webhooks over ReceiverSecret
-	FailFirst   int
-	DropRate    float64
-	Answers     []int
-	OtherEvents bool
+	Verifier  *signature.Verifier // default: Standard Webhooks over ReceiverSecret
+	FailFirst int
+	// FailFirstRate fails the first attempt of this fraction of the
+	// webhook-ids (fakereceiver.Config.FailFirstRate).
+	FailFirstRate float64
+	DropRate      float64
+	Answers       []int
+	OtherEvents   bool
 	// Front, when set, wraps the receiver: it sees every request first (a
 	// second verifier, a recorder) and passes it on.
 	Front func(next http.Handler) http.Handler
@@ -42,7 +45,7 @@ func StartReceiver(t testing.TB, cfg ReceiverConfig) *Receiver {
 		cfg.Verifier = Verifier(t, signature.SchemeStandard, ReceiverSecret)
 	}
 	r, err := fakereceiver.New(fakereceiver.Config{
-		Verifier: cfg.Verifier, FailFirst: cfg.FailFirst, DropRate: cfg.DropRate,
+		Verifier: cfg.Verifier, FailFirst: cfg.FailFirst, FailFirstRate: cfg.FailFirstRate, DropRate: cfg.DropRate,
 		Answers: cfg.Answers, OtherEvents: cfg.OtherEvents, KeepAttempts: true,
 	})
 	if err != nil {
