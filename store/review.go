@@ -151,8 +151,8 @@ type ReviewFilter struct {
 }
 
 // ParseReviewID splits a review item id into its kind and number. Ids
-// that are not mismatch-, disbursement- or forward- followed by a positive
-// number are ErrNotFound.
+// that are not a kind of ReviewKinds, a dash and a positive int64 are
+// ErrNotFound (the admin API answers them 400 before asking).
 func ParseReviewID(id string) (ReviewKind, int64, error) {
 	kind, num, ok := strings.Cut(id, "-")
 	n, err := strconv.ParseInt(num, 10, 64)
