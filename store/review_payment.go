@@ -50,6 +50,7 @@ func scanPaymentItem(row pgx.Row) (ReviewItem, error) {
 			source, tx, since.UTC().Format(time.RFC3339))
 	}
 	it := ReviewItem{ID: reviewID(ReviewLifecycle, id), Kind: ReviewLifecycle, Since: since, Summary: summary,
+		Source: source, TransactionID: tx, Version: version, Type: reason,
 		Details: map[string]any{"source": source, "transaction_id": tx, "reason": reason, "status": st,
 			"amount": amount, "amount_refunded": refunded, "dispute": dispute, "version": version},
 		Actions: ReviewActions[ReviewLifecycle]}
