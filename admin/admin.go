@@ -54,6 +54,11 @@ type Config struct {
 	// GET /admin/deliveries/{id} as JSON, and with the console its pages
 	// (see deliveries.go); nil leaves them out.
 	Deliveries DeliveryLog
+	// Verified, when set, returns a source's stored payload as the
+	// console shows it: without the provider's signature material
+	// (provider.SignatureBearer: Adyen's additionalData.hmacSignature), as
+	// a forward carries it. Nil shows payloads as stored.
+	Verified func(source string, payload []byte) []byte
 	// Forwards is each payment source's forward destination, by name,
 	// where the console's replay sends a payment whose forward job River
 	// no longer holds.

@@ -320,11 +320,15 @@ func (c *console) payment(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	shown := p.Payload
+	if c.a.cfg.Verified != nil {
+		shown = c.a.cfg.Verified(p.Source, shown)
+	}
 	var pretty bytes.Buffer
-	if json.Indent(&pretty, p.Payload, "", "  ") == nil {
+	if json.Indent(&pretty, shown, "", "  ") == nil {
 		d.Body = pretty.String()
 	} else {
-		d.Body = string(p.Payload)
+		d.Body = string(shown)
 	}
 	page := consolePage{Title: "Payment " + p.TransactionID, Nav: "payments", Review: c.a.cfg.Review != nil, Data: &d}
 	switch r.URL.Query().Get("replay") {

@@ -86,6 +86,10 @@ func (c *console) reviewPage(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (c *console) reviewItem(w http.ResponseWriter, r *http.Request) {
+	if _, _, err := store.ParseReviewID(r.PathValue("id")); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Not a review item id: mismatch-N, disbursement-N, forward-N or lifecycle-N.")
+		return
+	}
 	it, err := c.a.cfg.Review.ReviewItem(r.Context(), r.PathValue("id"))
 	if err != nil {
 		c.storeFailed(w, r, "review item", err)
@@ -100,6 +104,10 @@ func (c *console) reviewItem(w http.ResponseWriter, r *http.Request) {
 
 func (c *console) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if _, _, err := store.ParseReviewID(id); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Not a review item id: mismatch-N, disbursement-N, forward-N or lifecycle-N.")
+		return
+	}
 	action, note := r.PostForm.Get("action"), strings.TrimSpace(r.PostForm.Get("note"))
 	note = truncateUTF8(strings.ToValidUTF8(note, "\uFFFD"), maxReviewNote)
 	who := Identity(r.Context())

@@ -109,3 +109,32 @@ func TestConsoleReviewNoteIsCutWithoutSplittingACharacter(t *testing.T) {
 		t.Fatalf("resolution %+v, %v; want the note cut to its 1,999 ASCII bytes", all, err)
 	}
 }
+
+// TestConsoleReviewItemsNameTheirPayment: a discarded forward's row and
+// page name its payment and link to it.
+func TestConsoleReviewItemsNameTheirPayment(t *testing.T) {
+	t.Parallel()
+	_, st := paylocktest.MigratedSchema(t)
+	ctx := context.Background()
+	if _, err := st.Payments().RecordPaymentForwarded(ctx, store.Payment{Source: "acme", TransactionID: "tx-fwd", Amount: 100,
+		Currency: "EUR", Payload: []byte(`{}`)}, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now(), attempt = max_attempts WHERE kind = 'forward'`); err != nil {
+		t.Fatal(err)
+	}
+	items, err := st.Review().ReviewItems(ctx, store.ReviewFilter{Kind: store.ReviewForward})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("items %v, %v", items, err)
+	}
+	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
+		Console: consoleStore(st), Review: review.New(st.Review(), nil)}))
+	t.Cleanup(srv.Close)
+	link := `href="/admin/payments/acme/tx-fwd"`
+	for _, path := range []string{"/admin/review-queue", "/admin/review-queue/" + items[0].ID} {
+		a := adminDo(t, srv, http.MethodGet, path, nil, bearer, nil)
+		if a.status != http.StatusOK || !strings.Contains(a.body, link) || !strings.Contains(a.body, "payment.recorded") {
+			t.Errorf("%s: %d, no link to the payment: %s", path, a.status, a.body)
+		}
+	}
+}

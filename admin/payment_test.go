@@ -41,6 +41,7 @@ func recordLifecycle(t *testing.T, st *store.Store) {
 type paymentJSON struct {
 	Source, TransactionID, Status, Currency string
 	Amount, AmountRefunded                  int64
+	OverRefunded                            bool
 	Dispute                                 *string
 	Version                                 int
 	Events                                  []struct {
@@ -57,7 +58,7 @@ func decodePayment(t *testing.T, body string) paymentJSON {
 	}
 	var p paymentJSON
 	for k, dst := range map[string]any{"source": &p.Source, "transaction_id": &p.TransactionID, "status": &p.Status,
-		"currency": &p.Currency, "amount": &p.Amount, "amount_refunded": &p.AmountRefunded, "dispute": &p.Dispute,
+		"currency": &p.Currency, "amount": &p.Amount, "amount_refunded": &p.AmountRefunded, "over_refunded": &p.OverRefunded, "dispute": &p.Dispute,
 		"version": &p.Version, "events": &p.Events} {
 		v, ok := raw[k]
 		if !ok {
@@ -100,6 +101,34 @@ func TestPaymentsAPIAnswersTheLifecycleAsJSON(t *testing.T) {
 	}
 	if a := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/pi_life", nil, nil, nil); a.status != http.StatusUnauthorized {
 		t.Errorf("without the token: %d, want 401", a.status)
+	}
+}
+
+// TestPaymentsAPISaysWhenRefundsExceedTheAmount: refunds beyond the
+// amount cap amount_refunded and set over_refunded; a partial refund does
+// not.
+func TestPaymentsAPISaysWhenRefundsExceedTheAmount(t *testing.T) {
+	t.Parallel()
+	_, st := paylocktest.MigratedSchema(t)
+	recordLifecycle(t, st)
+	ctx := context.Background()
+	if _, err := st.Payments().RecordPayment(ctx, store.Payment{Source: "stripe", TransactionID: "pi_over", Amount: 1000,
+		Currency: "EUR", EventID: "evt_over", Payload: []byte(`{"id":"evt_over"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ id, refund string }{{"evt_r1", "re_1"}, {"evt_r2", "re_2"}} {
+		if _, err := st.Payments().RecordEvent(ctx, store.PaymentEvent{Source: "stripe", TransactionID: "pi_over", EventID: r.id,
+			Kind: lifecycle.Refund, Amount: 700, Currency: "EUR", RefundID: r.refund}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(), Payments: st.Payments()}))
+	t.Cleanup(srv.Close)
+	for tx, want := range map[string]bool{"pi_over": true, "pi_life": false} {
+		a := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/"+tx, nil, bearer, nil)
+		if p := decodePayment(t, a.body); a.status != http.StatusOK || p.OverRefunded != want {
+			t.Errorf("%s: %d %s, want over_refunded %v", tx, a.status, a.body, want)
+		}
 	}
 }
 

@@ -67,6 +67,9 @@ func (a *Admin) reviewList(w http.ResponseWriter, r *http.Request) {
 // reviewItem answers GET /admin/review/{id}.
 func (a *Admin) reviewItem(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if !wellFormedReviewID(w, id) {
+		return
+	}
 	it, err := a.cfg.Review.ReviewItem(r.Context(), id)
 	if err != nil {
 		a.reviewError(w, r, "reading a review item failed", id, err)
@@ -83,6 +86,9 @@ func (a *Admin) reviewItem(w http.ResponseWriter, r *http.Request) {
 // provider disagrees or cannot be reached (nothing changed).
 func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if !wellFormedReviewID(w, id) {
+		return
+	}
 	var req resolveRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody))
 	dec.DisallowUnknownFields()
@@ -98,6 +104,18 @@ func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.InfoContext(r.Context(), "admin: review item resolved", "id", id, "action", req.Action, "who", who)
 	writeJSON(w, http.StatusOK, it)
+}
+
+// wellFormedReviewID reports whether id is a review item id (a kind, a
+// dash and a positive int64: store.ParseReviewID); when it is not, it
+// answers 400, whatever the number's size.
+func wellFormedReviewID(w http.ResponseWriter, id string) bool {
+	if _, _, err := store.ParseReviewID(id); err != nil {
+		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "id",
+			"a review item id is mismatch-N, disbursement-N, forward-N or lifecycle-N, N from 1 to 9223372036854775807"))
+		return false
+	}
+	return true
 }
 
 // reviewError answers a review request's error through problem.Write: an

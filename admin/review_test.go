@@ -119,7 +119,7 @@ func TestAdminReviewAPIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 		who                           string
 	}{
 		{"unknown id", aliceToken, "mismatch-99999", "acknowledge", "n", 404, ""},
-		{"malformed id", aliceToken, "nothing", "acknowledge", "n", 404, ""},
+		{"malformed id", aliceToken, "nothing", "acknowledge", "n", 400, ""},
 		{"bad action", aliceToken, mmID, "adopt", "n", 400, ""},
 		{"no note", aliceToken, mmID, "acknowledge", "", 400, ""},
 		{"fail while the provider holds the payout", aliceToken, adoptID, "fail", "n", 409, ""},

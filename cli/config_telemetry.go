@@ -56,7 +56,7 @@ const tracingShutdownTimeout = 5 * time.Second
 // off) and returns what stops it: a flush of the queued spans, within
 // tracingShutdownTimeout, logged when it fails.
 func startTracing(ctx context.Context, cfg TelemetryConfig, logger *slog.Logger) (stop func(), err error) {
-	tr, err := telemetry.Setup(ctx, cfg.Config, buildVersion())
+	tr, err := telemetry.Setup(ctx, cfg.Config, buildVersion(), logger)
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,33 @@ func unsignedMembers(cfg Config, specs []sourceSpec) func(source string, payload
 	}
 }
 
+// verifiedPayloads returns, for forward.Config.Verified, each source's
+// payloads without the signature material they carry
+// (provider.SignatureBearer, such as Adyen's hmacSignature); nil when no
+// source's payloads carry any.
+func verifiedPayloads(cfg Config, specs []sourceSpec) func(source string, payload []byte) []byte {
+	bearers := map[string]provider.SignatureBearer{}
+	for _, s := range specs {
+		p, ok := provider.Lookup(s.Adapter)
+		if !ok {
+			continue
+		}
+		a, err := p.New(provider.Config{Source: s.Name, Settings: s.Settings, Rules: payload.NewRules(cfg.Sources.DefaultCurrency, cfg.Sources.Currencies)})
+		if sb, ok := a.(provider.SignatureBearer); ok && err == nil {
+			bearers[s.Name] = sb
+		}
+	}
+	if len(bearers) == 0 {
+		return nil
+	}
+	return func(source string, payload []byte) []byte {
+		if sb, ok := bearers[source]; ok {
+			return sb.WithoutSignature(payload)
+		}
+		return payload
+	}
+}
+
 // forwarding reports whether this deployment forwards anything: whether
 // PAYLOCK_FORWARD_URL or a source's forward_url names a destination
 // (forwardSpecs, routeForwards). It turns the forward queue on, in serve
@@ -129,6 +156,7 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 		Logger:   logger,
 		Observe:  observe,
 		Unsigned: unsignedMembers(cfg, specs),
+		Verified: verifiedPayloads(cfg, specs),
 	}, st.Payments())
 }
 

@@ -20,7 +20,9 @@ import (
 const reviewUsage = `Usage:
   paylock review list [--kind mismatch|disbursement|forward|lifecycle] [--all]
       the review queue, oldest first: payload mismatches, disbursements flagged
-      for review, discarded forward jobs (--all: acknowledged ones too)
+      for review, discarded forward jobs, lifecycle items (--all: acknowledged
+      ones too); SUBJECT names the payment (source/transaction_id@vVERSION
+      TYPE) or the disbursement (loan:LOAN/TRANCHE)
   paylock review show ID
       one item (mismatch-12, disbursement-5, forward-33) as JSON
   paylock review resolve ID --action A --note "why" [--as NAME]
@@ -165,14 +167,36 @@ func printReviewItems(w io.Writer, items []store.ReviewItem, now time.Time) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tSINCE\tAGE\tRESOLVED\tSUMMARY")
+	fmt.Fprintln(tw, "ID\tKIND\tSUBJECT\tSINCE\tAGE\tRESOLVED\tSUMMARY")
 	for _, it := range items {
 		resolved := "-"
 		if it.Resolution != nil {
 			resolved = it.Resolution.Action + " by " + it.Resolution.Who
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.ID, it.Kind, it.Since.UTC().Format(time.RFC3339),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.ID, it.Kind, reviewSubject(it), it.Since.UTC().Format(time.RFC3339),
 			now.Sub(it.Since).Round(time.Second), resolved, it.Summary)
 	}
 	tw.Flush()
+}
+
+// reviewSubject names what a review item is about, in one word:
+// source/transaction_id, its version and type where they apply
+// (stripe/pi_1@v2 payment.refunded), or the loan and tranche.
+func reviewSubject(it store.ReviewItem) string {
+	var b strings.Builder
+	switch {
+	case it.LoanID != "":
+		fmt.Fprintf(&b, "loan:%s/%d", it.LoanID, it.Tranche)
+	case it.Source != "":
+		b.WriteString(it.Source + "/" + it.TransactionID)
+		if it.Version > 0 {
+			fmt.Fprintf(&b, "@v%d", it.Version)
+		}
+	default:
+		return "-"
+	}
+	if it.Type != "" {
+		b.WriteString(" " + it.Type)
+	}
+	return b.String()
 }

@@ -78,6 +78,18 @@ func TestReviewCLIResolvesEachKindAndRecordsWhoAndWhy(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 6 || !strings.Contains(out, mmID) || !strings.Contains(out, fwdID) {
 		t.Fatalf("list: %d\n%s%s", code, out, errOut)
 	}
+	// Each item names its subject: the discarded forward and the mismatch
+	// their payment, a disbursement its loan and tranche.
+	for id, subject := range map[string]string{fwdID: store.DefaultSource + "/tx-1@v1 payment.recorded",
+		mmID: store.DefaultSource + "/tx-1@v1", adoptID: "loan:L-adopt/1"} {
+		if line := grepLines(out, id+" "); !strings.Contains(line, subject) {
+			t.Errorf("list: the line of %s does not name %q: %s", id, subject, line)
+		}
+	}
+	if code, out, errOut := e.review(t, "show", fwdID); code != 0 || !strings.Contains(out, `"transaction_id": "tx-1"`) ||
+		!strings.Contains(out, `"source": "`+store.DefaultSource+`"`) || !strings.Contains(out, `"version": 1`) {
+		t.Errorf("show %s: %d\n%s%s", fwdID, code, out, errOut)
+	}
 	if code, out, _ := e.review(t, "list", "--kind", "disbursement"); code != 0 || strings.Count(out, "\n") != 4 {
 		t.Errorf("list --kind disbursement: %d\n%s", code, out)
 	}

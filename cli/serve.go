@@ -175,7 +175,11 @@ func (s *serving) startAdmin(ctx context.Context) error {
 		return err
 	}
 	s.later(stopMounts)
-	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens,
+	var verified func(string, []byte) []byte
+	if specs, err := forwardSpecs(s.cfg); err == nil {
+		verified = verifiedPayloads(s.cfg, specs)
+	}
+	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens, Verified: verified,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
 		Payments: s.st.Payments(), Deliveries: s.st.Deliveries(),
 		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Hosts: cfg.Hosts, Logger: s.logger}), s.logger, s.cfg.Server.MaxHeaderBytes)

@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/paylock/paylock/internal/otlpsink"
 	"github.com/paylock/paylock/telemetry"
@@ -234,3 +238,136 @@ func TestTheReadmeDocumentsEveryOTELVariable(t *testing.T) {
 		}
 	}
 }
+
+// hangingCollector accepts connections and never answers: it reads and
+// discards what the exporter sends, holding each connection open until the
+// test ends. accepted counts the connections.
+func hangingCollector(t *testing.T) (addr string, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = &atomic.Int64{}
+	var conns sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				go func() { <-done; c.Close() }()
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); close(done); conns.Wait() })
+	return ln.Addr().String(), accepted
+}
+
+// TestAHangingCollectorLeavesDeliveriesUnaffected runs "paylock serve"
+// exporting to a collector that accepts and never answers, with a queue of
+// 64 spans exported every 10 ms: the exporter is stuck from the first
+// batch on and the queue is full within a few deliveries. Every one of 200
+// deliveries is still answered 200 before the test's generous deadline
+// (spans are dropped, never waited for), serve exits 0 within it (the
+// final flush is bounded by tracingShutdownTimeout), and the start-up line
+// never prints the endpoint's token. The OTEL_BSP_* variables are read by
+// the SDK from the process: not parallel.
+func TestAHangingCollectorLeavesDeliveriesUnaffected(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "64")
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "16")
+	addr, accepted := hangingCollector(t)
+	env := hardenEnv(t, map[string]string{
+		"PAYLOCK_ADDR": "127.0.0.1:0", "PAYLOCK_ADMIN_ADDR": "off", "PAYLOCK_METRICS_ADDR": "off",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://s3cr3t-user@" + addr + "/?token=s3cr3t-query",
+		// Longer than the test: the export never ends by its own timeout.
+		"OTEL_EXPORTER_OTLP_TIMEOUT": "600000", "OTEL_TRACES_SAMPLER": "always_on",
+	})
+	deadline, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelAll()
+	pr, pw := io.Pipe()
+	logs := &logLines{url: make(chan string, 1)}
+	var stderr strings.Builder
+	var stderrMu sync.Mutex
+	go logs.read(io.TeeReader(pr, writerFunc(func(p []byte) (int, error) {
+		stderrMu.Lock()
+		defer stderrMu.Unlock()
+		return stderr.Write(p)
+	})))
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- Main(ctx, []string{"serve"}, envMap(env), nil, io.Discard, pw)
+		pw.Close()
+	}()
+	var base string
+	select {
+	case base = <-logs.url:
+	case code := <-exited:
+		t.Fatalf("serve exited %d before listening", code)
+	case <-deadline.Done():
+		t.Fatal("serve did not start before the deadline")
+	}
+
+	const deliveries, senders = 200, 8
+	statuses := make(chan int, deliveries)
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := s; i < deliveries; i += senders {
+				res, err := http.DefaultClient.Do(signedPayment(t, base, fmt.Sprintf("tx-hang-%d", i)).WithContext(deadline))
+				if err != nil {
+					statuses <- 0
+					continue
+				}
+				res.Body.Close()
+				statuses <- res.StatusCode
+			}
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	answered := 0
+	for st := range statuses {
+		if st == http.StatusOK {
+			answered++
+		}
+	}
+	if answered != deliveries {
+		t.Fatalf("%d of %d deliveries answered 200 before the deadline while the collector hangs", answered, deliveries)
+	}
+	if accepted.Load() == 0 {
+		t.Fatal("the exporter never connected to the hanging collector: the test proves nothing")
+	}
+	stop()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("serve exited %d", code)
+		}
+	case <-deadline.Done():
+		t.Fatal("serve's shutdown did not end before the deadline: the final flush waits for the hanging collector")
+	}
+	stderrMu.Lock()
+	defer stderrMu.Unlock()
+	if strings.Contains(stderr.String(), "s3cr3t") {
+		t.Fatalf("serve printed the endpoint's secrets:\n%s", stderr.String())
+	}
+	if logs.find("tracing: flushing the last spans failed") == nil {
+		t.Errorf("no line says the final flush was cut short")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -31,6 +31,7 @@ type paymentData struct {
 	Version          int             `json:"version"`
 	// Unauthenticated lists the payload's members that the source's
 	// signature did not cover (Config.Unsigned): as received, unproven.
+	// The signature itself is never forwarded (Config.Verified).
 	Unauthenticated []string `json:"unauthenticated,omitempty"`
 }
 
@@ -103,6 +104,9 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 			return nil, err
 		}
 		payload := json.RawMessage(p.Payload)
+		if w.cfg.Verified != nil {
+			payload = w.cfg.Verified(p.Source, p.Payload)
+		}
 		if !json.Valid(payload) {
 			payload = json.RawMessage("null")
 		}

@@ -89,6 +89,11 @@ type Config struct {
 	// that its signature did not cover (provider.PartlySigned); a
 	// payment.recorded forward names them in data.unauthenticated.
 	Unsigned func(source string, payload []byte) []string
+	// Verified, when set, returns a source's stored payload as a forward
+	// carries it: the verified content only, without the provider's
+	// signature material (provider.SignatureBearer: Adyen's
+	// additionalData.hmacSignature). Nil forwards payloads as stored.
+	Verified func(source string, payload []byte) []byte
 	// TracerProvider makes each attempt's span (trace.go); nil: the
 	// global provider (otel.GetTracerProvider).
 	TracerProvider trace.TracerProvider

@@ -81,6 +81,13 @@ func setup(t *testing.T, maxAttempts int, url string) *bundle {
 // (nil: the global provider's), the worker sending traceparent.
 func setupTraced(t *testing.T, maxAttempts int, url string, spans *testkit.Spans) *bundle {
 	t.Helper()
+	return setupWith(t, maxAttempts, url, spans, nil)
+}
+
+// setupWith is setupTraced with edit, when not nil, changing the worker's
+// configuration first.
+func setupWith(t *testing.T, maxAttempts int, url string, spans *testkit.Spans, edit func(*forward.Config)) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	dsn, _ := paylocktest.MigratedSchema(t)
 	scfg := store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts}
@@ -96,7 +103,7 @@ func setupTraced(t *testing.T, maxAttempts int, url string, spans *testkit.Spans
 		t.Fatal(err)
 	}
 	o := &outcomes{}
-	w, err := forward.New(forward.Config{
+	fcfg := forward.Config{
 		Secret:         secrets[0],
 		Destinations:   forward.Destinations{forward.DefaultDestination: url},
 		Timeout:        300 * time.Millisecond,
@@ -105,7 +112,11 @@ func setupTraced(t *testing.T, maxAttempts int, url string, spans *testkit.Spans
 		Observe:        o.observe,
 		TracerProvider: tp,
 		Propagator:     prop,
-	}, st.Payments())
+	}
+	if edit != nil {
+		edit(&fcfg)
+	}
+	w, err := forward.New(fcfg, st.Payments())
 	if err != nil {
 		t.Fatal(err)
 	}

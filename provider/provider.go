@@ -93,6 +93,15 @@ type PartlySigned interface {
 	Unsigned(payload []byte) []string
 }
 
+// A SignatureBearer adapter's event payloads carry the provider's
+// signature inside them (Adyen's additionalData.hmacSignature).
+// WithoutSignature returns payload without it: what paylock forwards is
+// the verified content only, never material a reader could replay. It
+// returns payload unchanged when it carries no signature or is not JSON.
+type SignatureBearer interface {
+	WithoutSignature(payload []byte) []byte
+}
+
 // Settings are a source's provider-specific keys from
 // PAYLOCK_SOURCES_FILE (those the provider lists in Keys), each value as
 // raw JSON: {"events": ["charge.succeeded"]}. Secrets never appear here:

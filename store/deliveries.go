@@ -324,7 +324,7 @@ func (s *Deliveries) Deliveries(ctx context.Context, f DeliveryFilter) ([]Delive
 	rows, err := s.pool.Query(ctx, `SELECT `+deliveryListColumns+` FROM delivery_log
 		WHERE ($1 = '' OR source = $1) AND ($2 = '' OR outcome = $2)
 		  AND ($3::timestamptz IS NULL OR received_at >= $3) AND ($4::timestamptz IS NULL OR received_at < $4)
-		  AND ($5 = 0 OR id = $5) AND ($6 = 0 OR id < $6)
+		  AND ($5::bigint = 0 OR id = $5) AND ($6::bigint = 0 OR id < $6)
 		ORDER BY id DESC LIMIT $7`, f.Source, string(f.Outcome), since, until, f.ID, f.Before, f.Limit)
 	if err != nil {
 		return nil, translate("list deliveries", err)

@@ -134,10 +134,23 @@ type ReviewItem struct {
 	// Since is when the item entered the queue: the mismatching delivery's
 	// arrival, the disbursement's flag (its updated_at), the forward job's
 	// discard.
-	Since   time.Time      `json:"since"`
-	Summary string         `json:"summary"`
-	Details map[string]any `json:"details"`
-	Actions []string       `json:"actions"`
+	Since time.Time `json:"since"`
+	// Source and TransactionID name the payment the item is about (every
+	// kind but a disbursement's, which LoanID and Tranche name instead).
+	// Version is the payment's version (its stored state for a mismatch
+	// and a lifecycle item, the state the forward carried for a forward),
+	// 0 when none applies; Type is the forward's message type
+	// (payment.recorded, payment.refunded, disbursement.failed, ...) or a
+	// lifecycle item's reason (orphan, over_refunded).
+	Source        string         `json:"source,omitempty"`
+	TransactionID string         `json:"transaction_id,omitempty"`
+	Version       int            `json:"version,omitempty"`
+	Type          string         `json:"type,omitempty"`
+	LoanID        string         `json:"loan_id,omitempty"`
+	Tranche       int            `json:"tranche,omitempty"`
+	Summary       string         `json:"summary"`
+	Details       map[string]any `json:"details"`
+	Actions       []string       `json:"actions"`
 	// Resolution is the item's latest resolution, nil while it is open.
 	// Only listings with ReviewFilter.All and ReviewItem return resolved
 	// items.
@@ -151,8 +164,8 @@ type ReviewFilter struct {
 }
 
 // ParseReviewID splits a review item id into its kind and number. Ids
-// that are not mismatch-, disbursement- or forward- followed by a positive
-// number are ErrNotFound.
+// that are not a kind of ReviewKinds, a dash and a positive int64 are
+// ErrNotFound (the admin API answers them 400 before asking).
 func ParseReviewID(id string) (ReviewKind, int64, error) {
 	kind, num, ok := strings.Cut(id, "-")
 	n, err := strconv.ParseInt(num, 10, 64)
@@ -166,6 +179,7 @@ func reviewID(k ReviewKind, id int64) string { return string(k) + "-" + strconv.
 
 const mismatchColumns = `m.id, m.source, m.transaction_id, m.amount, m.currency, coalesce(m.event_id, ''), m.request_id, m.body,
 	coalesce(m.payment_id, 0), coalesce(m.stored_amount, 0), coalesce(m.stored_currency, ''), m.created_at,
+	coalesce((SELECT p.version FROM payments p WHERE p.source = m.source AND p.transaction_id = m.transaction_id), 0),
 	coalesce(m.detail, '')`
 
 // latestResolution is a lateral join giving each item its latest resolution.
@@ -176,14 +190,16 @@ const latestResolutionSQL = `LEFT JOIN LATERAL (
 func scanMismatchItem(row pgx.Row) (ReviewItem, error) {
 	var (
 		m                        Mismatch
+		version                  int
 		rItem, rAct, rNote, rWho *string
 		rAt                      *time.Time
 	)
 	if err := row.Scan(&m.ID, &m.Source, &m.TransactionID, &m.Amount, &m.Currency, &m.EventID, &m.RequestID, &m.Body,
-		&m.PaymentID, &m.StoredAmount, &m.StoredCurrency, &m.CreatedAt, &m.Detail, &rItem, &rAct, &rNote, &rWho, &rAt); err != nil {
+		&m.PaymentID, &m.StoredAmount, &m.StoredCurrency, &m.CreatedAt, &version, &m.Detail, &rItem, &rAct, &rNote, &rWho, &rAt); err != nil {
 		return ReviewItem{}, err
 	}
 	it := mismatchItem(m)
+	it.Version = version
 	if rItem != nil {
 		it.Resolution = &Resolution{ItemID: *rItem, Action: *rAct, Note: *rNote, Who: *rWho, At: *rAt}
 	}
@@ -199,6 +215,7 @@ func mismatchItem(m Mismatch) ReviewItem {
 	}
 	return ReviewItem{
 		ID: reviewID(ReviewMismatch, m.ID), Kind: ReviewMismatch, Since: m.CreatedAt,
+		Source: m.Source, TransactionID: m.TransactionID,
 		Summary: summary,
 		Details: map[string]any{
 			"source": m.Source, "transaction_id": m.TransactionID, "amount": m.Amount, "currency": m.Currency,
@@ -213,6 +230,7 @@ func mismatchItem(m Mismatch) ReviewItem {
 func disbursementItem(d Disbursement) ReviewItem {
 	return ReviewItem{
 		ID: reviewID(ReviewDisbursement, d.ID), Kind: ReviewDisbursement, Since: d.UpdatedAt,
+		LoanID: d.LoanID, Tranche: d.Tranche,
 		Summary: fmt.Sprintf("disbursement %s (%d %s, key %s) awaits review: %s",
 			d.Reference(), d.Amount, d.Currency, d.IdempotencyKey, d.ReviewReason),
 		Details: map[string]any{
@@ -226,17 +244,33 @@ func disbursementItem(d Disbursement) ReviewItem {
 }
 
 func forwardItem(j ForwardJob) ReviewItem {
-	return ReviewItem{
-		ID: reviewID(ReviewForward, j.ID), Kind: ReviewForward, Since: j.FinalizedAt,
-		Summary: fmt.Sprintf("forward %s of %s to %s discarded after %d attempts: %s",
-			j.Args.Type, j.Args.ID, j.Args.Target(), j.Attempt, j.LastError),
+	a := j.Args
+	it := ReviewItem{
+		ID: reviewID(ReviewForward, j.ID), Kind: ReviewForward, Since: j.FinalizedAt, Type: a.Type,
 		Details: map[string]any{
 			"job_id": j.ID, "state": j.State, "attempt": j.Attempt, "max_attempts": j.MaxAttempts,
-			"forward_id": j.Args.ID, "type": j.Args.Type, "destination": j.Args.Target(), "last_error": j.LastError,
+			"forward_id": a.ID, "type": a.Type, "destination": a.Target(), "last_error": j.LastError,
 			"created_at": j.CreatedAt, "finalized_at": j.FinalizedAt,
 		},
 		Actions: ReviewActions[ReviewForward],
 	}
+	subject := a.Source + " transaction " + a.TransactionID
+	switch {
+	case a.Disbursement != nil:
+		it.LoanID, it.Tranche = a.Disbursement.LoanID, a.Disbursement.Tranche
+		subject = fmt.Sprintf("loan %s tranche %d", it.LoanID, it.Tranche)
+		it.Details["loan_id"], it.Details["tranche"] = it.LoanID, it.Tranche
+	default:
+		it.Source, it.TransactionID, it.Version = a.Source, a.TransactionID, 1
+		if a.State != nil {
+			it.Version = a.State.Version
+		}
+		subject += fmt.Sprintf(" (version %d)", it.Version)
+		it.Details["source"], it.Details["transaction_id"], it.Details["version"] = it.Source, it.TransactionID, it.Version
+	}
+	it.Summary = fmt.Sprintf("forward %s of %s to %s discarded after %d attempts: %s",
+		a.Type, subject, a.Target(), j.Attempt, j.LastError)
+	return it
 }
 
 // ReviewItems lists the review queue, oldest first: open items, or with

@@ -53,6 +53,7 @@ func scanPaymentItem(row pgx.Row) (ReviewItem, error) {
 		summary = fmt.Sprintf("%s transaction %s: %s", source, tx, detail)
 	}
 	it := ReviewItem{ID: reviewID(ReviewLifecycle, id), Kind: ReviewLifecycle, Since: since, Summary: summary,
+		Source: source, TransactionID: tx, Version: version, Type: reason,
 		Details: map[string]any{"source": source, "transaction_id": tx, "reason": reason, "status": st,
 			"amount": amount, "amount_refunded": refunded, "dispute": dispute, "version": version, "detail": detail},
 		Actions: ReviewActions[ReviewLifecycle]}

@@ -26,5 +26,11 @@
 // default to the global one. Tracing.Shutdown flushes the spans still
 // queued; call it on exit.
 //
-// Headers may carry an API key: a Config never prints them.
+// Headers may carry an API key: a Config never prints them. Nor does it
+// print the endpoint's userinfo (a password, or a token alone as in
+// https://TOKEN@host), query string or fragment (RedactURL), in its log
+// value or in the error of a refused endpoint. An export that fails is a
+// structured warning of the logger given to Setup (ErrorHandler, installed
+// as OpenTelemetry's global error handler), with those secrets hidden,
+// never raw text on stderr.
 package telemetry

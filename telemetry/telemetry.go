@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,8 +66,8 @@ type Config struct {
 	Attributes  []attribute.KeyValue
 }
 
-// LogValue shows the settings without the headers' values nor a password
-// in the endpoint.
+// LogValue shows the settings without the headers' values, and the
+// endpoint as RedactURL prints it.
 func (c Config) LogValue() slog.Value {
 	if !c.Enabled {
 		return slog.GroupValue(slog.Bool("enabled", false))
@@ -77,7 +78,9 @@ func (c Config) LogValue() slog.Value {
 	}
 	endpoint := c.Endpoint
 	if u, err := url.Parse(endpoint); err == nil {
-		endpoint = u.Redacted()
+		endpoint = RedactURL(u)
+	} else if endpoint != "" {
+		endpoint = "(unparsable)"
 	}
 	return slog.GroupValue(slog.Bool("enabled", true), slog.String("protocol", c.Protocol),
 		slog.String("endpoint", endpoint), slog.Any("headers", names),
@@ -140,7 +143,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			// Never the value itself: it may carry a password or a token.
 			shown := "(unparsable)"
 			if err == nil {
-				shown = u.Redacted()
+				shown = RedactURL(u)
 			}
 			return c, invalid(name, shown, "want an http:// or https:// URL")
 		}
@@ -164,6 +167,48 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	return c, c.readResource(getenv)
+}
+
+// redacted stands for what RedactURL hides.
+const redacted = "xxxxx"
+
+// RedactURL is u as it may be printed: its userinfo (a user and password,
+// or a token alone as in https://TOKEN@host), its query string and its
+// fragment, any of which may carry a credential, each replaced by xxxxx.
+// url.URL.Redacted hides only a password.
+func RedactURL(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		c.User = url.User(redacted)
+	}
+	if c.RawQuery != "" || c.ForceQuery {
+		c.RawQuery, c.ForceQuery = redacted, false
+	}
+	if c.Fragment != "" {
+		c.Fragment, c.RawFragment = redacted, ""
+	}
+	return c.String()
+}
+
+// secrets are the strings of c that an exporter's error must not show:
+// the endpoint's userinfo, query and fragment, and the headers' values.
+func (c Config) secrets() []string {
+	var out []string
+	if u, err := url.Parse(c.Endpoint); err == nil {
+		if u.User != nil {
+			out = append(out, u.User.String(), u.User.Username())
+			if p, ok := u.User.Password(); ok {
+				out = append(out, p)
+			}
+		}
+		out = append(out, u.RawQuery, u.Fragment, u.EscapedFragment())
+	}
+	for _, v := range c.Headers {
+		out = append(out, v)
+	}
+	// The longest first, so that a part of a longer secret is not left.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return slices.DeleteFunc(out, func(s string) bool { return len(s) < 3 })
 }
 
 func invalid(name, v, why string) error {
@@ -275,12 +320,14 @@ type Tracing struct {
 // On, it builds the OTLP exporter, a batch span processor and the
 // resource, and installs the provider and the W3C trace context and
 // baggage propagator globally. Exporting is asynchronous: an unreachable
-// collector is no start-up error (the exporter reports it through
-// OpenTelemetry's error handler).
-func Setup(ctx context.Context, cfg Config, version string) (*Tracing, error) {
+// collector is no start-up error. Setup installs OpenTelemetry's global
+// error handler (ErrorHandler), so that an export that fails is a
+// structured line of logger, not raw text on stderr.
+func Setup(ctx context.Context, cfg Config, version string, logger *slog.Logger) (*Tracing, error) {
 	if !cfg.Enabled {
 		return &Tracing{}, nil
 	}
+	otel.SetErrorHandler(ErrorHandler(logger, cfg))
 	exp, err := exporter(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
@@ -302,6 +349,25 @@ func Setup(ctx context.Context, cfg Config, version string) (*Tracing, error) {
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return t, nil
+}
+
+// ErrorHandler is the OpenTelemetry error handler Setup installs: each
+// error (an export that failed or timed out, spans dropped) is one
+// warning of logger, "tracing: OpenTelemetry error", its text with cfg's
+// secrets (the endpoint's userinfo and query, the headers' values)
+// replaced by xxxxx. A nil logger is slog.Default().
+func ErrorHandler(logger *slog.Logger, cfg Config) otel.ErrorHandler {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	secrets := cfg.secrets()
+	return otel.ErrorHandlerFunc(func(err error) {
+		msg := err.Error()
+		for _, s := range secrets {
+			msg = strings.ReplaceAll(msg, s, redacted)
+		}
+		logger.Warn("tracing: OpenTelemetry error", slog.String("error", msg))
+	})
 }
 
 // exporter builds the OTLP exporter of cfg's protocol with what cfg read.

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/paylock/paylock/internal/otlpsink"
@@ -38,7 +42,7 @@ func TestTracingIsOffUnlessAnExporterOrEndpointIsSet(t *testing.T) {
 		if err != nil || c.Enabled {
 			t.Errorf("%v: enabled=%v err=%v, want off", env, c.Enabled, err)
 		}
-		tr, err := telemetry.Setup(context.Background(), c, "v1")
+		tr, err := telemetry.Setup(context.Background(), c, "v1", nil)
 		if err != nil || tr.Enabled() {
 			t.Errorf("%v: Setup enabled=%v err=%v", env, tr.Enabled(), err)
 		}
@@ -154,7 +158,7 @@ func TestSetupExportsOverHTTPAndGRPC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := telemetry.Setup(context.Background(), cfg, "v9.9.9")
+		tr, err := telemetry.Setup(context.Background(), cfg, "v9.9.9", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +194,7 @@ func TestSamplerRatioZeroExportsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := telemetry.Setup(context.Background(), cfg, "")
+	tr, err := telemetry.Setup(context.Background(), cfg, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,4 +287,185 @@ func TestBadValuesNeverPrintTheirSecrets(t *testing.T) {
 func quietGlobals() {
 	otel.SetTracerProvider(noop.NewTracerProvider())
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+}
+
+// TestEndpointSecretsNeverPrint: a token alone in the userinfo, a query
+// string and a fragment are credentials as much as a password: neither
+// the start-up config line nor the error of a refused endpoint shows them.
+func TestEndpointSecretsNeverPrint(t *testing.T) {
+	t.Parallel()
+	for _, endpoint := range []string{
+		"https://s3cr3t-token@collector.example:4318",
+		"https://collector.example:4318/otlp?api_key=s3cr3t-token",
+		"https://user:s3cr3t-pass@collector.example:4318/otlp?token=s3cr3t-token#s3cr3t-frag",
+		"https://collector.example:4318/otlp#s3cr3t-frag",
+	} {
+		c, err := telemetry.FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}))
+		if err != nil {
+			t.Fatalf("%s: %v", endpoint, err)
+		}
+		var buf bytes.Buffer
+		slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", slog.Any("tracing", c))
+		if strings.Contains(buf.String(), "s3cr3t") || !strings.Contains(buf.String(), "collector.example:4318") {
+			t.Errorf("%s: the config line is %s", endpoint, buf.String())
+		}
+		bad := strings.Replace(endpoint, "https://", "grpcs://", 1)
+		if _, err := telemetry.FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": bad})); !errors.Is(err, telemetry.ErrInvalid) ||
+			strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "collector.example") {
+			t.Errorf("%s: the refusal is %v", bad, err)
+		}
+	}
+}
+
+func TestRedactURLHidesUserinfoQueryAndFragment(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://tok@c:4318/v1/traces":         "https://xxxxx@c:4318/v1/traces",
+		"https://u:p@c:4318/v1/traces?k=v#f":   "https://xxxxx@c:4318/v1/traces?xxxxx#xxxxx",
+		"http://c:4318/v1/traces?":             "http://c:4318/v1/traces?xxxxx",
+		"http://c:4318/v1/traces":              "http://c:4318/v1/traces",
+		"http://collector.example/otlp?a=1&b=": "http://collector.example/otlp?xxxxx",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := telemetry.RedactURL(u); got != want {
+			t.Errorf("RedactURL(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestExporterErrorsAreStructuredLogLines: an export that fails (the
+// collector refuses connections) is a warning of the logger Setup was
+// given, with the endpoint's and the headers' secrets hidden, not raw text
+// on stderr. Setup installs globals: not parallel.
+func TestExporterErrorsAreStructuredLogLines(t *testing.T) {
+	t.Cleanup(quietGlobals)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused from now on
+	cfg, err := telemetry.FromEnv(envOf(map[string]string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://s3cr3t-user@" + addr + "/v1/traces?token=s3cr3t-query",
+		"OTEL_EXPORTER_OTLP_HEADERS":         "api-key=s3cr3t-header", "OTEL_EXPORTER_OTLP_TIMEOUT": "300",
+		"OTEL_TRACES_SAMPLER": "always_on",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	tr, err := telemetry.Setup(context.Background(), cfg, "", slog.New(slog.NewJSONHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tr.TracerProvider().Tracer("test").Start(context.Background(), "lost")
+	span.End()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = tr.Shutdown(ctx) // the final export fails: the error handler sees it
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "tracing: OpenTelemetry error" {
+			line = m
+		}
+	}
+	if line == nil || line["level"] != "WARN" || line["error"] == "" {
+		t.Fatalf("no structured line for the failed export among %q", buf.String())
+	}
+	if strings.Contains(buf.String(), "s3cr3t") {
+		t.Fatalf("a secret is logged: %s", buf.String())
+	}
+
+	// Whatever an exporter's error says, the secrets of cfg are hidden.
+	buf.Reset()
+	telemetry.ErrorHandler(slog.New(slog.NewJSONHandler(&buf, nil)), cfg).Handle(
+		errors.New("post http://s3cr3t-user@" + addr + "/v1/traces?token=s3cr3t-query: header api-key: s3cr3t-header refused"))
+	if out := buf.String(); strings.Contains(out, "s3cr3t") || !strings.Contains(out, addr) {
+		t.Fatalf("the handler logs %s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the exporter's goroutine and the test may
+// share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}
+
+// TestSamplersHonourTheirSetting starts a root span, and a span under a
+// sampled remote parent, with each sampler: always_off samples neither,
+// parentbased_traceidratio follows the parent and samples roots at its
+// ratio (none at 0, all at 1). Setup installs globals: not parallel.
+func TestSamplersHonourTheirSetting(t *testing.T) {
+	sink := otlpsink.New()
+	defer sink.Close()
+	t.Cleanup(quietGlobals)
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8},
+		TraceFlags: trace.FlagsSampled, Remote: true,
+	}))
+	for _, tc := range []struct {
+		sampler, arg      string
+		root, underParent bool
+	}{
+		{"always_off", "", false, false},
+		{"always_on", "", true, true},
+		{"parentbased_always_off", "", false, true},
+		{"parentbased_traceidratio", "0", false, true},
+		{"parentbased_traceidratio", "1", true, true},
+		{"traceidratio", "0", false, false},
+	} {
+		cfg, err := telemetry.FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL(),
+			"OTEL_TRACES_SAMPLER": tc.sampler, "OTEL_TRACES_SAMPLER_ARG": tc.arg}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := telemetry.Setup(context.Background(), cfg, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tracer := tr.TracerProvider().Tracer("test")
+		// Many roots: a ratio ignored would sample some of them.
+		sampled := 0
+		for range 200 {
+			_, root := tracer.Start(context.Background(), "root")
+			if root.IsRecording() {
+				sampled++
+			}
+			root.End()
+		}
+		if want := map[bool]int{true: 200, false: 0}[tc.root]; sampled != want {
+			t.Errorf("%s %s: %d of 200 roots sampled, want %d", tc.sampler, tc.arg, sampled, want)
+		}
+		_, child := tracer.Start(parent, "child")
+		if child.IsRecording() != tc.underParent {
+			t.Errorf("%s %s: the child of a sampled parent records = %v, want %v", tc.sampler, tc.arg, child.IsRecording(), tc.underParent)
+		}
+		child.End()
+		if err := tr.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -52,6 +52,39 @@ var hmacCovered = map[string]bool{
 	"merchantReference": true, "eventCode": true, "success": true,
 }
 
+// WithoutSignature returns an item (a payment's payload) without its
+// additionalData.hmacSignature, additionalData itself dropped when nothing
+// else is left in it (provider.SignatureBearer). Members are re-serialised
+// in sorted order; an item without a signature is returned as it is.
+func (adapter) WithoutSignature(item []byte) []byte {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(item, &members) != nil {
+		return item
+	}
+	var extra map[string]json.RawMessage
+	if json.Unmarshal(members["additionalData"], &extra) != nil {
+		return item
+	}
+	if _, ok := extra["hmacSignature"]; !ok {
+		return item
+	}
+	delete(extra, "hmacSignature")
+	if len(extra) == 0 {
+		delete(members, "additionalData")
+	} else {
+		b, err := json.Marshal(extra)
+		if err != nil {
+			return item
+		}
+		members["additionalData"] = b
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return item
+	}
+	return out
+}
+
 // Unsigned lists the members of an item (a payment's payload) that its
 // HMAC does not cover: every member but the signed ones (additionalData,
 // which holds the signature itself, included), and any member of amount
