@@ -3,9 +3,6 @@ package main
 // mutations is the table make mutate runs: each entry must be killed. The
 // snippets are today's code; when a change moves one, TestEverySnippetIsFoundOnce
 // fails in that change's go test, and the entry is rewritten with it.
-//
-// The lifecycle fold's own entries (issue #36 items 3 and 4) are added with
-// the tests that kill them.
 var mutations = []Mutation{
 	// Recording a payment: the single-row path (issue #36 item 1 and the
 	// confirming read that only an accident caught).
@@ -64,8 +61,8 @@ var mutations = []Mutation{
 		ID:          "unnamed-arbiter",
 		Why:         "the single-row insert's ON CONFLICT swallows a conflict on any unique index",
 		File:        "store/payments.go",
-		Snippet:     "ON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING\nRETURNING received_at`",
-		Replacement: "ON CONFLICT DO NOTHING\nRETURNING received_at`",
+		Snippet:     "NULLIF($6::text, '')\nWHERE set_config('synchronous_commit', 'on', true) = 'on'\nON CONFLICT ON CONSTRAINT payments_transaction_id_key DO NOTHING\nRETURNING received_at`",
+		Replacement: "NULLIF($6::text, '')\nWHERE set_config('synchronous_commit', 'on', true) = 'on'\nON CONFLICT DO NOTHING\nRETURNING received_at`",
 		Packages:    []string{"./store/"},
 		Run:         "TestUniqueViolationOnAnotherIndexIsNotADuplicate",
 	},
@@ -161,9 +158,75 @@ var mutations = []Mutation{
 		ID:          "fold-failure-over-success",
 		Why:         "the fold's precedence: a failure undoes a recorded success",
 		File:        "lifecycle/lifecycle.go",
-		Snippet:     "\tcase success:\n\t\tif s.AmountRefunded > s.Amount {",
-		Replacement: "\tcase success && !failed:\n\t\tif s.AmountRefunded > s.Amount {",
+		Snippet:     "\tcase e.Kind == Failed:\n\t\treturn false\n",
+		Replacement: "\tcase e.Kind == Failed:\n\t\tf.voided = true\n\t\treturn false\n",
 		Packages:    []string{"./lifecycle/"},
+	},
+	{
+		ID:          "fold-void-after-capture-cancels",
+		Why:         "a void after a capture cancels the payment as if no money had been taken",
+		File:        "lifecycle/lifecycle.go",
+		Snippet:     "\tcase (f.voided || f.cancelOrRefund) && explicit == 0:\n",
+		Replacement: "\tcase f.voided || f.cancelOrRefund:\n",
+		Packages:    []string{"./lifecycle/"},
+	},
+	{
+		ID:          "fold-any-currency",
+		Why:         "a refund or capture in another currency is applied as if it were the payment's",
+		File:        "lifecycle/lifecycle.go",
+		Snippet:     "\tcase e.Currency != \"\" && e.Currency != f.s.Currency:\n",
+		Replacement: "\tcase false:\n",
+		Packages:    []string{"./lifecycle/"},
+	},
+	{
+		ID:          "fold-failed-refund-kept",
+		Why:         "a refund that failed after it was reported still counts as refunded",
+		File:        "lifecycle/lifecycle.go",
+		Snippet:     "refunded := f.sum(f.refunds, func(id string) bool { return f.refundRanks[id] == 1 })",
+		Replacement: "refunded := f.sum(f.refunds, func(id string) bool { return f.refundRanks[id] >= 1 })",
+		Packages:    []string{"./lifecycle/"},
+	},
+	{
+		ID:          "fold-sums-overflow",
+		Why:         "sums of amounts overflow int64 instead of saturating",
+		File:        "lifecycle/lifecycle.go",
+		Snippet:     "\tif b > MaxAmount-a {\n",
+		Replacement: "\tif false {\n",
+		Packages:    []string{"./lifecycle/"},
+	},
+	{
+		ID:          "fold-dispute-tie-lost",
+		Why:         "#36 item 4: two dispute outcomes of one stage and date: lost wins instead of won",
+		File:        "lifecycle/lifecycle.go",
+		Snippet:     "\t\treturn a.Kind == DisputeWon\n",
+		Replacement: "\t\treturn a.Kind == DisputeLost\n",
+		Packages:    []string{"./lifecycle/"},
+	},
+	{
+		ID:          "fold-dispute-by-date-only",
+		Why:         "a dispute's outcome decided by the unsigned date rather than the signed stage",
+		File:        "lifecycle/lifecycle.go",
+		Snippet:     "if c := cmp.Or(cmp.Compare(a.Stage, b.Stage), a.At.Compare(b.At)); c != 0 {",
+		Replacement: "if c := a.At.Compare(b.At); c != 0 {",
+		Packages:    []string{"./lifecycle/"},
+	},
+	{
+		ID:          "event-amount-not-compared",
+		Why:         "#36 item 3: a redelivered event id with another amount is a duplicate",
+		File:        "store/lifecycle.go",
+		Snippet:     "\tdiffer(\"amount\", strconv.FormatInt(stored.Amount, 10), strconv.FormatInt(e.Amount, 10))\n",
+		Replacement: "",
+		Packages:    []string{"./store/"},
+		Run:         "TestARedeliveredEventIDIsComparedWhole",
+	},
+	{
+		ID:          "event-currency-not-compared",
+		Why:         "#36 item 3: a redelivered event id in another currency is a duplicate",
+		File:        "store/lifecycle.go",
+		Snippet:     "\tdiffer(\"currency\", stored.Currency, e.Currency)\n",
+		Replacement: "",
+		Packages:    []string{"./store/"},
+		Run:         "TestARedeliveredEventIDIsComparedWhole",
 	},
 	// Sinks, telemetry, admin and the delivery log (issue #36 items 5 to 8):
 	// their killing tests come with those items' own changes.
