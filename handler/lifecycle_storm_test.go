@@ -313,12 +313,13 @@ func mustRequest(t *testing.T, url string) *http.Request {
 	return req
 }
 
-// TestAdyenRefundSignedByAdyensLibraryIsRecordedAsARefund delivers the
+// TestAdyenRefundInAnotherCurrencySignedByAdyensLibraryIsRecordedNotApplied delivers the
 // refund that Adyen's own Node library signed (signature/testdata/adyen:
-// gen-vectors.sh) after its payment: the refund of 7914073381342284 is
-// recorded once, under its pspReference, and the payment is partially
+// gen-vectors.sh) after its payment: the refund of 7914073381342284, in
+// USD where the payment is in EUR, is recorded once, under its
+// pspReference, not applied, and put up for review; the payment is not
 // refunded.
-func TestAdyenRefundSignedByAdyensLibraryIsRecordedAsARefund(t *testing.T) {
+func TestAdyenRefundInAnotherCurrencySignedByAdyensLibraryIsRecordedNotApplied(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("../signature/testdata/adyen/vectors.json")
 	if err != nil {
@@ -350,8 +351,18 @@ func TestAdyenRefundSignedByAdyensLibraryIsRecordedAsARefund(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != "partially_refunded" || st.AmountRefunded != 250 || len(st.Events) != 1 ||
-		st.Events[0].EventID != "8814073381342286:REFUND" || st.Events[0].RefundID != "8814073381342286" {
-		t.Errorf("payment %+v with events %+v, want partially_refunded by the one refund 8814073381342286 of 250", st.State, st.Events)
+	// Adyen's library signed a refund in USD of a payment in EUR: it is
+	// recorded once (never lost), not applied, and a review reason.
+	if st.Status != "succeeded" || st.AmountRefunded != 0 || st.Currency != "EUR" || len(st.Events) != 1 ||
+		st.Events[0].EventID != "8814073381342286:REFUND" || st.Events[0].RefundID != "8814073381342286" ||
+		st.Events[0].Currency != "USD" {
+		t.Errorf("payment %+v with events %+v, want the USD refund 8814073381342286 recorded once, not applied", st.State, st.Events)
+	}
+	items, err := r.Store.Review().ReviewItems(context.Background(), store.ReviewFilter{Kind: store.ReviewLifecycle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || items[0].Details["reason"] != "currency_mismatch" {
+		t.Errorf("review items %+v, want the currency mismatch", items)
 	}
 }
