@@ -296,17 +296,22 @@ func TestAHangingCollectorLeavesDeliveriesUnaffected(t *testing.T) {
 	logs := &logLines{url: make(chan string, 1)}
 	var stderr strings.Builder
 	var stderrMu sync.Mutex
-	go logs.read(io.TeeReader(pr, writerFunc(func(p []byte) (int, error) {
-		stderrMu.Lock()
-		defer stderrMu.Unlock()
-		return stderr.Write(p)
-	})))
+	readAll := make(chan struct{})
+	go func() {
+		defer close(readAll)
+		logs.read(io.TeeReader(pr, writerFunc(func(p []byte) (int, error) {
+			stderrMu.Lock()
+			defer stderrMu.Unlock()
+			return stderr.Write(p)
+		})))
+	}()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	exited := make(chan int, 1)
 	go func() {
-		exited <- Main(ctx, []string{"serve"}, envMap(env), nil, io.Discard, pw)
-		pw.Close()
+		code := Main(ctx, []string{"serve"}, envMap(env), nil, io.Discard, pw)
+		pw.Close() // every line serve wrote is read before its exit is seen
+		exited <- code
 	}()
 	var base string
 	select {
@@ -358,6 +363,7 @@ func TestAHangingCollectorLeavesDeliveriesUnaffected(t *testing.T) {
 	case <-deadline.Done():
 		t.Fatal("serve's shutdown did not end before the deadline: the final flush waits for the hanging collector")
 	}
+	<-readAll
 	stderrMu.Lock()
 	defer stderrMu.Unlock()
 	if strings.Contains(stderr.String(), "s3cr3t") {
