@@ -174,7 +174,7 @@ run_secure_broker() {
   done
   sec_settle "$id" "$kind" "$prefix"
   sec_dump "$kind" >"$work/$id.messages" 2>>"$logs/brokerdump.log" || notes+="the broker unreadable; "
-  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state FROM river_job
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state, args->>'type' FROM river_job
     WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
   "$psql" "$DATABASE_URL" -At -c "SELECT args->>'id' FROM river_job
     WHERE kind = '$FWD_KIND' AND args->>'transaction_id' NOT LIKE '$prefix%'" >"$work/$id.otherjobs" 2>/dev/null || notes+="jobs unreadable; "
@@ -187,7 +187,8 @@ run_secure_broker() {
   unset PAYLOCK_FORWARD_URL
   restart_replicas # forwarding off again
 
-  broker_verdict "$id" "$kind" "$settled" "$settle_s" >"$work/$id.forward"
+  # No refunds follow these storms: there are no changes to order.
+  broker_verdict "$id" "$kind" "$settled" "$settle_s" false >"$work/$id.forward"
   forward_json "$id"
   v=$(json_field "$work/$id.json" verdict)
   [[ $v == pass && -z $notes ]] || failed=1

@@ -271,6 +271,6 @@ var mutations = []Mutation{
 		Snippet:     "\tif cfg.DeliveryLog.Cap == 0 {\n\t\treturn nil\n\t}\n",
 		Replacement: "\tif cfg.DeliveryLog.Cap < 0 {\n\t\treturn nil\n\t}\n",
 		Packages:    []string{"./cli/"},
-		Run:         "^TestDeliveryLog",
+		Run:         "^TestACapOfZeroKeepsNoDelivery",
 	},
 }
