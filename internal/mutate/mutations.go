@@ -215,7 +215,7 @@ var mutations = []Mutation{
 		Why:         "#36 item 3: a redelivered event id with another amount is a duplicate",
 		File:        "store/lifecycle.go",
 		Snippet:     "\tdiffer(\"amount\", strconv.FormatInt(stored.Amount, 10), strconv.FormatInt(e.Amount, 10))\n",
-		Replacement: "",
+		Replacement: "\tdiffer(\"amount\", strconv.FormatInt(stored.Amount, 10), strconv.FormatInt(stored.Amount, 10))\n",
 		Packages:    []string{"./store/"},
 		Run:         "TestARedeliveredEventIDIsComparedWhole",
 	},
