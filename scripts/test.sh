@@ -114,7 +114,7 @@ if [[ $# -eq 0 ]]; then
   # Nested modules: they depend on what the service must not.
   echo "== signature/compat (interoperability with the PSPs' own libraries)"
   (cd signature/compat && GOFLAGS=-mod=mod go test -race -count=1 ./...)
-  echo "== deploy/validate (alerting rules and dashboard through Prometheus's parsers)"
+  echo "== deploy/validate (alerting rules and dashboard through Prometheus's parsers; the Helm chart through helm's engine and kubeconform)"
   (cd deploy/validate && GOFLAGS=-mod=mod go test -count=1 ./...)
   echo "== bench (the load generator's own tests; the benchmarks run with make bench)"
   (cd bench && GOFLAGS=-mod=mod go vet ./... && GOFLAGS=-mod=mod go test -count=1 ./...)
