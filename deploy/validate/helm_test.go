@@ -9,22 +9,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/yannh/kubeconform/pkg/validator"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"sigs.k8s.io/yaml"
 )
 
-// The Helm chart in deploy/helm/paylock is rendered here as `helm template`
-// would, with its default values and with ci/all-on-values.yaml, and every
+// The Helm chart in deploy/helm/paylock is rendered here as
+// `helm template --kube-version` does (helm's install action, client only), with its default values and with ci/all-on-values.yaml, and every
 // object is validated with kubeconform against schemas generated offline
 // from Kubernetes' own OpenAPI spec (module k8s.io/kubernetes) and the
 // Prometheus Operator's ServiceMonitor CRD. The renders are kept in
@@ -54,27 +53,31 @@ func loadChart(t *testing.T) *chart.Chart {
 	return ch
 }
 
-// render is helm template: values coalesced and checked against
-// values.schema.json, then the templates (hooks included), sorted by file.
+// render is helm template --kube-version: helm's install action in
+// client-only dry-run mode (values coalesced and checked against
+// values.schema.json, the chart's kubeVersion checked, templates
+// rendered), then the manifest and the hooks, as helm template prints them.
 func render(ch *chart.Chart, vals map[string]any) (string, error) {
-	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: "paylock", Namespace: "payments", IsInstall: true}, chartutil.DefaultCapabilities)
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
 	if err != nil {
 		return "", err
 	}
-	files, err := engine.Render(ch, rv)
+	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	install.DryRun = true
+	install.ClientOnly = true
+	install.Replace = true
+	install.ReleaseName = "paylock"
+	install.Namespace = "payments"
+	install.KubeVersion = kv
+	rel, err := install.Run(ch, vals)
 	if err != nil {
 		return "", err
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		if strings.HasSuffix(n, ".yaml") && strings.TrimSpace(files[n]) != "" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
 	var out strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", n, strings.TrimSpace(files[n]))
+	out.WriteString(strings.TrimSpace(rel.Manifest))
+	out.WriteString("\n")
+	for _, h := range rel.Hooks {
+		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, strings.TrimSpace(h.Manifest))
 	}
 	return out.String(), nil
 }
