@@ -76,8 +76,9 @@
 // (ErrHeld) until it is retried.
 //
 // Signed with Standard Webhooks (webhook-id, webhook-timestamp,
-// webhook-signature v1) with the first secret of PAYLOCK_FORWARD_SECRETS, so
-// any Standard Webhooks library verifies it. The webhook-id is the job's
+// webhook-signature v1) with every secret of PAYLOCK_FORWARD_SECRETS, one
+// space-separated "v1,<signature>" entry each, so any Standard Webhooks
+// library holding any one of them verifies it (secret rotation). The webhook-id is the job's
 // unique key and the same on every attempt: store.PaymentForwardID
 // ("pay_" + 32 hex digits of SHA-256(source "\n" transaction_id)),
 // store.EventForwardID for a lifecycle change ("pev_" + 32 hex digits of
