@@ -5,12 +5,16 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -86,6 +90,11 @@ func TestEveryForwardSecretSignsForTheOfficialLibraries(t *testing.T) {
 			runExample(t, secret, h, tampered, false, "node", filepath.Join(dir, "verify.js"))
 		}
 	})
+	t.Run("go", func(t *testing.T) {
+		for _, secret := range []string{forwardSecret, newForwardSecret} {
+			goReceiver(t, secret, header, body, tampered)
+		}
+	})
 	t.Run("python", func(t *testing.T) {
 		if _, err := exec.LookPath("python3"); err != nil {
 			testkit.Missing(t, "python3 not on PATH (%v): the Python receiver example is not run", err)
@@ -96,6 +105,94 @@ func TestEveryForwardSecretSignsForTheOfficialLibraries(t *testing.T) {
 			runExample(t, secret, h, tampered, false, "python3", script)
 		}
 	})
+}
+
+// goReceiver runs the Go example receiver (docs/examples/receiver/go) as
+// docs/receiving.md's quick start says, `WEBHOOK_SECRET=… go run . -addr
+// …`, holding secret, and posts it the real forward (accepted: 204), the
+// same again (a duplicate: 204) and the forward tampered with (401).
+func goReceiver(t *testing.T, secret string, header http.Header, body, tampered []byte) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		testkit.Missing(t, "go not on PATH (%v): the Go receiver example is not run", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	out := &lockedBuffer{}
+	cmd := exec.Command("go", "run", ".", "-addr", addr)
+	cmd.Dir = filepath.Join("..", "docs", "examples", "receiver", "go")
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // go run's child too
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	post := func(b []byte) int {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/paylock", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	testkit.WaitFor(t, 60*time.Second, "the Go example receiver listening", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	for _, c := range []struct {
+		what string
+		body []byte
+		want int
+	}{{"the forward", body, http.StatusNoContent}, {"the forward again", body, http.StatusNoContent},
+		{"a tampered forward", tampered, http.StatusUnauthorized}} {
+		if got := post(c.body); got != c.want {
+			t.Errorf("the Go example answered %s with %d; want %d; its output: %s", c.what, got, c.want, out.String())
+		}
+	}
+	// paylock's forward worker pointed at it, as PAYLOCK_FORWARD_URL does.
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setupWith(t, 5, "http://"+addr+"/paylock", nil, func(c *forward.Config) { c.Secret = secrets[0] })
+	if _, err := b.store.Payments().RecordPaymentForwarded(context.Background(), store.Payment{Source: "acme", TransactionID: "tx-quick",
+		Amount: 1000, Currency: "JPY", EventID: "evt-quick", Payload: []byte(`{"id":"tx-quick"}`)}, forward.DefaultDestination); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 15*time.Second, "the Go example printing the forward", func() bool {
+		return strings.Contains(out.String(), "payment.recorded acme:tx-quick status succeeded version 1")
+	})
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // npmCI copies the Node example at src into a temporary directory and
