@@ -141,12 +141,14 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 		return nil, err
 	}
 	var secret signature.Secret
+	var others []signature.Secret
 	if len(cfg.Forward.Secrets) > 0 {
-		secret = cfg.Forward.Secrets[0]
+		secret, others = cfg.Forward.Secrets[0], cfg.Forward.Secrets[1:]
 	}
 	logger.Info("forwarding", slog.Any("destinations", routes.Destinations.Redacted()), slog.Bool("signed", len(cfg.Forward.Secrets) > 0))
 	return forward.New(forward.Config{
 		Secret:       secret,
+		OtherSecrets: others,
 		Destinations: routes.Destinations,
 		Timeout:      cfg.Forward.Timeout,
 		Concurrency:  cfg.Forward.Concurrency,

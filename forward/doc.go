@@ -53,11 +53,15 @@
 //	{"type":"payment.recorded","data":{"source":"stripe","transaction_id":"tx_1",
 //	  "amount":1999,"currency":"EUR","event_id":"evt_1",
 //	  "received_at":"2026-11-30T22:00:00.123456Z","payload":{...the body as received...},
-//	  "status":"succeeded","amount_refunded":0,"dispute":null,"version":1}}
+//	  "status":"succeeded","amount_authorized":1999,"amount_captured":1999,
+//	  "amount_refunded":0,"dispute":null,"version":1}}
 //
 //	{"type":"payment.refunded","data":{"source":"stripe","transaction_id":"tx_1",
-//	  "status":"partially_refunded","amount":1999,"currency":"EUR","amount_refunded":500,
-//	  "dispute":null,"version":2,"event_id":"evt_2"}}
+//	  "status":"partially_refunded","amount":1999,"currency":"EUR","amount_authorized":1999,
+//	  "amount_captured":1999,"amount_refunded":500,"dispute":null,"version":2,"event_id":"evt_2"}}
+//
+// docs/receiving.md describes every type, and schemas/<type>.json is each
+// one's JSON Schema (TestEveryForwardedMessageMatchesItsSchema).
 //
 //	{"type":"disbursement.paid","data":{"id":7,"loan_id":"L-1","tranche":1,
 //	  "amount":500000,"currency":"EUR","status":"paid","previous_status":"sent",
@@ -76,8 +80,9 @@
 // (ErrHeld) until it is retried.
 //
 // Signed with Standard Webhooks (webhook-id, webhook-timestamp,
-// webhook-signature v1) with the first secret of PAYLOCK_FORWARD_SECRETS, so
-// any Standard Webhooks library verifies it. The webhook-id is the job's
+// webhook-signature v1) with every secret of PAYLOCK_FORWARD_SECRETS, one
+// space-separated "v1,<signature>" entry each, so any Standard Webhooks
+// library holding any one of them verifies it (secret rotation). The webhook-id is the job's
 // unique key and the same on every attempt: store.PaymentForwardID
 // ("pay_" + 32 hex digits of SHA-256(source "\n" transaction_id)),
 // store.EventForwardID for a lifecycle change ("pev_" + 32 hex digits of

@@ -67,8 +67,8 @@ type envelope struct {
 
 // message builds what one attempt of a's forward sends, at now: the body
 // (reading the payment for payment.recorded), its ordering key, and the
-// Standard Webhooks headers, signed with the worker's secret when it has
-// one. Errors wrap
+// Standard Webhooks headers, signed with each of the worker's secrets when
+// it has one (one webhook-signature entry per secret). Errors wrap
 // store.ErrNotFound when the subject is gone.
 func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time) (Message, error) {
 	body, err := w.body(ctx, a)
@@ -80,7 +80,8 @@ func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time
 	if !signs(w.cfg.Secret) {
 		return m, nil // unsigned: a broker destination, which authenticates paylock itself
 	}
-	for k, v := range signature.Sign(signature.SchemeStandard, w.cfg.Secret, a.ID, now, body) {
+	secrets := append([]signature.Secret{w.cfg.Secret}, w.cfg.OtherSecrets...)
+	for k, v := range signature.SignStandard(secrets, a.ID, now, body) {
 		m.Header[strings.ToLower(k)] = v[0]
 	}
 	return m, nil

@@ -3,6 +3,7 @@ package forward
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/paylock/paylock/signature"
@@ -30,10 +31,19 @@ func signs(secret signature.Secret) bool { return secret.Fingerprint() != "" }
 
 // checkSigning refuses a destination that needs a signature (NeedsSignature)
 // when there is no secret, naming it (its URL redacted), and a secret that
-// is not a Standard Webhooks one. Errors wrap ErrConfig.
-func checkSigning(secret signature.Secret, dests Destinations) error {
+// is not a Standard Webhooks one (the first or any of others). Errors wrap
+// ErrConfig.
+func checkSigning(secret signature.Secret, others []signature.Secret, dests Destinations) error {
 	if signs(secret) {
-		return checkSecret(secret)
+		if err := checkSecret(secret, "first"); err != nil {
+			return err
+		}
+		for i, o := range others {
+			if err := checkSecret(o, "#"+strconv.Itoa(i+2)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if len(dests) == 0 {
 		// Only jobs carrying an older http URL could come: they need it.

@@ -61,6 +61,11 @@ type Config struct {
 	// PAYLOCK_FORWARD_SECRETS. Required when a destination is http(s)
 	// (NeedsSignature); without it, messages go unsigned to brokers.
 	Secret signature.Secret
+	// OtherSecrets are the rest of PAYLOCK_FORWARD_SECRETS, in order: each
+	// adds its own v1 entry to webhook-signature after Secret's, so a
+	// receiver still holding an older secret accepts forwards during a
+	// rotation. Ignored without Secret.
+	OtherSecrets []signature.Secret
 	// Destinations are the forward destinations, by name (see
 	// Destinations); each is opened once, by New, with its URL's sink.
 	Destinations Destinations
@@ -169,7 +174,7 @@ var ErrConfig = errors.New("forward: invalid configuration")
 // a worker; Close closes the sinks. Its errors wrap ErrConfig and name the
 // bad setting.
 func New(cfg Config, st Store) (*Worker, error) {
-	if err := checkSigning(cfg.Secret, cfg.Destinations); err != nil {
+	if err := checkSigning(cfg.Secret, cfg.OtherSecrets, cfg.Destinations); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout <= 0 {
@@ -207,10 +212,10 @@ func New(cfg Config, st Store) (*Worker, error) {
 
 // checkSecret turns signature.Sign's panic on a secret not parsed for the
 // Standard scheme into a start-up error, once.
-func checkSecret(secret signature.Secret) (err error) {
+func checkSecret(secret signature.Secret, nth string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: PAYLOCK_FORWARD_SECRETS: the first secret is not a Standard Webhooks (whsec_) secret", ErrConfig)
+			err = fmt.Errorf("%w: PAYLOCK_FORWARD_SECRETS: the %s secret is not a Standard Webhooks (whsec_) secret", ErrConfig, nth)
 		}
 	}()
 	signature.Sign(signature.SchemeStandard, secret, "probe", time.Unix(0, 0), nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -256,5 +257,23 @@ func Sign(scheme Scheme, secret Secret, id string, ts time.Time, body []byte) ht
 	default:
 		panic(fmt.Sprintf("signature: Sign with unknown scheme %q", scheme))
 	}
+	return h
+}
+
+// SignStandard returns the Standard Webhooks headers for body, signed at ts
+// with every one of secrets in order: webhook-signature carries one
+// "v1,<signature>" entry per secret, space-separated, so a receiver holding
+// any one of them accepts the message (secret rotation). It panics as Sign
+// does if secrets is empty or one was not parsed for SchemeStandard.
+func SignStandard(secrets []Secret, id string, ts time.Time, body []byte) http.Header {
+	if len(secrets) == 0 {
+		panic("signature: SignStandard with no secret")
+	}
+	h := Sign(SchemeStandard, secrets[0], id, ts, body)
+	sigs := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		sigs = append(sigs, Sign(SchemeStandard, s, id, ts, body).Get(HeaderWebhookSignature))
+	}
+	h.Set(HeaderWebhookSignature, strings.Join(sigs, " "))
 	return h
 }
