@@ -35,15 +35,6 @@ type resolveRequest struct {
 	Note   string `json:"note"`
 }
 
-func (a *Admin) mountReview() {
-	a.mux.HandleFunc("GET /admin/review", a.reviewList)
-	a.mux.HandleFunc("/admin/review", problem.MethodNotAllowed(http.MethodGet))
-	a.mux.HandleFunc("GET /admin/review/{id}", a.reviewItem)
-	a.mux.HandleFunc("/admin/review/{id}", problem.MethodNotAllowed(http.MethodGet))
-	a.mux.HandleFunc("POST /admin/review/{id}/resolve", a.reviewResolve)
-	a.mux.HandleFunc("/admin/review/{id}/resolve", problem.MethodNotAllowed(http.MethodPost))
-}
-
 // reviewList answers GET /admin/review[?kind=K][&all=true]: the open items
 // (all: resolved ones too), oldest first.
 func (a *Admin) reviewList(w http.ResponseWriter, r *http.Request) {
