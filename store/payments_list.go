@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/paylock/paylock/lifecycle"
 )
 
 // The admin API's payment listing: every payment row (pending ones, known
@@ -22,6 +24,10 @@ const (
 	MaxListLimit     = 500
 	DefaultListLimit = 50
 )
+
+// PaymentStatuses are the statuses PaymentList.Status may name.
+var PaymentStatuses = []string{string(lifecycle.Pending), string(lifecycle.StatusFailed), string(lifecycle.StatusCanceled),
+	string(lifecycle.StatusAuthorized), string(lifecycle.StatusSucceeded), string(lifecycle.PartiallyRefunded), string(lifecycle.Refunded)}
 
 // PaymentList selects a page of payments. Empty fields select everything;
 // every field given must match.
