@@ -24,9 +24,10 @@ import (
 // deliveries and their replay, review, disbursements) over a schema
 // holding: stripe payments pi_api_1, pi_api_2, pi_api_3 and pi_other_1
 // (forwarded), an adyen payment pi_api_9; one kept refused delivery; a
-// mismatch review item; and the disbursement of loan L-1 tranche 1.
+// mismatch review items (mismatch-1 and mismatch-2); and the disbursement of loan L-1 tranche 1.
 type apiFixture struct {
 	srv        *httptest.Server
+	admin      *admin.Admin
 	st         *store.Store
 	deliveryID int64
 	reviewID   string
@@ -55,26 +56,33 @@ func startAPI(t *testing.T) *apiFixture {
 		Status: 400, ProblemDetail: "amount must be a number", Body: []byte(`{"id":"evt_kept"}`), RequestID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Payments().RecordMismatch(ctx, store.Mismatch{Source: "stripe", TransactionID: "pi_api_1", Amount: 101, Currency: "EUR",
-		EventID: "evt_api_1b", RequestID: "r", Body: []byte(`{"id":"pi_api_1","amount":101}`)}); err != nil {
-		t.Fatal(err)
+	for _, m := range []store.Mismatch{
+		{Source: "stripe", TransactionID: "pi_api_1", Amount: 101, Currency: "EUR", EventID: "evt_api_1b", RequestID: "r",
+			Body: []byte(`{"id":"pi_api_1","amount":101}`)},
+		{Source: "stripe", TransactionID: "pi_api_2", Amount: 201, Currency: "EUR", EventID: "evt_api_2b", RequestID: "r",
+			Body: []byte(`{"id":"pi_api_2","amount":201}`)},
+	} {
+		if err := st.Payments().RecordMismatch(ctx, m); err != nil {
+			t.Fatal(err)
+		}
 	}
 	q := review.New(st.Review(), payout.NewClient("http://127.0.0.1:1", nil))
 	items, err := q.ReviewItems(ctx, store.ReviewFilter{Kind: store.ReviewMismatch})
-	if err != nil || len(items) != 1 {
+	if err != nil || len(items) != 2 {
 		t.Fatalf("review items %v, %v", items, err)
 	}
 	f.reviewID = items[0].ID
 	if _, err := st.Disbursements().AcceptDisbursement(ctx, store.Disbursement{LoanID: "L-1", Tranche: 1, Amount: 500, Currency: "JPY", EventID: "evt_loan"}); err != nil {
 		t.Fatal(err)
 	}
-	f.srv = httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
+	f.admin = admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
 		Console: consoleStore(st), Payments: st.Payments(), Deliveries: st.Deliveries(), Review: q, Disbursements: st.Disbursements(),
 		ReplayDelivery: func(_ context.Context, d store.Delivery) (admin.DeliveryReplay, error) {
 			f.replayed = append(f.replayed, d.ID)
 			return admin.DeliveryReplay{Result: "processed", Recorded: true}, nil
 		},
-		Forwards: map[string]string{"stripe": forward.DefaultDestination, "adyen": forward.DefaultDestination}}))
+		Forwards: map[string]string{"stripe": forward.DefaultDestination, "adyen": forward.DefaultDestination}})
+	f.srv = httptest.NewServer(f.admin)
 	t.Cleanup(f.srv.Close)
 	return f
 }
