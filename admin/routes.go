@@ -121,94 +121,109 @@ func isForm(r *http.Request) bool {
 
 // mount registers every route the Config asks for.
 func (a *Admin) mount() {
-	cfg, c := a.cfg, a.console
-	api := APIBase
-	// html is page to a browser when the console is on, else json.
-	html := func(page, json http.HandlerFunc) http.HandlerFunc {
-		if c == nil {
-			return json
-		}
-		return negotiate(page, json)
+	if a.cfg.Payments != nil || a.console != nil {
+		a.mountPayments()
 	}
-	if cfg.Payments != nil {
+	if a.cfg.Deliveries != nil {
+		a.mountDeliveries()
+	}
+	if a.cfg.Review != nil {
+		a.mountReview()
+	}
+	if a.cfg.Disbursements != nil {
+		a.mountDisbursements()
+	}
+	a.mountMethodNotAllowed()
+}
+
+func (a *Admin) mountPayments() {
+	c, api := a.console, APIBase
+	if a.cfg.Payments != nil {
 		a.handle("GET "+api+"/payments", a.paymentList)
 		a.handle("GET "+api+"/payments/{source}/{transaction_id}", a.paymentJSON)
 	}
+	old := deprecated("/admin/payments", api+"/payments", a.paymentJSON)
+	switch {
+	case c != nil && a.cfg.Payments != nil:
+		a.handle("GET "+ConsolePath, negotiate(c.search, a.paymentList))
+		a.handle("GET /admin/payments/{source}/{transaction_id}", negotiate(c.payment, old))
+	case c != nil:
+		a.handle("GET "+ConsolePath, c.search)
+		a.handle("GET /admin/payments/{source}/{transaction_id}", c.payment)
+	default:
+		a.handle("GET /admin/payments/{source}/{transaction_id}", old)
+	}
 	if c != nil {
 		a.handle("POST "+api+"/payments/{source}/{transaction_id}/replay", c.replayJSON)
-		a.handle("GET /admin/{$}", moved("/admin/", ConsolePath))
-		a.handle("GET "+consoleCSSPath, c.css)
 		a.handle("POST /admin/payments/{source}/{transaction_id}/replay", c.csrf(c.replay))
-		if cfg.Payments != nil {
-			a.handle("GET "+ConsolePath, html(c.search, a.paymentList))
-		} else {
-			a.handle("GET "+ConsolePath, c.search)
-		}
+		a.handle("GET "+consoleCSSPath, c.css)
+		a.handle("GET /admin/{$}", moved("/admin/", ConsolePath))
 	}
-	switch {
-	case c != nil && cfg.Payments != nil:
-		a.handle("GET /admin/payments/{source}/{transaction_id}", negotiate(c.payment,
-			deprecated("/admin/payments", api+"/payments", a.paymentJSON)))
-	case c != nil:
-		a.handle("GET /admin/payments/{source}/{transaction_id}", c.payment)
-	case cfg.Payments != nil:
-		a.handle("GET /admin/payments/{source}/{transaction_id}", deprecated("/admin/payments", api+"/payments", a.paymentJSON))
+}
+
+func (a *Admin) mountDeliveries() {
+	c, api := a.console, APIBase
+	a.handle("GET "+api+"/deliveries", a.deliveryList)
+	a.handle("GET "+api+"/deliveries/{id}", a.delivery)
+	if a.cfg.ReplayDelivery != nil {
+		a.handle("POST "+api+"/deliveries/{id}/replay", a.deliveryReplay)
 	}
-	if cfg.Deliveries != nil {
-		a.handle("GET "+api+"/deliveries", a.deliveryList)
-		a.handle("GET "+api+"/deliveries/{id}", a.delivery)
-		if cfg.ReplayDelivery != nil {
-			a.handle("POST "+api+"/deliveries/{id}/replay", a.deliveryReplay)
-		}
-		old := func(h http.HandlerFunc) http.HandlerFunc {
-			return deprecated("/admin/deliveries", api+"/deliveries", h)
-		}
-		if c != nil {
-			a.handle("GET /admin/deliveries", negotiate(c.deliveryList, old(a.deliveryList)))
-			a.handle("GET /admin/deliveries/{id}", negotiate(c.delivery, old(a.delivery)))
-			a.handle("GET /admin/delivery-log", moved("/admin/delivery-log", "/admin/deliveries"))
-			a.handle("GET /admin/delivery-log/{id}", moved("/admin/delivery-log", "/admin/deliveries"))
-		} else {
-			a.handle("GET /admin/deliveries", old(a.deliveryList))
-			a.handle("GET /admin/deliveries/{id}", old(a.delivery))
-		}
+	old := func(h http.HandlerFunc) http.HandlerFunc {
+		return deprecated("/admin/deliveries", api+"/deliveries", h)
 	}
-	if cfg.Review != nil {
-		a.handle("GET "+api+"/review", a.reviewList)
-		a.handle("GET "+api+"/review/{id}", a.reviewItem)
-		a.handle("POST "+api+"/review/{id}/resolve", a.reviewResolve)
-		old := func(h http.HandlerFunc) http.HandlerFunc { return deprecated("/admin/review", api+"/review", h) }
-		if c != nil {
-			a.handle("GET /admin/review", negotiate(c.reviewList, old(a.reviewList)))
-			a.handle("GET /admin/review/{id}", negotiate(c.reviewItem, old(a.reviewItem)))
-			form := c.csrf(c.reviewResolve)
-			a.handle("POST /admin/review/{id}/resolve", func(w http.ResponseWriter, r *http.Request) {
-				if isForm(r) {
-					form(w, r)
-					return
-				}
-				old(a.reviewResolve)(w, r)
-			})
-			a.handle("GET /admin/review-queue", moved("/admin/review-queue", "/admin/review"))
-			a.handle("GET /admin/review-queue/{id}", moved("/admin/review-queue", "/admin/review"))
-			a.handle("POST /admin/review-queue/{id}/resolve", moved("/admin/review-queue", "/admin/review"))
-		} else {
-			a.handle("GET /admin/review", old(a.reviewList))
-			a.handle("GET /admin/review/{id}", old(a.reviewItem))
-			a.handle("POST /admin/review/{id}/resolve", old(a.reviewResolve))
-		}
+	if c == nil {
+		a.handle("GET /admin/deliveries", old(a.deliveryList))
+		a.handle("GET /admin/deliveries/{id}", old(a.delivery))
+		return
 	}
-	if cfg.Disbursements != nil {
-		a.handle("GET "+api+"/disbursements", a.disbursementList)
-		a.handle("GET "+api+"/disbursements/{loan_id}/{tranche}", a.disbursement)
-		a.handle("GET /disbursements/{loan_id}/{tranche}", deprecated("/disbursements", api+"/disbursements", a.disbursement))
-		if c != nil {
-			a.handle("GET /admin/disbursements", negotiate(c.disbursementList, a.disbursementList))
-			a.handle("GET /admin/disbursements/{loan_id}/{tranche}", negotiate(c.disbursement, a.disbursement))
-		}
+	a.handle("GET /admin/deliveries", negotiate(c.deliveryList, old(a.deliveryList)))
+	a.handle("GET /admin/deliveries/{id}", negotiate(c.delivery, old(a.delivery)))
+	a.handle("GET /admin/delivery-log", moved("/admin/delivery-log", "/admin/deliveries"))
+	a.handle("GET /admin/delivery-log/{id}", moved("/admin/delivery-log", "/admin/deliveries"))
+}
+
+func (a *Admin) mountReview() {
+	c, api := a.console, APIBase
+	a.handle("GET "+api+"/review", a.reviewList)
+	a.handle("GET "+api+"/review/{id}", a.reviewItem)
+	a.handle("POST "+api+"/review/{id}/resolve", a.reviewResolve)
+	old := func(h http.HandlerFunc) http.HandlerFunc { return deprecated("/admin/review", api+"/review", h) }
+	if c == nil {
+		a.handle("GET /admin/review", old(a.reviewList))
+		a.handle("GET /admin/review/{id}", old(a.reviewItem))
+		a.handle("POST /admin/review/{id}/resolve", old(a.reviewResolve))
+		return
 	}
-	// Any other method on a known path: 405 problem+json naming the
-	// allowed ones (the ServeMux would send "/"'s 404).
+	a.handle("GET /admin/review", negotiate(c.reviewList, old(a.reviewList)))
+	a.handle("GET /admin/review/{id}", negotiate(c.reviewItem, old(a.reviewItem)))
+	form := c.csrf(c.reviewResolve)
+	a.handle("POST /admin/review/{id}/resolve", func(w http.ResponseWriter, r *http.Request) {
+		if isForm(r) {
+			form(w, r)
+			return
+		}
+		old(a.reviewResolve)(w, r)
+	})
+	a.handle("GET /admin/review-queue", moved("/admin/review-queue", "/admin/review"))
+	a.handle("GET /admin/review-queue/{id}", moved("/admin/review-queue", "/admin/review"))
+	a.handle("POST /admin/review-queue/{id}/resolve", moved("/admin/review-queue", "/admin/review"))
+}
+
+func (a *Admin) mountDisbursements() {
+	c, api := a.console, APIBase
+	a.handle("GET "+api+"/disbursements", a.disbursementList)
+	a.handle("GET "+api+"/disbursements/{loan_id}/{tranche}", a.disbursement)
+	a.handle("GET /disbursements/{loan_id}/{tranche}", deprecated("/disbursements", api+"/disbursements", a.disbursement))
+	if c != nil {
+		a.handle("GET /admin/disbursements", negotiate(c.disbursementList, a.disbursementList))
+		a.handle("GET /admin/disbursements/{loan_id}/{tranche}", negotiate(c.disbursement, a.disbursement))
+	}
+}
+
+// mountMethodNotAllowed answers any other method on a known path: 405
+// problem+json naming the allowed ones (the ServeMux would send "/"'s
+// 404).
+func (a *Admin) mountMethodNotAllowed() {
 	allowed := map[string][]string{}
 	var paths []string
 	for _, p := range a.routes {
