@@ -25,16 +25,21 @@ import (
 
 // The admin console: server-rendered pages under /admin/ on the admin
 // listener (html/template, one embedded stylesheet, no JavaScript), behind
-// the same token or session cookie as the rest of the listener.
+// the same token or session cookie as the rest of the listener. Each page
+// is HTML to a browser only; anyone else gets the API's JSON (routes.go).
 //
-//   - GET /admin/ searches payments by transaction id, event id, or source
+//   - GET /admin/payments searches payments by transaction id, event id, or source
 //     and time range (store.PaymentSearch), newest first, at most
 //     store.MaxSearchLimit a page.
 //   - GET /admin/payments/{source}/{transaction_id} shows one payment: its
 //     stored body (pretty-printed, escaped), event id, received_at and its
 //     forward jobs, each linked to River UI.
 //   - POST /admin/payments/{source}/{transaction_id}/replay forwards the
-//     payment again with its webhook-id (store.Outbox.ReplayForwards).
+//     payment again with its webhook-id (store.Outbox.ReplayForwards);
+//     POST /admin/api/v1/payments/{source}/{transaction_id}/replay does
+//     the same for a tool, answering JSON.
+//   - GET /admin/disbursements and /admin/disbursements/{loan_id}/{tranche}
+//     list and show the loan disbursements (disbursement.go).
 //
 // Every POST is refused (403) unless it carries the form field "csrf":
 // HMAC-SHA256, keyed by the admin tokens, of a label and the session cookie's
