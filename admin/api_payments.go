@@ -121,18 +121,24 @@ func textParam(name, v string) error {
 	return nil
 }
 
+// knownParams refuses a query parameter not in names, or one given twice.
+func knownParams(q url.Values, names ...string) error {
+	for name, vs := range q {
+		if !slices.Contains(names, name) {
+			return badParam(name, "unknown parameter "+strconv.Quote(name)+": want "+strings.Join(names, ", "))
+		}
+		if len(vs) > 1 {
+			return badParam(name, name+" may be given once")
+		}
+	}
+	return nil
+}
+
 // paymentListOf reads the listing's query.
 func paymentListOf(q url.Values, now time.Time) (store.PaymentList, error) {
 	l := store.PaymentList{Limit: store.DefaultListLimit}
-	for name, vs := range q {
-		switch name {
-		case "source", "status", "since", "q", "limit", "cursor":
-			if len(vs) > 1 {
-				return l, badParam(name, name+" may be given once")
-			}
-		default:
-			return l, badParam(name, "unknown parameter "+strconv.Quote(name)+": want source, status, since, q, limit or cursor")
-		}
+	if err := knownParams(q, "source", "status", "since", "q", "limit", "cursor"); err != nil {
+		return l, err
 	}
 	l.Source = q.Get("source")
 	if err := textParam("source", l.Source); err != nil {

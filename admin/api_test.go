@@ -190,6 +190,10 @@ func TestAPIRefusesEveryBadParameterNamingIt(t *testing.T) {
 		{"/admin/api/v1/deliveries?limit=0", "limit"},
 		{"/admin/api/v1/review/abc", "id"},
 		{"/admin/api/v1/review?kind=lost", "kind"},
+		{"/admin/api/v1/review?all=yes", "all"},
+		{"/admin/api/v1/review?state=open", "state"},
+		{"/admin/api/v1/deliveries?outcom=refused", "outcom"},
+		{"/admin/api/v1/disbursements?loan=L-1", "loan"},
 	} {
 		a := f.get(t, tc.path)
 		var p struct{ Field string }

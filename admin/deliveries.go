@@ -142,6 +142,10 @@ func nextDeliveries(path string, q url.Values, f store.DeliveryFilter, l []store
 
 func (a *Admin) deliveryList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := knownParams(q, "source", "outcome", "since", "until", "limit", "before"); err != nil {
+		problem.Write(w, err)
+		return
+	}
 	f, field, err := deliveryFilterOf(q, a.now())
 	if err != nil {
 		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", field, err.Error()))

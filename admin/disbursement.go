@@ -86,15 +86,8 @@ func (a *Admin) disbursement(w http.ResponseWriter, r *http.Request) {
 // before (the last id of the previous page).
 func disbursementListOf(q url.Values) (store.DisbursementList, error) {
 	l := store.DisbursementList{Limit: store.DefaultListLimit}
-	for name, vs := range q {
-		switch name {
-		case "loan_id", "status", "limit", "before":
-			if len(vs) > 1 {
-				return l, badParam(name, name+" may be given once")
-			}
-		default:
-			return l, badParam(name, "unknown parameter "+strconv.Quote(name)+": want loan_id, status, limit or before")
-		}
+	if err := knownParams(q, "loan_id", "status", "limit", "before"); err != nil {
+		return l, err
 	}
 	l.LoanID = q.Get("loan_id")
 	if err := textParam("loan_id", l.LoanID); err != nil {
