@@ -104,24 +104,34 @@ for bin in "${bins[@]}"; do
   $builder "${storage[@]}" build --quiet --isolation chroot --platform "linux/$arch" \
     --build-arg "VERSION=$version" --build-arg "REVISION=$head" --build-arg "CREATED=$created" \
     -f Containerfile -t "$image:$tag-$arch" "$ctx" >/dev/null
-  $builder "${storage[@]}" manifest add "$image:$tag" "$image:$tag-$arch" >/dev/null
+  $builder "${storage[@]}" manifest add "$image:$tag" "containers-storage:$image:$tag-$arch" >/dev/null
   echo "image: $image:$tag-$arch from ${bin##*/} in $((SECONDS - t0))s"
 done
 
-# What the image says about itself.
+# What the image says about itself: config FIELD is a field of its OCI
+# configuration (a Go template over it, as buildah and podman take).
 ref=$image:$tag-$host_arch
-if [[ $builder == buildah ]]; then
-  cfg=$(buildah "${storage[@]}" inspect --type image --format '{{json .OCIv1.Config}}' "$ref")
-else
-  cfg=$(podman "${storage[@]}" image inspect --format '{{json .Config}}' "$ref")
-fi
-for want in '"User":"65532:65532"' '"Entrypoint":["/paylock"]' '"Cmd":["serve"]' \
-  "\"org.opencontainers.image.revision\":\"$head\"" "\"org.opencontainers.image.version\":\"$version\"" \
-  '"org.opencontainers.image.licenses":"Apache-2.0"' '"org.opencontainers.image.source":"https://github.com/paylock/paylock"'; do
-  [[ $cfg == *"$want"* ]] || fail "$ref's configuration lacks $want: $cfg"
-done
+config() {
+  if [[ $builder == buildah ]]; then
+    buildah "${storage[@]}" inspect --type image --format "{{${1/./.OCIv1.Config.}}}" "$ref"
+  else
+    podman "${storage[@]}" image inspect --format "{{${1/./.Config.}}}" "$ref"
+  fi
+}
+label() { config "index .Labels \"org.opencontainers.image.$1\""; }
+check() {
+  local what=$1 got=$2 want=$3
+  [[ $got == "$want" ]] || fail "$ref: $what is '$got', want '$want'"
+}
+check user "$(config .User)" 65532:65532
+check entrypoint "$(config .Entrypoint)" "[/paylock]"
+check command "$(config .Cmd)" "[serve]"
+check "label revision" "$(label revision)" "$head"
+check "label version" "$(label version)" "$version"
+check "label licenses" "$(label licenses)" Apache-2.0
+check "label source" "$(label source)" https://github.com/paylock/paylock
 
-# It starts: paylock version, run as the image's own user.
+# It starts: "paylock version" in a container of the image.
 if command -v podman >/dev/null 2>&1; then
   out=$(podman "${storage[@]}" run --rm "$ref" version) || fail "podman run $ref version failed: $out"
   how="podman run"
