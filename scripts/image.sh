@@ -19,6 +19,10 @@
 # version"; the output must name HEAD's revision. It also checks the image's
 # user, entrypoint, command and labels (buildah inspect).
 #
+# With PAYLOCK_IMAGE_CLEAN=true (scripts/test.sh sets it) the images are
+# removed again at the end: the build was the check, and the runner's
+# storage does not grow with each commit.
+#
 # buildah (or podman) runs with --storage-driver vfs and --isolation chroot,
 # which work inside an unprivileged container without fuse-overlayfs. Where
 # neither buildah nor podman is installed (Debian: apt-get install buildah)
@@ -91,6 +95,12 @@ ctr=""
 cleanup() {
   [[ -z $ctr ]] || buildah "${storage[@]}" rm "$ctr" >/dev/null 2>&1 || true
   rm -rf "$ctx"
+  if [[ ${PAYLOCK_IMAGE_CLEAN:-} == true ]]; then
+    $builder "${storage[@]}" manifest rm "$image:$tag" >/dev/null 2>&1 || true
+    for bin in "${bins[@]}"; do
+      $builder "${storage[@]}" rmi "$image:$tag-${bin##*_linux_}" >/dev/null 2>&1 || true
+    done
+  fi
 }
 trap cleanup EXIT
 cp "$certs" "$ctx/ca-certificates.crt"

@@ -127,7 +127,7 @@ if [[ $# -eq 0 ]]; then
   for step in release image; do
     echo "== scripts/$step.sh"
     t0=$SECONDS
-    "scripts/$step.sh"
+    PAYLOCK_IMAGE_CLEAN=true "scripts/$step.sh"
     echo "== scripts/$step.sh took $((SECONDS - t0))s"
   done
   fuzz_all
