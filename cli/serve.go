@@ -61,7 +61,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, ln, mln net.Lis
 	if err := s.startAdmin(ctx); err != nil {
 		return err
 	}
-	logger.Info("paylock listening", slog.String("url", "http://"+ln.Addr().String()), slog.String("version", buildVersion()), slog.Any("config", cfg))
+	logger.Info("paylock listening", slog.String("url", "http://"+ln.Addr().String()), slog.String("version", currentVersion().String()), slog.Any("config", cfg))
 	return s.serveUntilDone(ctx, srv, ln, &inflight)
 }
 
