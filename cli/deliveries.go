@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -68,9 +67,6 @@ type deliveriesOpts struct {
 }
 
 func (o *deliveriesOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) || slices.Contains(args, "-help") {
-		return nil, flag.ErrHelp
-	}
 	if o.show {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			return nil, errors.New("give the id of the delivery to show")

@@ -56,6 +56,8 @@ Usage:
   paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
   paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
   paylock version           print the version
+  paylock help <command> [<subcommand>]
+                            print a command's usage (as does <command> [<subcommand>] -h)
 
 Every flag has an environment variable; run "paylock serve -h" for the list.
 `
@@ -97,7 +99,14 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "paylock", buildVersion())
 		return exitOK
-	case "help", "-h", "--help":
+	case "help":
+		if len(args) > 1 {
+			// "paylock help forward retry" is "paylock forward retry -h".
+			return Main(ctx, append(args[1:len(args):len(args)], "-h"), getenv, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, mainUsage)
+		return exitOK
+	case "-h", "--help", "-help":
 		fmt.Fprint(stdout, mainUsage)
 		return exitOK
 	}

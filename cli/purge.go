@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
@@ -54,9 +53,6 @@ type purgeOpts struct {
 }
 
 func (o *purgeOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) {
-		return nil, flag.ErrHelp
-	}
 	var rest []string
 	var err error
 	if o.olderThan, o.found, rest, err = cutFlag(args, "older-than"); err != nil {

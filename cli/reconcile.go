@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,9 +67,6 @@ var reconcileCommand = Command[*reconcileOpts]{
 type reconcileOpts struct{ grace time.Duration }
 
 func (o *reconcileOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) {
-		return nil, flag.ErrHelp
-	}
 	value, found, rest, err := cutFlag(args, "grace")
 	if err != nil {
 		return nil, fmt.Errorf("%v (e.g. 1h)", err)

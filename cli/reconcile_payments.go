@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -93,9 +92,6 @@ type reconcilePaymentsOpts struct {
 }
 
 func (o *reconcilePaymentsOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) {
-		return nil, flag.ErrHelp
-	}
 	o.dryRun, args = cutBool(args, "dry-run")
 	value, found, args, err := cutFlag(args, "source")
 	if err != nil {
