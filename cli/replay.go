@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -38,14 +37,15 @@ type replayArgs struct {
 	rest                []string
 }
 
-// parseReplayTime reads an RFC 3339 time or a Go duration ago from now.
+// parseReplayTime reads an RFC 3339 time or a duration ago from now
+// (parseDuration: 72h, 3d, 1d12h).
 func parseReplayTime(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time or a duration ago such as 72h", v)
+	d, err := parseNonNegative(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time or a duration ago such as 72h or 3d", v)
 	}
 	return now.Add(-d), nil
 }
@@ -130,11 +130,6 @@ type replayOpts struct {
 }
 
 func (o *replayOpts) Parse(args []string) (rest []string, err error) {
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "-help" {
-			return nil, flag.ErrHelp
-		}
-	}
 	o.replayArgs, err = parseReplayArgs(args, time.Now())
 	return o.rest, err
 }
