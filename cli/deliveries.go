@@ -139,12 +139,14 @@ func (o *deliveriesOpts) check() error {
 	return nil
 }
 
-// Validate finds the source of a replay among those serve serves.
+// Validate finds the source of a replay among the sources' shapes
+// (pipelineSources): a replay skips the signature check, so it needs no
+// source's secrets.
 func (o *deliveriesOpts) Validate(cfg *Config) error {
 	if !o.replay {
 		return nil
 	}
-	sources, _, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
+	sources, _, err := pipelineSources(*cfg)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,11 @@
 // The sources file (PAYLOCK_SOURCES_FILE) and the built-in sources'
 // variables become the webhook sources serve serves (loadSources): the
 // loader only turns YAML and the environment into settings; what an
-// adapter accepts is its provider's to say (package provider).
+// adapter accepts is its provider's to say (package provider). The
+// commands that check no signature (deliveries replay, forward replay,
+// reconcile payments, the worker) take the sources' shapes instead
+// (sourceShapes: names, adapters, mappings, forward_url) and read no
+// source's secret: only serve needs them.
 //
 // # What is not here
 //

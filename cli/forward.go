@@ -40,18 +40,23 @@ func routeForwards(cfg Config, specs []sourceSpec) (forward.Routes, error) {
 
 // forwardSpecs are the sources the forward worker routes by
 // (routeForwards) and reads payloads of: it may run in a process that
-// serves no source (paylock worker), so the sources are read for their
-// forward_url and settings only, and a source whose secrets the process
-// lacks still names its destination.
+// serves no source (paylock worker), so they are the sources' shapes
+// (sourceShapes), their secrets unread: a source whose secrets the
+// process lacks still names its destination.
+// A source forwarding to an http(s) URL needs PAYLOCK_FORWARD_SECRETS
+// (checkForwardSigned): the worker signs what it sends.
 func forwardSpecs(cfg Config) ([]sourceSpec, error) {
-	getenv := cfg.getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
+	specs, err := sourceShapes(cfg)
+	if err != nil {
+		return nil, err
 	}
-	only := cfg
-	only.Sources.AllowUnsigned = true // no source is served from these specs
-	specs, _, err := loadSources(only, getenv)
-	return specs, err
+	for _, s := range specs {
+		if se := checkForwardSigned(s, cfg); se != nil {
+			// A source's forward_url is always the file's.
+			return nil, &sourceError{File: cfg.Sources.File, Source: s.Name, Field: se.Field, Err: se.Err}
+		}
+	}
+	return specs, nil
 }
 
 // unsignedMembers returns, for forward.Config.Unsigned, what each source's

@@ -112,10 +112,12 @@ func (o *reconcilePaymentsOpts) Parse(args []string) ([]string, error) {
 	return args, nil
 }
 
-// Validate finds the source, whose provider must list its events, and
-// needs the key to list them with.
+// Validate finds the source among the sources' shapes (pipelineSources:
+// its webhook secrets are not needed, the bodies come from the provider's
+// API), whose provider must list its events, and needs the key to list
+// them with.
 func (o *reconcilePaymentsOpts) Validate(cfg *Config) error {
-	sources, _, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
+	sources, _, err := pipelineSources(*cfg)
 	if err != nil {
 		return err
 	}

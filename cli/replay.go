@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/store"
 )
 
@@ -134,10 +134,14 @@ func (o *replayOpts) Parse(args []string) (rest []string, err error) {
 	return o.rest, err
 }
 
-// Validate finds the source and its destination as serve computes them
-// (handlerSources): a replay without a destination can only count.
+// Validate finds the source and its destination among the sources'
+// shapes (pipelineSources: their secrets are not needed). A replay
+// without a destination can only count (--dry-run, which needs nothing
+// but the database); a real one refuses a source that forwards nothing,
+// or to an http(s) URL while PAYLOCK_FORWARD_SECRETS is unset: the worker
+// could not sign what it queues.
 func (o *replayOpts) Validate(cfg *Config) error {
-	sources, routes, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
+	sources, routes, err := pipelineSources(*cfg)
 	if err != nil {
 		return err
 	}
@@ -149,8 +153,13 @@ func (o *replayOpts) Validate(cfg *Config) error {
 		return fmt.Errorf("unknown source %q", o.source)
 	}
 	o.dest = routes.BySource[o.source]
-	if o.dest == "" && !o.dryRun {
-		return fmt.Errorf("source %q forwards nothing (no forward_url, no PAYLOCK_FORWARD_URL)", o.source)
+	switch {
+	case o.dryRun:
+		return nil
+	case o.dest == "":
+		return fmt.Errorf("source %q forwards nothing: set PAYLOCK_FORWARD_URL, or the source's forward_url in PAYLOCK_SOURCES_FILE", o.source)
+	case len(cfg.Forward.Secrets) == 0 && forward.NeedsSignature(routes.Destinations[o.dest]):
+		return fmt.Errorf("source %q forwards to %s: PAYLOCK_FORWARD_SECRETS must be set to sign the forwards", o.source, forward.Redact(routes.Destinations[o.dest]))
 	}
 	return nil
 }
