@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paylock/paylock/forward"
@@ -168,7 +166,7 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 }
 
 const forwardUsage = `Usage:
-  paylock forward list [--discarded] [--limit N] [flags]
+  paylock forward list [--discarded] [--limit N] [--json] [flags]
   paylock forward retry <id>|--discarded [flags]
   paylock forward replay --source S (--since T [--until T] | --transaction ID) [--dry-run] [flags]
 
@@ -178,7 +176,10 @@ tranche) and to which destination (default: PAYLOCK_FORWARD_URL; a
 source's own forward_url is named after the source), when it was created
 and last attempted, and the last error.
 --discarded lists only those River gave up on (discarded after their last
-attempt, or cancelled because the payment is gone).
+attempt, or cancelled because the payment is gone). --json prints a JSON
+array of the jobs instead of the table (id, webhook_id, state, attempt,
+max_attempts, type, subject, source, transaction_id, loan_id, tranche,
+destination, created_at, last_attempt_at, finalized_at, last_error).
 
 retry puts forward job <id>, or with --discarded every discarded or
 cancelled one, back in the queue at once, with one more attempt if it had
@@ -245,8 +246,7 @@ var forwardListCommand = Command[*forwardOpts]{
 		if err != nil {
 			return err
 		}
-		printForwards(b.Stdout, jobs, o.discarded)
-		return nil
+		return printForwards(b.Stdout, jobs, o.discarded, o.json)
 	},
 }
 
@@ -277,9 +277,13 @@ var forwardRetryCommand = Command[*forwardOpts]{
 type forwardOpts struct {
 	sub string // list or retry
 	forwardArgs
+	listOpts // list's --json
 }
 
 func (o *forwardOpts) Parse(args []string) (rest []string, err error) {
+	if o.sub == "list" {
+		args = o.listOpts.cut(args)
+	}
 	o.forwardArgs, err = parseForwardArgs(o.sub, args)
 	return o.rest, err
 }
@@ -294,30 +298,60 @@ func forwardSubject(a store.ForwardArgs) string {
 	return a.Source + "/" + a.TransactionID
 }
 
-func printForwards(w io.Writer, jobs []store.ForwardJob, givenUp bool) {
-	if len(jobs) == 0 {
-		if givenUp {
-			fmt.Fprintln(w, "no discarded or cancelled forward jobs")
-		} else {
-			fmt.Fprintln(w, "no forward jobs")
-		}
-		return
+// forwardRow is one forward job as "forward list --json" prints it.
+type forwardRow struct {
+	ID            int64      `json:"id"`
+	WebhookID     string     `json:"webhook_id"`
+	State         string     `json:"state"`
+	Attempt       int        `json:"attempt"`
+	MaxAttempts   int        `json:"max_attempts"`
+	Type          string     `json:"type"`
+	Subject       string     `json:"subject"`
+	Source        string     `json:"source"`         // a payment's; "" for a disbursement
+	TransactionID string     `json:"transaction_id"` // a payment's; "" for a disbursement
+	LoanID        string     `json:"loan_id"`        // a disbursement's; "" for a payment
+	Tranche       int        `json:"tranche"`        // a disbursement's; 0 for a payment
+	Destination   string     `json:"destination"`
+	CreatedAt     *time.Time `json:"created_at"`
+	LastAttemptAt *time.Time `json:"last_attempt_at"` // null before the first attempt
+	FinalizedAt   *time.Time `json:"finalized_at"`    // null until completed, cancelled or discarded
+	LastError     string     `json:"last_error"`
+}
+
+func newForwardRow(j store.ForwardJob) forwardRow {
+	r := forwardRow{ID: j.ID, WebhookID: j.Args.ID, State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
+		Type: j.Args.Type, Subject: forwardSubject(j.Args), Source: j.Args.Source, TransactionID: j.Args.TransactionID,
+		Destination: j.Args.Target(), CreatedAt: jsonTime(j.CreatedAt), LastAttemptAt: jsonTime(j.AttemptedAt),
+		FinalizedAt: jsonTime(j.FinalizedAt), LastError: j.LastError}
+	if d := j.Args.Disbursement; d != nil {
+		r.LoanID, r.Tranche = d.LoanID, d.Tranche
 	}
-	stamp := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format(time.RFC3339)
+	return r
+}
+
+func printForwards(w io.Writer, jobs []store.ForwardJob, givenUp, asJSON bool) error {
+	empty := "no forward jobs"
+	if givenUp {
+		empty = "no discarded or cancelled forward jobs"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tTYPE\tSUBJECT\tDESTINATION\tCREATED\tLAST_ATTEMPT\tFINALIZED\tLAST_ERROR")
-	for _, j := range jobs {
-		lastErr := strings.Join(strings.Fields(j.LastError), " ") // one line per job
-		if lastErr == "" {
-			lastErr = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts,
-			j.Args.Type, forwardSubject(j.Args), cmp.Or(j.Args.Target(), "-"), stamp(j.CreatedAt), stamp(j.AttemptedAt), stamp(j.FinalizedAt), lastErr)
+	rows := make([]forwardRow, len(jobs))
+	for i, j := range jobs {
+		rows[i] = newForwardRow(j)
 	}
-	tw.Flush()
+	return printList(w, asJSON, rows, table[forwardRow]{
+		header: []string{"ID", "STATE", "ATTEMPTS", "TYPE", "SUBJECT", "DESTINATION", "CREATED", "LAST_ATTEMPT", "FINALIZED", "LAST_ERROR"},
+		empty:  empty,
+		cells: func(r forwardRow) []string {
+			return []string{strconv.FormatInt(r.ID, 10), r.State, fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempts), r.Type, r.Subject,
+				r.Destination, stamp(deref(r.CreatedAt)), stamp(deref(r.LastAttemptAt)), stamp(deref(r.FinalizedAt)), r.LastError}
+		},
+	})
+}
+
+// deref is *t, or the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
