@@ -22,6 +22,12 @@
 // A group (forward, review, deliveries, disbursements, reconcile) dispatches to its
 // subcommands. sign and healthcheck need none of the preamble.
 //
+// What they share besides (docs/cli.md): -h, --help and "paylock help
+// <cmd> [<sub>]" answer before any setting is read (wantsHelp); every
+// duration is parseDuration's (Go's syntax plus days, 3d or 1d12h); the
+// list commands print a table with a header row, or with --json a JSON
+// array of snake_case objects (printList).
+//
 // # Configuration
 //
 // Config holds one struct per concern, each in a file of its own with its

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +115,32 @@ func TestReconcilePaymentsReportIsATableOrJSON(t *testing.T) {
 	for _, f := range []string{"result", "transaction_id", "event_id", "detail"} {
 		if _, ok := raw[0][f]; !ok {
 			t.Errorf("--json: no field %q", f)
+		}
+	}
+}
+
+// TestTheDocsNameEachListsJSONFields keeps docs/cli.md's table of JSON
+// fields and the row types' json tags the same.
+func TestTheDocsNameEachListsJSONFields(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, row := range map[string]any{
+		"forward list": forwardRow{}, "deliveries list": deliveryRow{}, "review list": reviewRow{},
+		"disbursements stuck": stuckRow{}, "reconcile [disbursements]": differenceRow{}, "reconcile payments": paymentsRow{},
+	} {
+		var tags []string
+		rt := reflect.TypeOf(row)
+		for i := range rt.NumField() {
+			if tag, ok := rt.Field(i).Tag.Lookup("json"); ok {
+				tags = append(tags, "`"+tag+"`")
+			}
+		}
+		want := "| `" + cmd + "` | " + strings.Join(tags, ", ")
+		if !strings.Contains(string(b), want) {
+			t.Errorf("docs/cli.md has no row %q", want)
 		}
 	}
 }
