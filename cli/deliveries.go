@@ -148,10 +148,17 @@ func (o *deliveriesOpts) check() error {
 
 // Validate finds the source of a replay among the sources' shapes
 // (pipelineSources): a replay skips the signature check, so it needs no
-// source's secrets.
+// source's secrets. One that records (not --dry-run) queues forwards: a
+// source forwarding to an http(s) URL needs PAYLOCK_FORWARD_SECRETS
+// (forwardSpecs).
 func (o *deliveriesOpts) Validate(cfg *Config) error {
 	if !o.replay {
 		return nil
+	}
+	if !o.dryRun {
+		if _, err := forwardSpecs(*cfg); err != nil {
+			return err
+		}
 	}
 	sources, _, err := pipelineSources(*cfg)
 	if err != nil {

@@ -86,3 +86,24 @@ func TestForwardReplayDryRunNeedsOnlyTheDatabase(t *testing.T) {
 		t.Errorf("replay to the source's http forward_url without secrets: exit %d %q; want 2 naming PAYLOCK_FORWARD_SECRETS", code, errOut)
 	}
 }
+
+// TestDeliveriesReplayThatQueuesForwardsNeedsTheForwardSecrets: the
+// source's http forward_url needs PAYLOCK_FORWARD_SECRETS for a replay
+// that records (its forwards are queued), not for a dry run.
+func TestDeliveriesReplayThatQueuesForwardsNeedsTheForwardSecrets(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	file := "sources:\n  stripe:\n    adapter: stripe\n    signature: stripe\n    secrets_env: STRIPE_WEBHOOK_SECRETS\n" +
+		"    events: [charge.succeeded]\n    forward_url: http://127.0.0.1:1/stripe\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dsn, _ := paylocktest.MigratedSchema(t)
+	env := map[string]string{"DATABASE_URL": dsn, "PAYLOCK_SOURCES_FILE": path}
+	if code, out, errOut := runCLI(env, "deliveries", "replay", "--source", "stripe", "--since", "1h", "--dry-run"); code != 0 {
+		t.Errorf("replay --dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(env, "deliveries", "replay", "--source", "stripe", "--since", "1h"); code != 2 || !strings.Contains(errOut, "PAYLOCK_FORWARD_SECRETS") {
+		t.Errorf("replay: exit %d %q; want 2 naming PAYLOCK_FORWARD_SECRETS", code, errOut)
+	}
+}

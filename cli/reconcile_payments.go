@@ -121,7 +121,15 @@ func (o *reconcilePaymentsOpts) Parse(args []string) ([]string, error) {
 // its webhook secrets are not needed, the bodies come from the provider's
 // API), whose provider must list its events, and needs the key to list
 // them with.
+//
+// One that records (not --dry-run) queues forwards: a source forwarding to
+// an http(s) URL needs PAYLOCK_FORWARD_SECRETS (forwardSpecs).
 func (o *reconcilePaymentsOpts) Validate(cfg *Config) error {
+	if !o.dryRun {
+		if _, err := forwardSpecs(*cfg); err != nil {
+			return err
+		}
+	}
 	sources, _, err := pipelineSources(*cfg)
 	if err != nil {
 		return err
