@@ -24,7 +24,8 @@ the source's destination: its own forward_url, or PAYLOCK_FORWARD_URL
 ("default"). Jobs still waiting are left as they are. The forward worker
 (serve, or "paylock worker") sends them. --dry-run only counts.
 
-T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h).
+T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h, 3d,
+1d12h).
 
 The other flags are those of "paylock serve -h" (DATABASE_URL...).
 `
