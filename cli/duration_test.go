@@ -79,6 +79,19 @@ func TestDaysAreAcceptedOnEveryDurationSurface(t *testing.T) {
 			}
 		})
 	}
+	t.Run("forward list --since", func(t *testing.T) {
+		fa, err := parseForwardArgs("list", []string{"--since", "3d"})
+		if got := time.Since(fa.since); err != nil || got < 3*24*time.Hour || got > 3*24*time.Hour+time.Minute {
+			t.Errorf("since %v ago, %v", got, err)
+		}
+	})
+	t.Run("review list --since", func(t *testing.T) {
+		o := &reviewOpts{sub: "list"}
+		_, err := o.Parse([]string{"--since=1d12h"})
+		if got := time.Since(o.since); err != nil || got < 36*time.Hour || got > 36*time.Hour+time.Minute {
+			t.Errorf("since %v ago, %v", got, err)
+		}
+	})
 	t.Run("reconcile payments --since", func(t *testing.T) {
 		o := &reconcilePaymentsOpts{}
 		if _, err := o.Parse([]string{"--since", "1d12h"}); err != nil || o.since != 36*time.Hour {

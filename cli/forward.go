@@ -166,7 +166,7 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 }
 
 const forwardUsage = `Usage:
-  paylock forward list [--discarded] [--limit N] [--json] [flags]
+  paylock forward list [--discarded] [--since T] [--limit N] [--json] [flags]
   paylock forward retry <id>|--discarded [flags]
   paylock forward replay --source S (--since T [--until T] | --transaction ID) [--dry-run] [flags]
 
@@ -176,7 +176,9 @@ tranche) and to which destination (default: PAYLOCK_FORWARD_URL; a
 source's own forward_url is named after the source), when it was created
 and last attempted, and the last error.
 --discarded lists only those River gave up on (discarded after their last
-attempt, or cancelled because the payment is gone). --json prints a JSON
+attempt, or cancelled because the payment is gone). --since lists only
+those created since T: an RFC 3339 time or a duration ago (72h, 3d,
+1d12h). --json prints a JSON
 array of the jobs instead of the table (id, webhook_id, state, attempt,
 max_attempts, type, subject, source, transaction_id, loan_id, tranche,
 destination, created_at, last_attempt_at, finalized_at, last_error).
@@ -196,6 +198,7 @@ The other flags are those of "paylock serve -h" (DATABASE_URL...).
 type forwardArgs struct {
 	discarded bool
 	limit     int
+	since     time.Time // list's --since: created at or after it
 	id        int64
 	rest      []string
 }
@@ -214,6 +217,19 @@ func parseForwardArgs(sub string, args []string) (forwardArgs, error) {
 			fa.id = id
 		case strings.HasPrefix(a, "-") && name == "discarded" && !hasValue:
 			fa.discarded = true
+		case strings.HasPrefix(a, "-") && name == "since" && sub == "list":
+			if !hasValue {
+				if i+1 >= len(args) {
+					return fa, errors.New("--since needs a value such as 3d")
+				}
+				i++
+				value = args[i]
+			}
+			t, err := parseReplayTime(value, time.Now())
+			if err != nil {
+				return fa, fmt.Errorf("invalid --since %v", err)
+			}
+			fa.since = t
 		case strings.HasPrefix(a, "-") && name == "limit" && sub == "list":
 			if !hasValue {
 				if i+1 >= len(args) {
@@ -242,7 +258,7 @@ var forwardListCommand = Command[*forwardOpts]{
 	Name: "paylock forward list", Usage: forwardUsage, Open: OpenStore,
 	New: func() *forwardOpts { return &forwardOpts{sub: "list"} },
 	Run: func(ctx context.Context, b *Base, o *forwardOpts) error {
-		jobs, err := b.Store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: o.discarded, Limit: o.limit})
+		jobs, err := b.Store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: o.discarded, Limit: o.limit, Since: o.since})
 		if err != nil {
 			return err
 		}

@@ -77,6 +77,18 @@ func TestListCommandsPrintATableOrJSON(t *testing.T) {
 		})
 	}
 
+	// --since filters forward list and review list: 3d holds today's, a
+	// time to come holds none.
+	for _, args := range [][]string{{"forward", "list"}, {"review", "list"}} {
+		for since, want := range map[string]int{"3d": 1, "2999-01-01T00:00:00Z": 0} {
+			code, out, errOut := runCLI(env, append(args, "--since", since, "--json")...)
+			var rows []map[string]any
+			if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != want {
+				t.Errorf("%v --since %s: exit %d, %d rows (want %d), %v %s", args, since, code, len(rows), want, err, errOut)
+			}
+		}
+	}
+
 	// An empty list is [] in JSON, never null.
 	code, out, errOut := runCLI(env, "forward", "list", "--discarded", "--json")
 	if code != 0 || strings.TrimSpace(out) != "[]" {

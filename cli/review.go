@@ -17,10 +17,11 @@ import (
 )
 
 const reviewUsage = `Usage:
-  paylock review list [--kind mismatch|disbursement|forward|lifecycle] [--all] [--json]
+  paylock review list [--kind mismatch|disbursement|forward|lifecycle] [--all] [--since T] [--json]
       the review queue, oldest first: payload mismatches, disbursements flagged
       for review, discarded forward jobs, lifecycle items (--all: acknowledged
-      ones too); SUBJECT names the payment (source/transaction_id@vVERSION
+      ones too; --since: those that entered the queue since T, an RFC 3339
+      time or a duration ago such as 3d); SUBJECT names the payment (source/transaction_id@vVERSION
       TYPE) or the disbursement (loan:LOAN/TRANCHE). --json: a JSON array
       instead of the table (id, kind, subject, source, transaction_id,
       version, type, loan_id, tranche, since, age_seconds, resolution,
@@ -65,6 +66,9 @@ var (
 		if err != nil {
 			return err
 		}
+		if !o.since.IsZero() {
+			items = slices.DeleteFunc(items, func(it store.ReviewItem) bool { return it.Since.Before(o.since) })
+		}
 		return printReviewItems(b.Stdout, items, time.Now(), o.json)
 	})
 	// reviewShowCommand is "paylock review show".
@@ -97,11 +101,12 @@ var (
 
 // reviewOpts are the options of "review list", "show" and "resolve".
 type reviewOpts struct {
-	listOpts                      // list's --json
-	sub                    string // list, show or resolve
-	kind, action, note, as string // --kind, --action, --note, --as
-	all                    bool   // --all
-	id                     string // the item of show and resolve
+	listOpts                         // list's --json
+	sub                    string    // list, show or resolve
+	kind, action, note, as string    // --kind, --action, --note, --as
+	all                    bool      // --all
+	id                     string    // the item of show and resolve
+	since                  time.Time // list's --since: items that entered the queue at or after it
 }
 
 // Parse takes the review flags and the item id out of args, and checks
@@ -109,6 +114,16 @@ type reviewOpts struct {
 func (o *reviewOpts) Parse(args []string) (rest []string, err error) {
 	if o.sub == "list" {
 		args = o.listOpts.cut(args)
+		v, found, rest, err := cutFlag(args, "since")
+		if err != nil {
+			return nil, fmt.Errorf("%v (e.g. 3d)", err)
+		}
+		if found {
+			if o.since, err = parseReplayTime(v, time.Now()); err != nil {
+				return nil, fmt.Errorf("invalid --since %v", err)
+			}
+		}
+		args = rest
 	}
 	for _, f := range []struct {
 		name string
