@@ -145,6 +145,11 @@ func (c Command[O]) run(ctx context.Context, e *env, args []string) int {
 // printing its usage for -h, 2 after a one-line refusal.
 func (c Command[O]) prepare(e *env, args []string, opts O) (b *Base, code int, ok bool) {
 	b = &Base{Name: c.Name, Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr}
+	if wantsHelp(args) {
+		// Before anything is parsed or loaded: -h needs no configuration.
+		fmt.Fprint(e.stdout, c.Usage)
+		return nil, exitOK, false
+	}
 	rest, err := opts.Parse(args)
 	if err == nil {
 		var extra []string
@@ -208,11 +213,11 @@ func (g group) run(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	switch {
-	case g.dflt != nil:
-		return g.dflt.run(ctx, e, args)
 	case isHelp(args):
 		fmt.Fprint(e.stdout, g.usage)
 		return exitOK
+	case g.dflt != nil:
+		return g.dflt.run(ctx, e, args)
 	}
 	fmt.Fprint(e.stderr, g.usage)
 	return exitUsage
@@ -220,7 +225,24 @@ func (g group) run(ctx context.Context, e *env, args []string) int {
 
 // isHelp reports whether the first argument asks for help.
 func isHelp(args []string) bool {
-	return len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")
+	return len(args) > 0 && (isHelpFlag(args[0]) || args[0] == "help")
+}
+
+// isHelpFlag reports whether a is -h, --help or -help.
+func isHelpFlag(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+
+// wantsHelp reports whether any argument before "--" asks for help: a
+// command answers -h wherever it stands, before checking the others.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case isHelpFlag(a):
+			return true
+		}
+	}
+	return false
 }
 
 // cutFlag takes the flag name (-name or --name, with its value after a

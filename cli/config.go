@@ -264,10 +264,11 @@ func nonEmpty(v string) error {
 	return nil
 }
 
-// durationAtLeast parses a Go duration of at least least into dst.
+// durationAtLeast parses a duration (parseDuration: Go's, or days) of at
+// least least into dst.
 func durationAtLeast(dst *time.Duration, least time.Duration) func(string) error {
 	return func(v string) error {
-		d, err := time.ParseDuration(v)
+		d, err := parseDuration(v)
 		if err != nil {
 			return err
 		}
@@ -338,18 +339,6 @@ func checkHTTPURL(v string) error {
 	return nil
 }
 
-// parseAge reads a Go duration ("90m", "1h") or whole days ("2d").
-func parseAge(v string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(v, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
-			return 0, errors.New("want a duration such as 1h or 2d")
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, errors.New("want a duration such as 1h or 2d")
-	}
-	return d, nil
-}
+// parseAge reads an age or a window: a duration (parseDuration: "90m",
+// "2d", "1d12h"), not negative.
+func parseAge(v string) (time.Duration, error) { return parseNonNegative(v) }

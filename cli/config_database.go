@@ -120,7 +120,7 @@ func (c *DatabaseConfig) store(forwardMaxAttempts int) store.Config {
 }
 
 // parseRetention reads PAYLOCK_EVENT_RETENTION or --older-than: "" is 0
-// (no purging); anything else is a Go duration or whole days of at least
+// (no purging); anything else is a duration (parseAge: 2160h, 90d) of at least
 // store.MinEventRetention.
 func parseRetention(v string) (time.Duration, error) {
 	if v == "" {

@@ -29,7 +29,7 @@ func (c *ReconcileConfig) settings() []setting {
 			parse: func(v string) error { c.StripeURL = v; return checkHTTPURL(v) }},
 		{env: "PAYLOCK_RECONCILE_INTERVAL", flag: "reconcile-interval", def: "0", usage: "run 'reconcile payments' in serve this often, on the River leader, for each stripe source (needs STRIPE_API_KEY); 0: off",
 			parse: func(v string) error {
-				d, err := time.ParseDuration(v)
+				d, err := parseDuration(v)
 				if err != nil {
 					return err
 				}

@@ -3,13 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paylock/paylock/handler"
@@ -17,7 +15,7 @@ import (
 )
 
 const deliveriesUsage = `Usage:
-  paylock deliveries list [--source S] [--outcome O] [--since T] [--until T] [--limit N]
+  paylock deliveries list [--source S] [--outcome O] [--since T] [--until T] [--limit N] [--json]
   paylock deliveries show <id>
   paylock deliveries replay --source S (--since T [--until T] | --id N) [--outcome ignored|refused] [--dry-run]
 
@@ -30,8 +28,12 @@ the current configuration of their source, as a webhook of it would run
 (adapter, lock, record, forward), without the signature check (they were
 verified on arrival).
 
-T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h).
-The other flags are those of "paylock serve -h" (DATABASE_URL...).
+list prints a table, newest first; --json a JSON array of the deliveries
+instead (id, received_at, last_seen_at, source, outcome, status, seen,
+event_id, event_type, replayed_at, replay_result, problem_type, detail).
+
+T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h, 3d,
+1d12h). The other flags are those of "paylock serve -h" (DATABASE_URL...).
 `
 
 // deliveryLogOf is the handler's delivery log: nil when
@@ -61,16 +63,14 @@ func deliveryLogWorker(cfg Config, st *store.Store, logger *slog.Logger) *store.
 
 // deliveriesOpts are the options of the deliveries commands.
 type deliveriesOpts struct {
-	filter store.DeliveryFilter
-	dryRun bool
-	show   bool // "show": one id, as an argument
-	replay bool // "replay": --source and (--since or --id) required
+	listOpts // list's --json
+	filter   store.DeliveryFilter
+	dryRun   bool
+	show     bool // "show": one id, as an argument
+	replay   bool // "replay": --source and (--since or --id) required
 }
 
 func (o *deliveriesOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) || slices.Contains(args, "-help") {
-		return nil, flag.ErrHelp
-	}
 	if o.show {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			return nil, errors.New("give the id of the delivery to show")
@@ -83,6 +83,9 @@ func (o *deliveriesOpts) Parse(args []string) ([]string, error) {
 		return args[1:], nil
 	}
 	o.dryRun, args = cutBool(args, "dry-run")
+	if !o.replay {
+		args = o.listOpts.cut(args)
+	}
 	now := time.Now()
 	for _, name := range []string{"source", "outcome", "since", "until", "id", "limit"} {
 		v, found, rest, err := cutFlag(args, name)
@@ -143,12 +146,21 @@ func (o *deliveriesOpts) check() error {
 	return nil
 }
 
-// Validate finds the source of a replay among those serve serves.
+// Validate finds the source of a replay among the sources' shapes
+// (pipelineSources): a replay skips the signature check, so it needs no
+// source's secrets. One that records (not --dry-run) queues forwards: a
+// source forwarding to an http(s) URL needs PAYLOCK_FORWARD_SECRETS
+// (forwardSpecs).
 func (o *deliveriesOpts) Validate(cfg *Config) error {
 	if !o.replay {
 		return nil
 	}
-	sources, _, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
+	if !o.dryRun {
+		if _, err := forwardSpecs(*cfg); err != nil {
+			return err
+		}
+	}
+	sources, _, err := pipelineSources(*cfg)
 	if err != nil {
 		return err
 	}
@@ -175,21 +187,52 @@ var (
 )
 
 // runDeliveriesList prints the kept deliveries the filter selects, newest
-// first.
+// first: a table and their count, or with --json a JSON array.
 func runDeliveriesList(ctx context.Context, b *Base, o *deliveriesOpts) error {
 	l, err := b.Store.Deliveries().Deliveries(ctx, o.filter)
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(b.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRECEIVED\tSOURCE\tOUTCOME\tSTATUS\tSEEN\tEVENT\tREPLAYED\tDETAIL")
-	for _, d := range l {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", d.ID, d.ReceivedAt.UTC().Format(time.RFC3339), d.Source,
-			d.Outcome, d.Status, d.Seen, orDash(d.EventID), replayedText(d), oneLine(orDash(d.ProblemDetail)))
+	rows := make([]deliveryRow, len(l))
+	for i, d := range l {
+		rows[i] = newDeliveryRow(d)
 	}
-	tw.Flush()
-	b.Printf("%d deliveries\n", len(l))
-	return nil
+	err = printList(b.Stdout, o.json, rows, table[deliveryRow]{
+		header: []string{"ID", "RECEIVED", "SOURCE", "OUTCOME", "STATUS", "SEEN", "EVENT", "REPLAYED", "DETAIL"},
+		cells: func(r deliveryRow) []string {
+			return []string{strconv.FormatInt(r.ID, 10), stamp(deref(r.ReceivedAt)), r.Source, r.Outcome, strconv.Itoa(r.Status),
+				strconv.Itoa(r.Seen), r.EventID, r.replayed, r.Detail}
+		},
+	})
+	if err == nil && !o.json {
+		b.Printf("%d deliveries\n", len(l))
+	}
+	return err
+}
+
+// deliveryRow is one kept delivery as "deliveries list --json" prints it.
+type deliveryRow struct {
+	ID           int64      `json:"id"`
+	ReceivedAt   *time.Time `json:"received_at"`
+	LastSeenAt   *time.Time `json:"last_seen_at"`
+	Source       string     `json:"source"`
+	Outcome      string     `json:"outcome"`
+	Status       int        `json:"status"`
+	Seen         int        `json:"seen"`
+	EventID      string     `json:"event_id"`
+	EventType    string     `json:"event_type"`
+	ReplayedAt   *time.Time `json:"replayed_at"`   // when a replay recorded it; null: never
+	ReplayResult string     `json:"replay_result"` // what the latest replay came to; "": none
+	ProblemType  string     `json:"problem_type"`
+	Detail       string     `json:"detail"`
+	replayed     string     // the table's REPLAYED
+}
+
+func newDeliveryRow(d store.Delivery) deliveryRow {
+	return deliveryRow{ID: d.ID, ReceivedAt: jsonTime(d.ReceivedAt), LastSeenAt: jsonTime(d.LastSeenAt), Source: d.Source,
+		Outcome: string(d.Outcome), Status: d.Status, Seen: d.Seen, EventID: d.EventID, EventType: d.EventType,
+		ReplayedAt: jsonTime(d.ReplayedAt), ReplayResult: d.ReplayResult, ProblemType: d.ProblemType, Detail: d.ProblemDetail,
+		replayed: replayedText(d)}
 }
 
 // runDeliveriesShow prints one kept delivery: its fields, its kept

@@ -5,19 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paylock/paylock/store"
 )
 
-const disbursementsUsage = `Usage: paylock disbursements stuck [--older-than 1h] [flags]
+const disbursementsUsage = `Usage: paylock disbursements stuck [--older-than 1h] [--json] [flags]
 
 Lists the disbursements still pending or sent for longer than --older-than
-(a Go duration, or whole days such as 2d; default 1h), and the pending ones
-flagged for review, oldest first. The other flags are those of
-"paylock serve -h" (DATABASE_URL...).
+(a duration such as 90m, 2d or 1d12h; default 1h), and the pending ones
+flagged for review, oldest first: a table, or with --json a JSON array
+(id, loan_id, tranche, amount, currency, status, status_since,
+for_seconds, attempts, provider_ref, last_error, review_reason). The
+other flags are those of "paylock serve -h" (DATABASE_URL...).
 `
 
 // stuckCommand is "paylock disbursements stuck".
@@ -29,16 +31,18 @@ var stuckCommand = Command[*stuckOpts]{
 		if err != nil {
 			return err
 		}
-		printStuck(b.Stdout, rows, o.olderThan, time.Now())
-		return nil
+		return printStuck(b.Stdout, rows, o.olderThan, time.Now(), o.json)
 	},
 }
 
-// stuckOpts are "disbursements stuck"'s own: --older-than.
-type stuckOpts struct{ olderThan time.Duration }
+// stuckOpts are "disbursements stuck"'s own: --older-than and --json.
+type stuckOpts struct {
+	listOpts
+	olderThan time.Duration
+}
 
 func (o *stuckOpts) Parse(args []string) (rest []string, err error) {
-	o.olderThan, rest, err = cutOlderThan(args)
+	o.olderThan, rest, err = cutOlderThan(o.listOpts.cut(args))
 	return rest, err
 }
 
@@ -71,24 +75,41 @@ func cutOlderThan(args []string) (time.Duration, []string, error) {
 	return d, rest, nil
 }
 
-func printStuck(w io.Writer, rows []store.Disbursement, olderThan time.Duration, now time.Time) {
-	if len(rows) == 0 {
-		fmt.Fprintf(w, "no disbursement pending or sent for more than %s, none flagged for review\n", olderThan)
-		return
+// stuckRow is one disbursement as "disbursements stuck --json" prints it.
+type stuckRow struct {
+	ID           int64         `json:"id"`
+	LoanID       string        `json:"loan_id"`
+	Tranche      int           `json:"tranche"`
+	Amount       int64         `json:"amount"` // in the currency's minor unit
+	Currency     string        `json:"currency"`
+	Status       string        `json:"status"`
+	StatusSince  *time.Time    `json:"status_since"`
+	ForSeconds   int64         `json:"for_seconds"` // how long it has been in its status
+	Attempts     int           `json:"attempts"`
+	ProviderRef  string        `json:"provider_ref"`
+	LastError    string        `json:"last_error"`
+	ReviewReason string        `json:"review_reason"` // set: flagged for review
+	age          time.Duration // the table's FOR
+}
+
+func printStuck(w io.Writer, rows []store.Disbursement, olderThan time.Duration, now time.Time, asJSON bool) error {
+	out := make([]stuckRow, len(rows))
+	for i, d := range rows {
+		age := now.Sub(d.StatusSince).Round(time.Second)
+		out[i] = stuckRow{ID: d.ID, LoanID: d.LoanID, Tranche: d.Tranche, Amount: d.Amount, Currency: d.Currency, Status: string(d.Status),
+			StatusSince: jsonTime(d.StatusSince), ForSeconds: int64(age / time.Second), Attempts: d.Attempts, ProviderRef: d.ProviderRef,
+			LastError: d.LastError, ReviewReason: d.ReviewReason, age: age}
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOAN_ID\tTRANCHE\tAMOUNT\tSTATUS\tFOR\tATTEMPTS\tPROVIDER_REF\tNOTE")
-	for _, d := range rows {
-		note := d.LastError
-		if d.ReviewReason != "" {
-			note = "REVIEW: " + d.ReviewReason
-		}
-		ref := d.ProviderRef
-		if ref == "" {
-			ref = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d %s\t%s\t%s\t%d\t%s\t%s\n", d.LoanID, d.Tranche, d.Amount, d.Currency,
-			d.Status, now.Sub(d.StatusSince).Round(time.Second), d.Attempts, ref, note)
-	}
-	tw.Flush()
+	return printList(w, asJSON, out, table[stuckRow]{
+		header: []string{"ID", "LOAN_ID", "TRANCHE", "AMOUNT", "STATUS", "FOR", "ATTEMPTS", "PROVIDER_REF", "NOTE"},
+		empty:  fmt.Sprintf("no disbursement pending or sent for more than %s, none flagged for review", olderThan),
+		cells: func(r stuckRow) []string {
+			note := r.LastError
+			if r.ReviewReason != "" {
+				note = "REVIEW: " + r.ReviewReason
+			}
+			return []string{strconv.FormatInt(r.ID, 10), r.LoanID, strconv.Itoa(r.Tranche), fmt.Sprintf("%d %s", r.Amount, r.Currency),
+				r.Status, r.age.String(), strconv.Itoa(r.Attempts), r.ProviderRef, note}
+		},
+	})
 }

@@ -22,6 +22,12 @@
 // A group (forward, review, deliveries, disbursements, reconcile) dispatches to its
 // subcommands. sign and healthcheck need none of the preamble.
 //
+// What they share besides (docs/cli.md): -h, --help and "paylock help
+// <cmd> [<sub>]" answer before any setting is read (wantsHelp); every
+// duration is parseDuration's (Go's syntax plus days, 3d or 1d12h); the
+// list commands print a table with a header row, or with --json a JSON
+// array of snake_case objects (printList).
+//
 // # Configuration
 //
 // Config holds one struct per concern, each in a file of its own with its
@@ -37,7 +43,11 @@
 // The sources file (PAYLOCK_SOURCES_FILE) and the built-in sources'
 // variables become the webhook sources serve serves (loadSources): the
 // loader only turns YAML and the environment into settings; what an
-// adapter accepts is its provider's to say (package provider).
+// adapter accepts is its provider's to say (package provider). The
+// commands that check no signature (deliveries replay, forward replay,
+// reconcile payments, the worker) take the sources' shapes instead
+// (sourceShapes: names, adapters, mappings, forward_url) and read no
+// source's secret: only serve needs them.
 //
 // # What is not here
 //

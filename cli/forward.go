@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paylock/paylock/forward"
@@ -40,18 +38,23 @@ func routeForwards(cfg Config, specs []sourceSpec) (forward.Routes, error) {
 
 // forwardSpecs are the sources the forward worker routes by
 // (routeForwards) and reads payloads of: it may run in a process that
-// serves no source (paylock worker), so the sources are read for their
-// forward_url and settings only, and a source whose secrets the process
-// lacks still names its destination.
+// serves no source (paylock worker), so they are the sources' shapes
+// (sourceShapes), their secrets unread: a source whose secrets the
+// process lacks still names its destination.
+// A source forwarding to an http(s) URL needs PAYLOCK_FORWARD_SECRETS
+// (checkForwardSigned): the worker signs what it sends.
 func forwardSpecs(cfg Config) ([]sourceSpec, error) {
-	getenv := cfg.getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
+	specs, err := sourceShapes(cfg)
+	if err != nil {
+		return nil, err
 	}
-	only := cfg
-	only.Sources.AllowUnsigned = true // no source is served from these specs
-	specs, _, err := loadSources(only, getenv)
-	return specs, err
+	for _, s := range specs {
+		if se := checkForwardSigned(s, cfg); se != nil {
+			// A source's forward_url is always the file's.
+			return nil, &sourceError{File: cfg.Sources.File, Source: s.Name, Field: se.Field, Err: se.Err}
+		}
+	}
+	return specs, nil
 }
 
 // unsignedMembers returns, for forward.Config.Unsigned, what each source's
@@ -163,7 +166,7 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 }
 
 const forwardUsage = `Usage:
-  paylock forward list [--discarded] [--limit N] [flags]
+  paylock forward list [--discarded] [--since T] [--limit N] [--json] [flags]
   paylock forward retry <id>|--discarded [flags]
   paylock forward replay --source S (--since T [--until T] | --transaction ID) [--dry-run] [flags]
 
@@ -173,7 +176,12 @@ tranche) and to which destination (default: PAYLOCK_FORWARD_URL; a
 source's own forward_url is named after the source), when it was created
 and last attempted, and the last error.
 --discarded lists only those River gave up on (discarded after their last
-attempt, or cancelled because the payment is gone).
+attempt, or cancelled because the payment is gone). --since lists only
+those created since T: an RFC 3339 time or a duration ago (72h, 3d,
+1d12h). --json prints a JSON
+array of the jobs instead of the table (id, webhook_id, state, attempt,
+max_attempts, type, subject, source, transaction_id, loan_id, tranche,
+destination, created_at, last_attempt_at, finalized_at, last_error).
 
 retry puts forward job <id>, or with --discarded every discarded or
 cancelled one, back in the queue at once, with one more attempt if it had
@@ -190,6 +198,7 @@ The other flags are those of "paylock serve -h" (DATABASE_URL...).
 type forwardArgs struct {
 	discarded bool
 	limit     int
+	since     time.Time // list's --since: created at or after it
 	id        int64
 	rest      []string
 }
@@ -208,6 +217,19 @@ func parseForwardArgs(sub string, args []string) (forwardArgs, error) {
 			fa.id = id
 		case strings.HasPrefix(a, "-") && name == "discarded" && !hasValue:
 			fa.discarded = true
+		case strings.HasPrefix(a, "-") && name == "since" && sub == "list":
+			if !hasValue {
+				if i+1 >= len(args) {
+					return fa, errors.New("--since needs a value such as 3d")
+				}
+				i++
+				value = args[i]
+			}
+			t, err := parseReplayTime(value, time.Now())
+			if err != nil {
+				return fa, fmt.Errorf("invalid --since %v", err)
+			}
+			fa.since = t
 		case strings.HasPrefix(a, "-") && name == "limit" && sub == "list":
 			if !hasValue {
 				if i+1 >= len(args) {
@@ -236,12 +258,11 @@ var forwardListCommand = Command[*forwardOpts]{
 	Name: "paylock forward list", Usage: forwardUsage, Open: OpenStore,
 	New: func() *forwardOpts { return &forwardOpts{sub: "list"} },
 	Run: func(ctx context.Context, b *Base, o *forwardOpts) error {
-		jobs, err := b.Store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: o.discarded, Limit: o.limit})
+		jobs, err := b.Store.Outbox().ForwardJobs(ctx, store.ForwardJobFilter{GivenUp: o.discarded, Limit: o.limit, Since: o.since})
 		if err != nil {
 			return err
 		}
-		printForwards(b.Stdout, jobs, o.discarded)
-		return nil
+		return printForwards(b.Stdout, jobs, o.discarded, o.json)
 	},
 }
 
@@ -272,9 +293,13 @@ var forwardRetryCommand = Command[*forwardOpts]{
 type forwardOpts struct {
 	sub string // list or retry
 	forwardArgs
+	listOpts // list's --json
 }
 
 func (o *forwardOpts) Parse(args []string) (rest []string, err error) {
+	if o.sub == "list" {
+		args = o.listOpts.cut(args)
+	}
 	o.forwardArgs, err = parseForwardArgs(o.sub, args)
 	return o.rest, err
 }
@@ -289,30 +314,60 @@ func forwardSubject(a store.ForwardArgs) string {
 	return a.Source + "/" + a.TransactionID
 }
 
-func printForwards(w io.Writer, jobs []store.ForwardJob, givenUp bool) {
-	if len(jobs) == 0 {
-		if givenUp {
-			fmt.Fprintln(w, "no discarded or cancelled forward jobs")
-		} else {
-			fmt.Fprintln(w, "no forward jobs")
-		}
-		return
+// forwardRow is one forward job as "forward list --json" prints it.
+type forwardRow struct {
+	ID            int64      `json:"id"`
+	WebhookID     string     `json:"webhook_id"`
+	State         string     `json:"state"`
+	Attempt       int        `json:"attempt"`
+	MaxAttempts   int        `json:"max_attempts"`
+	Type          string     `json:"type"`
+	Subject       string     `json:"subject"`
+	Source        string     `json:"source"`         // a payment's; "" for a disbursement
+	TransactionID string     `json:"transaction_id"` // a payment's; "" for a disbursement
+	LoanID        string     `json:"loan_id"`        // a disbursement's; "" for a payment
+	Tranche       int        `json:"tranche"`        // a disbursement's; 0 for a payment
+	Destination   string     `json:"destination"`
+	CreatedAt     *time.Time `json:"created_at"`
+	LastAttemptAt *time.Time `json:"last_attempt_at"` // null before the first attempt
+	FinalizedAt   *time.Time `json:"finalized_at"`    // null until completed, cancelled or discarded
+	LastError     string     `json:"last_error"`
+}
+
+func newForwardRow(j store.ForwardJob) forwardRow {
+	r := forwardRow{ID: j.ID, WebhookID: j.Args.ID, State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
+		Type: j.Args.Type, Subject: forwardSubject(j.Args), Source: j.Args.Source, TransactionID: j.Args.TransactionID,
+		Destination: j.Args.Target(), CreatedAt: jsonTime(j.CreatedAt), LastAttemptAt: jsonTime(j.AttemptedAt),
+		FinalizedAt: jsonTime(j.FinalizedAt), LastError: j.LastError}
+	if d := j.Args.Disbursement; d != nil {
+		r.LoanID, r.Tranche = d.LoanID, d.Tranche
 	}
-	stamp := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format(time.RFC3339)
+	return r
+}
+
+func printForwards(w io.Writer, jobs []store.ForwardJob, givenUp, asJSON bool) error {
+	empty := "no forward jobs"
+	if givenUp {
+		empty = "no discarded or cancelled forward jobs"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tTYPE\tSUBJECT\tDESTINATION\tCREATED\tLAST_ATTEMPT\tFINALIZED\tLAST_ERROR")
-	for _, j := range jobs {
-		lastErr := strings.Join(strings.Fields(j.LastError), " ") // one line per job
-		if lastErr == "" {
-			lastErr = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts,
-			j.Args.Type, forwardSubject(j.Args), cmp.Or(j.Args.Target(), "-"), stamp(j.CreatedAt), stamp(j.AttemptedAt), stamp(j.FinalizedAt), lastErr)
+	rows := make([]forwardRow, len(jobs))
+	for i, j := range jobs {
+		rows[i] = newForwardRow(j)
 	}
-	tw.Flush()
+	return printList(w, asJSON, rows, table[forwardRow]{
+		header: []string{"ID", "STATE", "ATTEMPTS", "TYPE", "SUBJECT", "DESTINATION", "CREATED", "LAST_ATTEMPT", "FINALIZED", "LAST_ERROR"},
+		empty:  empty,
+		cells: func(r forwardRow) []string {
+			return []string{strconv.FormatInt(r.ID, 10), r.State, fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempts), r.Type, r.Subject,
+				r.Destination, stamp(deref(r.CreatedAt)), stamp(deref(r.LastAttemptAt)), stamp(deref(r.FinalizedAt)), r.LastError}
+		},
+	})
+}
+
+// deref is *t, or the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }

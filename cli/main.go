@@ -14,11 +14,11 @@ Usage:
   paylock migrate [flags]   apply the database migrations and exit
   paylock worker [flags]    run the payout worker (PAYLOCK_WORKER=true runs it inside serve instead)
                             and the forward worker (every serve runs it too when forwarding)
-  paylock forward list [--discarded] [--limit N]
+  paylock forward list [--discarded] [--limit N] [--json]
                             list forward jobs (recorded payments and disbursement changes sent on)
   paylock forward retry <id>|--discarded
                             put a discarded (or cancelled) forward back in the queue
-  paylock forward replay --source S [--since 72h] [--transaction T] [--dry-run]
+  paylock forward replay --source S [--since 3d] [--transaction T] [--dry-run]
                             send recorded payments' forwards again, with the same webhook-id
   paylock review list|show|resolve
                             the review queue: mismatches, flagged disbursements, discarded forwards
@@ -27,11 +27,11 @@ Usage:
                             refused); replay --source S (--since T [--until T] | --id N)
                             [--outcome ignored|refused] [--dry-run] runs them through the source's
                             current configuration (exit 1 when some still record nothing)
-  paylock disbursements stuck [--older-than 1h]
+  paylock disbursements stuck [--older-than 1h] [--json]
                             list disbursements pending or sent too long, or flagged for review
   paylock purge --older-than 90d
                             delete webhook_events past the retention window (at least 7d)
-  paylock reconcile [--grace 1h]
+  paylock reconcile [--grace 1h] [--json]
                             compare pending and sent disbursements with the payout provider
                             (exit 1 when they differ)
   paylock reconcile payments --source stripe [--since 72h] [--dry-run]
@@ -40,8 +40,12 @@ Usage:
   paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
   paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
   paylock version [--json]  print the version, commit, commit time and dirty flag of the build
+  paylock help <command> [<subcommand>]
+                            print a command's usage (as does <command> [<subcommand>] -h)
 
 Every flag has an environment variable; run "paylock serve -h" for the list.
+Durations take Go's units and days (90m, 72h, 3d, 1d12h). The list commands
+print a table, or with --json a JSON array for scripts (docs/cli.md).
 `
 
 // commands are paylock's commands by the name typed after "paylock".
@@ -80,7 +84,14 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 	switch args[0] {
 	case "version", "--version", "-version":
 		return runVersion(stdout, stderr, args[1:])
-	case "help", "-h", "--help":
+	case "help":
+		if len(args) > 1 {
+			// "paylock help forward retry" is "paylock forward retry -h".
+			return Main(ctx, append(args[1:len(args):len(args)], "-h"), getenv, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, mainUsage)
+		return exitOK
+	case "-h", "--help", "-help":
 		fmt.Fprint(stdout, mainUsage)
 		return exitOK
 	}

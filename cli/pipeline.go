@@ -69,6 +69,32 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 	return out, routes, nil
 }
 
+// pipelineSources are the sources of a pipeline that checks no signature
+// (deliveries replay, forward replay, reconcile payments, the worker's
+// periodic reconciliation): every source's shape (sourceShapes), without
+// a verifier or basic authentication, so that none of their secrets is
+// needed; and where each payment source's forwards go (routeForwards).
+func pipelineSources(cfg Config) ([]handler.Source, forward.Routes, error) {
+	specs, err := sourceShapes(cfg)
+	if err != nil {
+		return nil, forward.Routes{}, err
+	}
+	routes, err := routeForwards(cfg, specs)
+	if err != nil {
+		return nil, forward.Routes{}, err
+	}
+	out := make([]handler.Source, 0, len(specs))
+	for _, spec := range specs {
+		src := handler.Source{Name: spec.Name, Provider: spec.Adapter}
+		if spec.Builtin && spec.Name == "payments" {
+			src = handler.PaymentsSource(nil)
+		}
+		src.Settings = spec.Settings
+		out = append(out, src)
+	}
+	return out, routes, nil
+}
+
 // sourceVerifier is spec's signature check, with how many secrets it
 // holds.
 func sourceVerifier(spec sourceSpec, tolerance time.Duration) (*signature.Verifier, int, error) {
@@ -128,12 +154,13 @@ func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *
 	}, lk, st.Payments())
 }
 
-// openPipeline builds serve's handler over st outside serve (reconcile
-// payments, paylock worker): the same sources with their forward hooks,
-// a Redis client of its own (closed by closeRedis), and metrics nobody
-// scrapes.
+// openPipeline builds serve's handler over st outside serve (deliveries
+// replay, reconcile payments, paylock worker), where no signature is
+// checked: the same sources (their shapes, pipelineSources: no secret
+// needed) with their forward hooks, a Redis client of its own (closed by
+// closeRedis), and metrics nobody scrapes.
 func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.Handler, sources []handler.Source, closeRedis func(), err error) {
-	sources, routes, err := handlerSources(cfg, slog.New(slog.DiscardHandler))
+	sources, routes, err := pipelineSources(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
@@ -17,7 +16,7 @@ notifications, kept to recognise redeliveries) received longer ago than
 --older-than, in batches of 1000 rows, and prints how many it deleted.
 Payments and disbursements are never purged.
 
---older-than is a Go duration (2160h) or whole days (90d), at least 7d: a
+--older-than is a duration (2160h, 90d or 7d12h), at least 7d: a
 redelivery of a forgotten event id is no longer recognised as one, and
 senders retry for days (Stripe and PayPal 3, Adyen up to 30). It defaults to
 PAYLOCK_EVENT_RETENTION when that is set, with which "paylock serve" also
@@ -54,9 +53,6 @@ type purgeOpts struct {
 }
 
 func (o *purgeOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) {
-		return nil, flag.ErrHelp
-	}
 	var rest []string
 	var err error
 	if o.olderThan, o.found, rest, err = cutFlag(args, "older-than"); err != nil {

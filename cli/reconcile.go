@@ -3,19 +3,18 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paylock/paylock/payout"
 	"github.com/paylock/paylock/reconcile"
 )
 
-const reconcileUsage = `Usage: paylock reconcile [disbursements] [--grace 1h] [flags]
+const reconcileUsage = `Usage: paylock reconcile [disbursements] [--grace 1h] [--json] [flags]
        paylock reconcile payments --source stripe [--since 72h] [--dry-run] [flags]
                           (see "paylock reconcile payments -h")
 
@@ -35,7 +34,11 @@ per difference:
   lookup_refused       the provider refused the lookup (a 4xx other than 404)
   lookup_failed        the lookup failed (timeout, 5xx...) three times
 
---grace is a Go duration or whole days (default 1h). It changes nothing.
+--grace is a duration such as 90m, 2d or 1d12h (default 1h). It changes
+nothing. --json prints the differences as a JSON array instead of the
+table ([] when everything agrees): difference, disbursement_id, loan_id,
+tranche, status, review_reason, status_since, for_seconds, provider_ref,
+provider, detail.
 Exit status: 0 when everything agrees, 1 when a difference was found (or the
 check could not run), 2 on usage or configuration errors: run it daily.
 The other flags are those of "paylock serve -h" (DATABASE_URL,
@@ -55,23 +58,27 @@ var reconcileCommand = Command[*reconcileOpts]{
 			return errors.New("interrupted")
 		case err != nil:
 			return err
+		case len(rep.Diffs) == 0 && o.json:
+			return printDifferences(b.Stdout, nil, rep.At, true)
 		case len(rep.Diffs) == 0:
 			b.Printf("%d pending and %d sent disbursements agree with the provider%s\n", rep.Pending, rep.Sent, retried(rep.Failed))
 			return nil
 		}
-		printDifferences(b.Stdout, rep.Diffs, rep.At)
+		if err := printDifferences(b.Stdout, rep.Diffs, rep.At, o.json); err != nil {
+			return err
+		}
 		return fmt.Errorf("%d differences among %d pending and %d sent disbursements%s", len(rep.Diffs), rep.Pending, rep.Sent, retried(rep.Failed))
 	},
 }
 
-// reconcileOpts are reconcile's own: --grace.
-type reconcileOpts struct{ grace time.Duration }
+// reconcileOpts are reconcile's own: --grace and --json.
+type reconcileOpts struct {
+	listOpts
+	grace time.Duration
+}
 
 func (o *reconcileOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) {
-		return nil, flag.ErrHelp
-	}
-	value, found, rest, err := cutFlag(args, "grace")
+	value, found, rest, err := cutFlag(o.listOpts.cut(args), "grace")
 	if err != nil {
 		return nil, fmt.Errorf("%v (e.g. 1h)", err)
 	}
@@ -100,23 +107,41 @@ func retried(failed int) string {
 	return fmt.Sprintf(" (and %d retried failures)", failed)
 }
 
-func printDifferences(w io.Writer, diffs []reconcile.DisbursementDiff, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DIFFERENCE\tLOAN_ID\tTRANCHE\tSTATUS\tFOR\tPROVIDER_REF\tPROVIDER\tDETAIL")
-	for _, f := range diffs {
+// differenceRow is one difference as "reconcile --json" prints it.
+type differenceRow struct {
+	Difference     string        `json:"difference"`
+	DisbursementID int64         `json:"disbursement_id"`
+	LoanID         string        `json:"loan_id"`
+	Tranche        int           `json:"tranche"`
+	Status         string        `json:"status"`
+	ReviewReason   string        `json:"review_reason"` // set: flagged for review
+	StatusSince    *time.Time    `json:"status_since"`
+	ForSeconds     int64         `json:"for_seconds"`
+	ProviderRef    string        `json:"provider_ref"`
+	Provider       string        `json:"provider"` // the provider's payout for the key ("po_1 paid"), "none" or "?"
+	Detail         string        `json:"detail"`
+	age            time.Duration // the table's FOR
+}
+
+func printDifferences(w io.Writer, diffs []reconcile.DisbursementDiff, now time.Time, asJSON bool) error {
+	rows := make([]differenceRow, len(diffs))
+	for i, f := range diffs {
 		d := f.Disbursement
-		status := string(d.Status)
-		if d.ReviewReason != "" {
-			status += "(review)"
-		}
-		ref := d.ProviderRef
-		if ref == "" {
-			ref = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", f.Kind, d.LoanID, d.Tranche, status,
-			now.Sub(d.StatusSince).Round(time.Second), ref, f.Theirs, oneLine(f.Detail))
+		age := now.Sub(d.StatusSince).Round(time.Second)
+		rows[i] = differenceRow{Difference: f.Kind, DisbursementID: d.ID, LoanID: d.LoanID, Tranche: d.Tranche, Status: string(d.Status),
+			ReviewReason: d.ReviewReason, StatusSince: jsonTime(d.StatusSince), ForSeconds: int64(age / time.Second),
+			ProviderRef: d.ProviderRef, Provider: f.Theirs, Detail: f.Detail, age: age}
 	}
-	tw.Flush()
+	return printList(w, asJSON, rows, table[differenceRow]{
+		header: []string{"DIFFERENCE", "LOAN_ID", "TRANCHE", "STATUS", "FOR", "PROVIDER_REF", "PROVIDER", "DETAIL"},
+		cells: func(r differenceRow) []string {
+			status := r.Status
+			if r.ReviewReason != "" {
+				status += "(review)"
+			}
+			return []string{r.Difference, r.LoanID, strconv.Itoa(r.Tranche), status, r.age.String(), r.ProviderRef, r.Provider, r.Detail}
+		},
+	})
 }
 
 // oneLine keeps a provider's answer quoted in a detail from breaking the

@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +16,7 @@ import (
 	"github.com/paylock/paylock/reconcile"
 )
 
-const reconcilePaymentsUsage = `Usage: paylock reconcile payments --source stripe [--since 72h] [--dry-run] [flags]
+const reconcilePaymentsUsage = `Usage: paylock reconcile payments --source stripe [--since 72h] [--dry-run] [--json] [flags]
 
 Lists the successful payment events of the source's provider created within
 --since (Stripe: GET {PAYLOCK_STRIPE_API_URL}/v1/events for each event type
@@ -31,8 +29,13 @@ without the signature check: the body comes from the provider's API.
   mismatch       paylock recorded the transaction id with other content
   error          the event could not be settled (it is tried again next run)
 
---source is a source of adapter stripe (default "stripe"); --since a Go
-duration or whole days (default 72h). A second run right after finds nothing
+It prints a table of those events (RESULT, TRANSACTION_ID, EVENT_ID,
+DETAIL) and a line of counts; --json prints the events as a JSON array
+(result, transaction_id, event_id, detail; [] when every event was
+recorded) and the line of counts on stderr.
+
+--source is a source of adapter stripe (default "stripe"); --since a
+duration such as 72h, 3d or 1d12h (default 72h). A second run right after finds nothing
 missing. Exit status: 0 when every event was already recorded, 1 when one
 was missing or mismatched (or the check could not run), 2 on usage or
 configuration errors. PAYLOCK_RECONCILE_INTERVAL runs it inside serve.
@@ -86,6 +89,7 @@ var reconcilePaymentsCommand = Command[*reconcilePaymentsOpts]{
 // reconcilePaymentsOpts are "reconcile payments"' own: --source, --since
 // and --dry-run; Validate finds the source.
 type reconcilePaymentsOpts struct {
+	listOpts
 	source string
 	since  time.Duration
 	dryRun bool
@@ -93,10 +97,7 @@ type reconcilePaymentsOpts struct {
 }
 
 func (o *reconcilePaymentsOpts) Parse(args []string) ([]string, error) {
-	if isHelp(args) {
-		return nil, flag.ErrHelp
-	}
-	o.dryRun, args = cutBool(args, "dry-run")
+	o.dryRun, args = cutBool(o.listOpts.cut(args), "dry-run")
 	value, found, args, err := cutFlag(args, "source")
 	if err != nil {
 		return nil, fmt.Errorf("%v (e.g. stripe)", err)
@@ -116,10 +117,20 @@ func (o *reconcilePaymentsOpts) Parse(args []string) ([]string, error) {
 	return args, nil
 }
 
-// Validate finds the source, whose provider must list its events, and
-// needs the key to list them with.
+// Validate finds the source among the sources' shapes (pipelineSources:
+// its webhook secrets are not needed, the bodies come from the provider's
+// API), whose provider must list its events, and needs the key to list
+// them with.
+//
+// One that records (not --dry-run) queues forwards: a source forwarding to
+// an http(s) URL needs PAYLOCK_FORWARD_SECRETS (forwardSpecs).
 func (o *reconcilePaymentsOpts) Validate(cfg *Config) error {
-	sources, _, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
+	if !o.dryRun {
+		if _, err := forwardSpecs(*cfg); err != nil {
+			return err
+		}
+	}
+	sources, _, err := pipelineSources(*cfg)
 	if err != nil {
 		return err
 	}
@@ -147,8 +158,10 @@ func runReconcilePayments(ctx context.Context, b *Base, o *reconcilePaymentsOpts
 	}
 	from := time.Now().Add(-o.since)
 	rep, err := run.Run(ctx, from)
-	printPaymentsReport(b.Stdout, o.src.Name, from, rep, o.dryRun)
+	perr := printPaymentsReport(b.Stdout, b.Stderr, o.src.Name, from, rep, o.dryRun, o.json)
 	switch {
+	case perr != nil && err == nil:
+		return perr
 	case err != nil:
 		return err
 	case !rep.Clean():
@@ -157,26 +170,50 @@ func runReconcilePayments(ctx context.Context, b *Base, o *reconcilePaymentsOpts
 	return nil
 }
 
-// printPaymentsReport writes one line per difference, then the counts.
-func printPaymentsReport(w io.Writer, source string, from time.Time, rep reconcile.Report, dryRun bool) {
+// paymentsRow is one event reconcile payments did not find recorded as
+// listed, as its --json prints it.
+type paymentsRow struct {
+	Result        string `json:"result"` // recorded_now (would_record with --dry-run), mismatch or error
+	TransactionID string `json:"transaction_id"`
+	EventID       string `json:"event_id"`
+	Detail        string `json:"detail"`
+}
+
+// printPaymentsReport writes one row per event recorded now (or that
+// would be), mismatched or failed, then the counts: the table and the
+// counts on w, or with asJSON the rows as a JSON array on w and the counts
+// on counts.
+func printPaymentsReport(w, counts io.Writer, source string, from time.Time, rep reconcile.Report, dryRun, asJSON bool) error {
 	recorded := "recorded_now"
 	if dryRun {
 		recorded = "would_record"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := []paymentsRow{}
 	for _, ref := range rep.Recorded {
-		fmt.Fprintf(tw, "%s\t%s\t\n", recorded, ref)
+		rows = append(rows, paymentsRow{Result: recorded, TransactionID: ref})
 	}
 	for _, d := range rep.Mismatched {
-		fmt.Fprintf(tw, "mismatch\t%s\t%s\t%s\n", d.Ref, d.EventID, oneLine(d.Err.Error()))
+		rows = append(rows, paymentsRow{Result: "mismatch", TransactionID: d.Ref, EventID: d.EventID, Detail: d.Err.Error()})
 	}
 	for _, d := range rep.Errors {
-		fmt.Fprintf(tw, "error\t%s\t%s\t%s\n", d.Ref, d.EventID, oneLine(d.Err.Error()))
+		rows = append(rows, paymentsRow{Result: "error", TransactionID: d.Ref, EventID: d.EventID, Detail: d.Err.Error()})
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "%s: %d events since %s: %d already recorded, %d %s, %d mismatched, %d errors, %d ignored\n",
+	if len(rows) > 0 || asJSON {
+		err := printList(w, asJSON, rows, table[paymentsRow]{
+			header: []string{"RESULT", "TRANSACTION_ID", "EVENT_ID", "DETAIL"},
+			cells:  func(r paymentsRow) []string { return []string{r.Result, r.TransactionID, r.EventID, r.Detail} },
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !asJSON {
+		counts = w
+	}
+	_, err := fmt.Fprintf(counts, "%s: %d events since %s: %d already recorded, %d %s, %d mismatched, %d errors, %d ignored\n",
 		source, rep.Seen, from.UTC().Format(time.RFC3339), rep.AlreadyRecorded, rep.RecordedNow,
 		strings.ReplaceAll(recorded, "_", " "), len(rep.Mismatched), len(rep.Errors), rep.Ignored)
+	return err
 }
 
 // reconcileWorker is serve's periodic reconciliation

@@ -3,12 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/store"
 )
 
@@ -25,7 +24,8 @@ the source's destination: its own forward_url, or PAYLOCK_FORWARD_URL
 ("default"). Jobs still waiting are left as they are. The forward worker
 (serve, or "paylock worker") sends them. --dry-run only counts.
 
-T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h).
+T is an RFC 3339 time (2026-11-30T12:00:00Z) or a duration ago (72h, 3d,
+1d12h).
 
 The other flags are those of "paylock serve -h" (DATABASE_URL...).
 `
@@ -38,14 +38,15 @@ type replayArgs struct {
 	rest                []string
 }
 
-// parseReplayTime reads an RFC 3339 time or a Go duration ago from now.
+// parseReplayTime reads an RFC 3339 time or a duration ago from now
+// (parseDuration: 72h, 3d, 1d12h).
 func parseReplayTime(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time or a duration ago such as 72h", v)
+	d, err := parseNonNegative(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time or a duration ago such as 72h or 3d", v)
 	}
 	return now.Add(-d), nil
 }
@@ -130,19 +131,18 @@ type replayOpts struct {
 }
 
 func (o *replayOpts) Parse(args []string) (rest []string, err error) {
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "-help" {
-			return nil, flag.ErrHelp
-		}
-	}
 	o.replayArgs, err = parseReplayArgs(args, time.Now())
 	return o.rest, err
 }
 
-// Validate finds the source and its destination as serve computes them
-// (handlerSources): a replay without a destination can only count.
+// Validate finds the source and its destination among the sources'
+// shapes (pipelineSources: their secrets are not needed). A replay
+// without a destination can only count (--dry-run, which needs nothing
+// but the database); a real one refuses a source that forwards nothing,
+// or to an http(s) URL while PAYLOCK_FORWARD_SECRETS is unset: the worker
+// could not sign what it queues.
 func (o *replayOpts) Validate(cfg *Config) error {
-	sources, routes, err := handlerSources(*cfg, slog.New(slog.DiscardHandler))
+	sources, routes, err := pipelineSources(*cfg)
 	if err != nil {
 		return err
 	}
@@ -154,8 +154,13 @@ func (o *replayOpts) Validate(cfg *Config) error {
 		return fmt.Errorf("unknown source %q", o.source)
 	}
 	o.dest = routes.BySource[o.source]
-	if o.dest == "" && !o.dryRun {
-		return fmt.Errorf("source %q forwards nothing (no forward_url, no PAYLOCK_FORWARD_URL)", o.source)
+	switch {
+	case o.dryRun:
+		return nil
+	case o.dest == "":
+		return fmt.Errorf("source %q forwards nothing: set PAYLOCK_FORWARD_URL, or the source's forward_url in PAYLOCK_SOURCES_FILE", o.source)
+	case len(cfg.Forward.Secrets) == 0 && forward.NeedsSignature(routes.Destinations[o.dest]):
+		return fmt.Errorf("source %q forwards to %s: PAYLOCK_FORWARD_SECRETS must be set to sign the forwards", o.source, forward.Redact(routes.Destinations[o.dest]))
 	}
 	return nil
 }

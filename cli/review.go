@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paylock/paylock/payout"
@@ -18,11 +17,15 @@ import (
 )
 
 const reviewUsage = `Usage:
-  paylock review list [--kind mismatch|disbursement|forward|lifecycle] [--all]
+  paylock review list [--kind mismatch|disbursement|forward|lifecycle] [--all] [--since T] [--json]
       the review queue, oldest first: payload mismatches, disbursements flagged
       for review, discarded forward jobs, lifecycle items (--all: acknowledged
-      ones too); SUBJECT names the payment (source/transaction_id@vVERSION
-      TYPE) or the disbursement (loan:LOAN/TRANCHE)
+      ones too; --since: those that entered the queue since T, an RFC 3339
+      time or a duration ago such as 3d); SUBJECT names the payment (source/transaction_id@vVERSION
+      TYPE) or the disbursement (loan:LOAN/TRANCHE). --json: a JSON array
+      instead of the table (id, kind, subject, source, transaction_id,
+      version, type, loan_id, tranche, since, age_seconds, resolution,
+      summary, actions)
   paylock review show ID
       one item (mismatch-12, disbursement-5, forward-33) as JSON
   paylock review resolve ID --action A --note "why" [--as NAME]
@@ -63,8 +66,10 @@ var (
 		if err != nil {
 			return err
 		}
-		printReviewItems(b.Stdout, items, time.Now())
-		return nil
+		if !o.since.IsZero() {
+			items = slices.DeleteFunc(items, func(it store.ReviewItem) bool { return it.Since.Before(o.since) })
+		}
+		return printReviewItems(b.Stdout, items, time.Now(), o.json)
 	})
 	// reviewShowCommand is "paylock review show".
 	reviewShowCommand = reviewCommand("show", func(ctx context.Context, b *Base, q *review.Queue, o *reviewOpts) error {
@@ -96,15 +101,30 @@ var (
 
 // reviewOpts are the options of "review list", "show" and "resolve".
 type reviewOpts struct {
-	sub                    string // list, show or resolve
-	kind, action, note, as string // --kind, --action, --note, --as
-	all                    bool   // --all
-	id                     string // the item of show and resolve
+	listOpts                         // list's --json
+	sub                    string    // list, show or resolve
+	kind, action, note, as string    // --kind, --action, --note, --as
+	all                    bool      // --all
+	id                     string    // the item of show and resolve
+	since                  time.Time // list's --since: items that entered the queue at or after it
 }
 
 // Parse takes the review flags and the item id out of args, and checks
 // them for the subcommand.
 func (o *reviewOpts) Parse(args []string) (rest []string, err error) {
+	if o.sub == "list" {
+		args = o.listOpts.cut(args)
+		v, found, rest, err := cutFlag(args, "since")
+		if err != nil {
+			return nil, fmt.Errorf("%v (e.g. 3d)", err)
+		}
+		if found {
+			if o.since, err = parseReplayTime(v, time.Now()); err != nil {
+				return nil, fmt.Errorf("invalid --since %v", err)
+			}
+		}
+		args = rest
+	}
 	for _, f := range []struct {
 		name string
 		dst  *string
@@ -161,22 +181,48 @@ func (o *reviewOpts) Validate(cfg *Config) error {
 	return nil
 }
 
-func printReviewItems(w io.Writer, items []store.ReviewItem, now time.Time) {
-	if len(items) == 0 {
-		fmt.Fprintln(w, "the review queue is empty")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tSUBJECT\tSINCE\tAGE\tRESOLVED\tSUMMARY")
-	for _, it := range items {
-		resolved := "-"
-		if it.Resolution != nil {
-			resolved = it.Resolution.Action + " by " + it.Resolution.Who
+// reviewRow is one review item as "review list --json" prints it ("review
+// show" prints the whole item).
+type reviewRow struct {
+	ID            string            `json:"id"`
+	Kind          string            `json:"kind"`
+	Subject       string            `json:"subject"`
+	Source        string            `json:"source"`
+	TransactionID string            `json:"transaction_id"`
+	Version       int               `json:"version"`
+	Type          string            `json:"type"`
+	LoanID        string            `json:"loan_id"`
+	Tranche       int               `json:"tranche"`
+	Since         *time.Time        `json:"since"`
+	AgeSeconds    int64             `json:"age_seconds"`
+	Resolution    *store.Resolution `json:"resolution"` // null while open
+	Summary       string            `json:"summary"`
+	Actions       []string          `json:"actions"`
+	age           time.Duration     // the table's AGE
+}
+
+func printReviewItems(w io.Writer, items []store.ReviewItem, now time.Time, asJSON bool) error {
+	rows := make([]reviewRow, len(items))
+	for i, it := range items {
+		age := now.Sub(it.Since).Round(time.Second)
+		rows[i] = reviewRow{ID: it.ID, Kind: string(it.Kind), Subject: reviewSubject(it), Source: it.Source, TransactionID: it.TransactionID,
+			Version: it.Version, Type: it.Type, LoanID: it.LoanID, Tranche: it.Tranche, Since: jsonTime(it.Since),
+			AgeSeconds: int64(age / time.Second), Resolution: it.Resolution, Summary: it.Summary, Actions: it.Actions, age: age}
+		if rows[i].Actions == nil {
+			rows[i].Actions = []string{}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.ID, it.Kind, reviewSubject(it), it.Since.UTC().Format(time.RFC3339),
-			now.Sub(it.Since).Round(time.Second), resolved, it.Summary)
 	}
-	tw.Flush()
+	return printList(w, asJSON, rows, table[reviewRow]{
+		header: []string{"ID", "KIND", "SUBJECT", "SINCE", "AGE", "RESOLVED", "SUMMARY"},
+		empty:  "the review queue is empty",
+		cells: func(r reviewRow) []string {
+			resolved := ""
+			if r.Resolution != nil {
+				resolved = r.Resolution.Action + " by " + r.Resolution.Who
+			}
+			return []string{r.ID, r.Kind, r.Subject, stamp(deref(r.Since)), r.age.String(), resolved, r.Summary}
+		},
+	})
 }
 
 // reviewSubject names what a review item is about, in one word:

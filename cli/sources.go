@@ -156,22 +156,70 @@ const maxSourcesFile = 1 << 20
 // PAYLOCK_ALLOW_UNSIGNED is true. No source at all is not an error here
 // (serve refuses it: errNoSource). Every error is a *sourceError.
 func loadSources(cfg Config, getenv func(string) string) ([]sourceSpec, []string, error) {
-	var data []byte
-	if cfg.Sources.File != "" {
-		f, err := os.Open(cfg.Sources.File)
-		if err != nil {
-			return nil, nil, &sourceError{File: cfg.Sources.File, Err: unwrapPath(err)}
-		}
-		data, err = io.ReadAll(io.LimitReader(f, maxSourcesFile+1))
-		f.Close()
-		if err != nil {
-			return nil, nil, &sourceError{File: cfg.Sources.File, Err: unwrapPath(err)}
-		}
-		if len(data) > maxSourcesFile {
-			return nil, nil, &sourceError{File: cfg.Sources.File, Err: fmt.Errorf("larger than %d bytes", maxSourcesFile)}
-		}
+	data, err := readSourcesFile(cfg.Sources.File)
+	if err != nil {
+		return nil, nil, err
 	}
 	return buildSources(cfg, getenv, data)
+}
+
+// sourceShapes returns every source the configuration defines, in
+// loadSources' order, checked as loadSources checks them but without
+// reading a secret: every built-in (payments, loans, payouts) whether its
+// secrets are set or not, and every source of the file whatever its
+// secrets_env holds. Their Secrets are nil. The commands that never check
+// a signature route and record by them (deliveries replay, forward
+// replay, reconcile payments, the forward worker): only serve, which
+// verifies deliveries, needs the sources' secrets (loadSources). Every
+// error is a *sourceError.
+func sourceShapes(cfg Config) ([]sourceSpec, error) {
+	data, err := readSourcesFile(cfg.Sources.File)
+	if err != nil {
+		return nil, err
+	}
+	cands, err := candidates(cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	rules := payload.NewRules(cfg.Sources.DefaultCurrency, cfg.Sources.Currencies)
+	specs := make([]sourceSpec, 0, len(cands))
+	for _, c := range cands {
+		if se := checkSpec(c.spec, c.inFile && !c.spec.Builtin, cfg, rules); se != nil {
+			return nil, c.failed(cfg, se)
+		}
+		specs = append(specs, c.spec)
+	}
+	return specs, nil
+}
+
+// failed is se, the error of candidate c, naming its file (when the file
+// names it) and the source.
+func (c candidate) failed(cfg Config, se *sourceError) *sourceError {
+	fileOf := ""
+	if c.inFile {
+		fileOf = cfg.Sources.File
+	}
+	return &sourceError{File: fileOf, Source: c.spec.Name, Field: se.Field, Err: se.Err}
+}
+
+// readSourcesFile reads PAYLOCK_SOURCES_FILE: nil when it is not set.
+func readSourcesFile(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &sourceError{File: path, Err: unwrapPath(err)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSourcesFile+1))
+	f.Close()
+	if err != nil {
+		return nil, &sourceError{File: path, Err: unwrapPath(err)}
+	}
+	if len(data) > maxSourcesFile {
+		return nil, &sourceError{File: path, Err: fmt.Errorf("larger than %d bytes", maxSourcesFile)}
+	}
+	return data, nil
 }
 
 // unwrapPath drops the *PathError's repetition of the file name.
@@ -239,6 +287,9 @@ func buildSources(cfg Config, getenv func(string) string, data []byte) ([]source
 			return &sourceError{File: fileOf, Source: c.spec.Name, Field: se.Field, Err: se.Err}
 		}
 		if se := checkSpec(c.spec, c.inFile && !c.spec.Builtin, cfg, rules); se != nil {
+			return nil, nil, fail(se)
+		}
+		if se := checkForwardSigned(c.spec, cfg); se != nil {
 			return nil, nil, fail(se)
 		}
 		raw, own := ownSecrets[c.spec.SecretsEnv]
@@ -563,9 +614,18 @@ func checkSpec(s sourceSpec, newSource bool, cfg Config, rules *payload.Rules) *
 		if err := checkForwardURL(s.ForwardURL); err != nil {
 			return fail("forward_url", fmt.Errorf("%q: %v", forward.Redact(s.ForwardURL), err))
 		}
-		if len(cfg.Forward.Secrets) == 0 && forward.NeedsSignature(s.ForwardURL) {
-			return fail("forward_url", errors.New("PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments"))
-		}
+	}
+	return nil
+}
+
+// checkForwardSigned refuses a source whose own forward_url is an http(s)
+// URL when PAYLOCK_FORWARD_SECRETS is not set: the receiver could not
+// tell paylock's forwards from anyone's. What sends or queues forwards
+// checks it (serve's sources, the forward worker, forward replay); what
+// only reads the sources' shapes does not. Its error names the field.
+func checkForwardSigned(s sourceSpec, cfg Config) *sourceError {
+	if s.ForwardURL != "" && len(cfg.Forward.Secrets) == 0 && forward.NeedsSignature(s.ForwardURL) {
+		return &sourceError{Field: "forward_url", Err: errors.New("PAYLOCK_FORWARD_SECRETS must be set to sign the forwarded payments")}
 	}
 	return nil
 }

@@ -379,8 +379,9 @@ func forwardJob(row *rivertype.JobRow) (ForwardJob, error) {
 
 // ForwardJobFilter selects forward jobs.
 type ForwardJobFilter struct {
-	GivenUp bool // only discarded and cancelled jobs
-	Limit   int  // at most this many, newest first; 0: 100
+	GivenUp bool      // only discarded and cancelled jobs
+	Limit   int       // at most this many, newest first; 0: 100
+	Since   time.Time // only jobs created at or after it; zero: any
 }
 
 // ForwardJobs lists forward jobs, newest first. Errors wrap ErrUnavailable
@@ -394,6 +395,9 @@ func (s *Outbox) ForwardJobs(ctx context.Context, f ForwardJobFilter) ([]Forward
 		OrderBy(river.JobListOrderByID, river.SortOrderDesc)
 	if f.GivenUp {
 		p = p.States(rivertype.JobStateDiscarded, rivertype.JobStateCancelled)
+	}
+	if !f.Since.IsZero() {
+		p = p.Where("created_at >= @since", river.NamedArgs{"since": f.Since})
 	}
 	res, err := s.jobs.JobList(ctx, p)
 	if err != nil {

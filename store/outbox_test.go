@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/paylock/paylock/internal/testkit"
@@ -255,5 +256,24 @@ func TestAForwardJobNamesItsDestinationAndAnOlderJobsURLPrintsWithoutCredentials
 	}
 	if want := `{"id":"pay_1","type":"payment.recorded","destination":"stripe","source":"stripe","transaction_id":"tx"}`; string(b) != want {
 		t.Errorf("a new job's args %s, want %s (no url)", b, want)
+	}
+}
+
+func TestForwardJobsSinceListsOnlyTheJobsCreatedInTheWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for _, id := range []string{"fwd-s1", "fwd-s2"} {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, newPayment(id), forwardDest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Exec(t, b.admin, `UPDATE river_job SET created_at = now() - interval '4 days' WHERE kind = 'forward' AND args->>'transaction_id' = 'fwd-s1'`)
+	jobs, err := b.store.Outbox().ForwardJobs(ctx, ForwardJobFilter{Since: time.Now().Add(-72 * time.Hour)})
+	if err != nil || len(jobs) != 1 || jobs[0].Args.TransactionID != "fwd-s2" {
+		t.Fatalf("since 72h: %+v, %v; want fwd-s2 alone", jobs, err)
+	}
+	if jobs, err = b.store.Outbox().ForwardJobs(ctx, ForwardJobFilter{}); err != nil || len(jobs) != 2 {
+		t.Fatalf("no window: %d jobs, %v; want 2", len(jobs), err)
 	}
 }
