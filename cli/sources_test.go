@@ -37,7 +37,6 @@ sources:
     adapter: stripe
     signature: stripe
     secrets_env: STRIPE_WEBHOOK_SECRETS
-    events: [payment_intent.succeeded]
     forward_url: https://orders.internal/paylock   # optional
   adyen: {adapter: adyen, signature: adyen, secrets_env: ADYEN_HMAC_KEYS}
   acme:
@@ -179,7 +178,7 @@ func TestSourcesFileAddsAndOverridesSources(t *testing.T) {
 			Settings: provider.Settings{"fields": json.RawMessage(`{"transaction_id": "/data/id", "amount": "/data/amount/minor", "currency": "/data/amount/currency", "event_id": "/id"}`)}},
 		{Name: "adyen", Adapter: "adyen", Scheme: "adyen", SecretsEnv: "ADYEN_HMAC_KEYS", Secrets: []string{adyenKey}},
 		{Name: "stripe", Adapter: "stripe", Scheme: "stripe", SecretsEnv: "STRIPE_WEBHOOK_SECRETS", Secrets: []string{stripeSecret, "whsec_stripe-next-secret"},
-			Settings: provider.Settings{"events": json.RawMessage(`["payment_intent.succeeded"]`)}, ForwardURL: "https://orders.internal/paylock"},
+			ForwardURL: "https://orders.internal/paylock"},
 		{Name: "stripe-eu", Adapter: "stripe", Scheme: "stripe", SecretsEnv: "STRIPE_EU_SECRETS", Secrets: []string{"whsec_stripe-eu-secret"},
 			Settings: provider.Settings{"events": json.RawMessage(`["charge.succeeded", "payment_intent.succeeded"]`)}},
 	}
