@@ -340,9 +340,9 @@ func withSecrets(c candidate, raw string, allowUnsigned bool, vars map[string]st
 		}
 		return s, true, nil
 	}
-	secrets, err := signature.ParseSecrets(s.Scheme, strings.Join(s.Secrets, ","))
+	secrets, err := parseSecrets(s.Scheme, strings.Join(s.Secrets, ","))
 	if err != nil {
-		return fail("secrets_env", fmt.Errorf("invalid %s: %v", s.SecretsEnv, err))
+		return fail("secrets_env", fmt.Errorf("invalid %s: %w", s.SecretsEnv, err))
 	}
 	if other, ok := vars[s.SecretsEnv]; ok {
 		return fail("secrets_env", fmt.Errorf("%s is also source %q's: a secret verifies only its own source", s.SecretsEnv, other))
