@@ -35,20 +35,33 @@ func TestConsoleShowsAmountsInMajorUnitsWithTheMinorUnitsOnHover(t *testing.T) {
 	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(), Console: consoleStore(st)}))
 	t.Cleanup(srv.Close)
 
-	list := adminDo(t, srv, http.MethodGet, "/admin/?source=shop", nil, bearer, nil)
+	page := map[string]string{"Authorization": "Bearer " + adminTestToken, "Accept": "text/html"}
+	list := adminDo(t, srv, http.MethodGet, "/admin/payments?source=shop", nil, page, nil)
 	if list.status != http.StatusOK {
-		t.Fatalf("GET /admin/: %d", list.status)
+		t.Fatalf("GET /admin/payments: %d", list.status)
 	}
 	for tx, amount := range want {
 		if !strings.Contains(list.body, amount) {
 			t.Errorf("the payments list lacks %s for %s", amount, tx)
 		}
-		page := adminDo(t, srv, http.MethodGet, "/admin/payments/shop/"+tx, nil, bearer, nil)
-		if page.status != http.StatusOK || !strings.Contains(page.body, "<dt>Amount</dt><dd>"+amount+"</dd>") {
-			t.Errorf("GET the page of %s: %d, want its amount %s", tx, page.status, amount)
+		a := adminDo(t, srv, http.MethodGet, "/admin/payments/shop/"+tx, nil, page, nil)
+		if a.status != http.StatusOK || !strings.Contains(a.body, "<dt>Amount</dt><dd>"+amount+"</dd>") {
+			t.Errorf("GET the page of %s: %d, want its amount %s", tx, a.status, amount)
 		}
-		if strings.Contains(page.body, "(minor units)") {
+		if strings.Contains(a.body, "(minor units)") {
 			t.Errorf("the page of %s still shows raw minor units", tx)
+		}
+	}
+}
+
+func TestConsoleShowsDisbursementAmountsInMajorUnits(t *testing.T) {
+	t.Parallel()
+	f := startAPI(t) // tranche L-1/1: 500 JPY
+	want := `<span class="money" title="500 minor units">500 JPY</span>`
+	for _, path := range []string{"/admin/disbursements", "/admin/disbursements/L-1/1"} {
+		a := f.get(t, path, "Accept", "text/html")
+		if a.status != http.StatusOK || !strings.Contains(a.body, want) || strings.Contains(a.body, "(minor units)") {
+			t.Errorf("GET %s: %d, want the amount as %s", path, a.status, want)
 		}
 	}
 }
