@@ -68,6 +68,7 @@ var consoleTemplates = template.Must(template.New("console").Funcs(template.Func
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"pathEscape": url.PathEscape,
+	"money":      money,
 }).ParseFS(consoleFS, "console/*.tmpl"))
 
 const (

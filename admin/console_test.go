@@ -94,7 +94,7 @@ func TestConsoleSearch(t *testing.T) {
 		status      int
 		want, not   []string
 	}{
-		{"ByTransactionID", "transaction_id=pi_console_1", 200, []string{`href="/admin/payments/stripe/pi_console_1"`, "4200 EUR", "evt_console_1"}, []string{"evt_hostile"}},
+		{"ByTransactionID", "transaction_id=pi_console_1", 200, []string{`href="/admin/payments/stripe/pi_console_1"`, `title="4200 minor units">42.00 EUR<`, "evt_console_1"}, []string{"evt_hostile"}},
 		{"ByEventID", "event_id=evt_hostile", 200, []string{`href="/admin/payments/acme/tx%3Cscript%3E"`, "tx&lt;script&gt;"}, []string{"pi_console_1"}},
 		{"BySourceAndRange", "source=stripe&since=1h&until=" + url.QueryEscape("2999-01-01T00:00:00Z"), 200, []string{"pi_console_1"}, []string{"evt_hostile"}},
 		{"NoMatch", "transaction_id=nope", 200, []string{"No payment matches."}, []string{"pi_console_1"}},

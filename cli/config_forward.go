@@ -45,9 +45,9 @@ func (c *ForwardConfig) settings() []setting {
 // broker authenticates paylock (forward.NeedsSignature).
 func (c *ForwardConfig) validate() error {
 	if c.secretsRaw != "" {
-		secrets, err := signature.ParseSecrets(signature.SchemeStandard, c.secretsRaw)
+		secrets, err := parseSecrets(signature.SchemeStandard, c.secretsRaw)
 		if err != nil {
-			return fmt.Errorf("invalid PAYLOCK_FORWARD_SECRETS: %v", err)
+			return fmt.Errorf("invalid PAYLOCK_FORWARD_SECRETS: %w", err)
 		}
 		c.Secrets, c.secretsRaw = secrets, ""
 	}

@@ -71,9 +71,9 @@ func (c *SourcesConfig) settings() []setting {
 // dropped), and checks the default currency against the codes accepted.
 func (c *SourcesConfig) validate() error {
 	if c.secretsRaw != "" {
-		secrets, err := signature.ParseSecrets(c.SignatureScheme, c.secretsRaw)
+		secrets, err := parseSecrets(c.SignatureScheme, c.secretsRaw)
 		if err != nil {
-			return fmt.Errorf("invalid PAYLOCK_WEBHOOK_SECRETS: %v", err)
+			return fmt.Errorf("invalid PAYLOCK_WEBHOOK_SECRETS: %w", err)
 		}
 		c.WebhookSecrets = secrets
 	}
@@ -86,8 +86,8 @@ func (c *SourcesConfig) validate() error {
 		if len(entries) == 0 {
 			continue
 		}
-		if _, err := signature.ParseSecrets(s.scheme, strings.Join(entries, ",")); err != nil {
-			return fmt.Errorf("invalid %s: %v", s.env, err)
+		if _, err := parseSecrets(s.scheme, strings.Join(entries, ",")); err != nil {
+			return fmt.Errorf("invalid %s: %w", s.env, err)
 		}
 	}
 	if c.DefaultCurrency != "" {
@@ -123,4 +123,18 @@ func headerScheme(dst *signature.Scheme) func(string) error {
 		*dst = s
 		return err
 	}
+}
+
+// parseSecrets parses the secrets a source (or the forwards) is served
+// with: signature.ParseSecrets, then signature.CheckKeyLength, so that a
+// key shorter than signature.MinKeyBytes stops start-up.
+func parseSecrets(scheme signature.Scheme, csv string) ([]signature.Secret, error) {
+	secrets, err := signature.ParseSecrets(scheme, csv)
+	if err != nil {
+		return nil, err
+	}
+	if err := signature.CheckKeyLength(secrets); err != nil {
+		return nil, err
+	}
+	return secrets, nil
 }

@@ -5,17 +5,21 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/internal/testkit/paylocktest"
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
 )
@@ -127,6 +131,90 @@ func TestAlertsAndDashboardReferenceOnlyExportedMetrics(t *testing.T) {
 			if !exported[m] {
 				t.Errorf("%s references %s, which paylock does not export", file, m)
 			}
+		}
+	}
+}
+
+// typeMatcher is the type=~"..." matcher of a PromQL expression, as the
+// regular expression Prometheus runs (anchored).
+var typeMatcher = regexp.MustCompile(`type=~("(?:[^"\\]|\\.)*")`)
+
+func typeRegexp(t *testing.T, where, expr string) *regexp.Regexp {
+	t.Helper()
+	m := typeMatcher.FindStringSubmatch(expr)
+	if m == nil {
+		t.Fatalf("%s: no type=~ matcher in %s", where, expr)
+	}
+	re, err := strconv.Unquote(m[1])
+	if err != nil {
+		t.Fatalf("%s: %s: %v", where, m[1], err)
+	}
+	return regexp.MustCompile("^(?:" + re + ")$")
+}
+
+func TestMoneyEventsIgnoredAlertMatchesEveryMoneyTypeASourceCanLeaveOut(t *testing.T) {
+	t.Parallel()
+	var rules struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	raw, err := os.ReadFile("../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &rules); err != nil {
+		t.Fatal(err)
+	}
+	exprs := map[string]string{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "PaylockMoneyEventsIgnored" {
+				exprs["alerts.yml"] = r.Expr
+			}
+		}
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	raw, err = os.ReadFile("../deploy/grafana/paylock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			if strings.Contains(tg.Expr, "paylock_deliveries_ignored_total{type=~") {
+				exprs["paylock.json"] = tg.Expr
+			}
+		}
+	}
+	if len(exprs) != 2 {
+		t.Fatalf("found %v; want the alert PaylockMoneyEventsIgnored and a dashboard panel of its types", exprs)
+	}
+	// The types a source can leave out: Stripe's, with an events list of
+	// one payment type.
+	p, _ := provider.Lookup("stripe")
+	a, err := p.New(provider.Config{Source: "s", Settings: provider.Settings{"events": []byte(`["payment_intent.succeeded"]`)},
+		Rules: payload.NewRules("USD", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := a.(provider.Typed).Types()
+	for where, expr := range exprs {
+		re := typeRegexp(t, where, expr)
+		for _, e := range types {
+			if want := provider.MovesMoney(e.Kind); re.MatchString(e.Name) != want {
+				t.Errorf("%s: %s (%s) matched %v, want %v", where, e.Name, e.Kind, !want, want)
+			}
+		}
+		if re.MatchString("other") {
+			t.Errorf("%s: matches other", where)
 		}
 	}
 }

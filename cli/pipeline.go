@@ -13,6 +13,7 @@ import (
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -62,6 +63,7 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 		}
 		out = append(out, src)
 	}
+	warnLeftOut(logger, specs, payload.NewRules(cfg.Sources.DefaultCurrency, cfg.Sources.Currencies))
 	for _, name := range unsigned {
 		logger.Warn("!!! PAYLOCK_ALLOW_UNSIGNED=true: webhook signatures are NOT verified for this source; anyone who can reach POST /webhooks/"+name+" can record what it accepts. For local development only. !!!",
 			slog.String("source", name))

@@ -391,9 +391,9 @@ func withSecrets(c candidate, raw string, allowUnsigned bool, vars map[string]st
 		}
 		return s, true, nil
 	}
-	secrets, err := signature.ParseSecrets(s.Scheme, strings.Join(s.Secrets, ","))
+	secrets, err := parseSecrets(s.Scheme, strings.Join(s.Secrets, ","))
 	if err != nil {
-		return fail("secrets_env", fmt.Errorf("invalid %s: %v", s.SecretsEnv, err))
+		return fail("secrets_env", fmt.Errorf("invalid %s: %w", s.SecretsEnv, err))
 	}
 	if other, ok := vars[s.SecretsEnv]; ok {
 		return fail("secrets_env", fmt.Errorf("%s is also source %q's: a secret verifies only its own source", s.SecretsEnv, other))
@@ -697,4 +697,35 @@ func orList[S ~string](names []S) string {
 		return strings.Join(out, "")
 	}
 	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
+}
+
+// leftOut returns the lifecycle event types spec's adapter understands
+// but spec's settings leave out (provider.LeftOut), nil for an adapter
+// that does not name its types (provider.Typed) or a source that records
+// them all.
+func leftOut(spec sourceSpec, rules *payload.Rules) []string {
+	p, ok := provider.Lookup(spec.Adapter)
+	if !ok {
+		return nil
+	}
+	a, err := p.New(provider.Config{Source: spec.Name, Settings: spec.Settings, Rules: rules})
+	if err != nil {
+		return nil
+	}
+	if t, ok := a.(provider.Typed); ok {
+		return provider.LeftOut(t)
+	}
+	return nil
+}
+
+// warnLeftOut writes one warning per source that leaves out lifecycle
+// event types (leftOut): their deliveries are acknowledged "ignored" and
+// recorded nowhere, so a refunded or disputed payment stays as it was.
+func warnLeftOut(logger *slog.Logger, specs []sourceSpec, rules *payload.Rules) {
+	for _, spec := range specs {
+		if types := leftOut(spec, rules); len(types) > 0 {
+			logger.Warn("this source's settings leave out lifecycle event types its adapter records: their deliveries are answered \"ignored\" and recorded nowhere, so refunds, disputes, failures and cancellations of its payments go unseen (omit events to record them all)",
+				slog.String("source", spec.Name), slog.String("adapter", spec.Adapter), slog.Any("left_out", types))
+		}
+	}
 }

@@ -37,7 +37,6 @@ sources:
     adapter: stripe
     signature: stripe
     secrets_env: STRIPE_WEBHOOK_SECRETS
-    events: [payment_intent.succeeded]
     forward_url: https://orders.internal/paylock   # optional
   adyen: {adapter: adyen, signature: adyen, secrets_env: ADYEN_HMAC_KEYS}
   acme:
@@ -117,7 +116,7 @@ func TestBuiltinSourcesAndTheirDefaults(t *testing.T) {
 
 func TestFlagsOverrideTheBuiltinSourcesSettings(t *testing.T) {
 	specs, _, _, err := sourcesSetup(t, "", map[string]string{
-		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret, "PAYLOCK_LOAN_SECRETS": "whsec_bm90LWJhc2U2NA==",
+		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret, "PAYLOCK_LOAN_SECRETS": "whsec_bG9hbnMtZW52LXNlY3JldC1vdmVycmlkZGVu",
 	}, "--loan-secrets", loansSecret, "--loan-signature-scheme", "stripe", "--payout-secrets", payoutsSecret)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +178,7 @@ func TestSourcesFileAddsAndOverridesSources(t *testing.T) {
 			Settings: provider.Settings{"fields": json.RawMessage(`{"transaction_id": "/data/id", "amount": "/data/amount/minor", "currency": "/data/amount/currency", "event_id": "/id"}`)}},
 		{Name: "adyen", Adapter: "adyen", Scheme: "adyen", SecretsEnv: "ADYEN_HMAC_KEYS", Secrets: []string{adyenKey}},
 		{Name: "stripe", Adapter: "stripe", Scheme: "stripe", SecretsEnv: "STRIPE_WEBHOOK_SECRETS", Secrets: []string{stripeSecret, "whsec_stripe-next-secret"},
-			Settings: provider.Settings{"events": json.RawMessage(`["payment_intent.succeeded"]`)}, ForwardURL: "https://orders.internal/paylock"},
+			ForwardURL: "https://orders.internal/paylock"},
 		{Name: "stripe-eu", Adapter: "stripe", Scheme: "stripe", SecretsEnv: "STRIPE_EU_SECRETS", Secrets: []string{"whsec_stripe-eu-secret"},
 			Settings: provider.Settings{"events": json.RawMessage(`["charge.succeeded", "payment_intent.succeeded"]`)}},
 	}
@@ -322,7 +321,7 @@ func TestBadSourcesFileIsOneLineNamingTheFileTheSourceAndTheField(t *testing.T) 
 			nil, "beta", "secrets_env", `also source "acme"'s`},
 		{"forward_url without a value", acmeWith("forward_url: "), nil, "acme", "forward_url", "no value"},
 		{"one secret in two variables", "sources: {acme: {adapter: paylock, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS}, beta: {adapter: paylock, signature: standard, secrets_env: BETA_SECRETS}}",
-			map[string]string{"BETA_SECRETS": "whsec_bm90LWFjbWU=," + strings.TrimPrefix(acmeSecret, "whsec_")}, "beta", "secrets_env", `secret of source "acme"`},
+			map[string]string{"BETA_SECRETS": "whsec_YmV0YS1vd24tc2VjcmV0LTAxMjM0NTY3ODk=," + strings.TrimPrefix(acmeSecret, "whsec_")}, "beta", "secrets_env", `secret of source "acme"`},
 		{"a secret shared with payments", "sources: {acme: {adapter: paylock, signature: standard, secrets_env: OTHER_SECRETS}}",
 			map[string]string{"OTHER_SECRETS": paymentsSecret}, "acme", "secrets_env", `secret of source "payments"`},
 		{"pointer without slash", mapped("{transaction_id: /data/id, amount: data/amount, currency: /data/currency}"), nil, "acme", "fields.amount", `"data/amount" is not a JSON pointer (must start with /)`},
@@ -347,6 +346,9 @@ func TestBadSourcesFileIsOneLineNamingTheFileTheSourceAndTheField(t *testing.T) 
 		{"adyen scheme, another adapter", "sources: {adyen: {adapter: paylock, signature: adyen, secrets_env: ADYEN_HMAC_KEYS}}", nil, "adyen", "signature", "signature adyen is only for adapter adyen"},
 		{"adyen key not hex", "sources: {adyen: {adapter: adyen, signature: adyen, secrets_env: BAD_ADYEN_KEYS}}", map[string]string{"BAD_ADYEN_KEYS": "s3cret-not-hex"}, "adyen", "secrets_env", "adyen secret 1 of 1 is not a hex HMAC key"},
 		{"standard secret not base64", "sources: {acme: {adapter: paylock, signature: standard, secrets_env: BAD_SECRETS}}", map[string]string{"BAD_SECRETS": "whsec_s3cret*not*base64"}, "acme", "secrets_env", "invalid BAD_SECRETS"},
+		{"standard secret shorter than 16 bytes", "sources: {acme: {adapter: paylock, signature: standard, secrets_env: BAD_SECRETS}}", map[string]string{"BAD_SECRETS": "whsec_" + base64.StdEncoding.EncodeToString([]byte("fifteen-bytes!!"))}, "acme", "secrets_env", "invalid BAD_SECRETS: signature: secret too short: standard secret 1 of 1 is a 15-byte key"},
+		{"stripe secret shorter than 16 bytes", "sources: {st: {adapter: stripe, signature: stripe, secrets_env: BAD_SECRETS}}", map[string]string{"BAD_SECRETS": "whsec_15_bytes!"}, "st", "secrets_env", "invalid BAD_SECRETS: signature: secret too short: stripe secret 1 of 1 is a 15-byte key"},
+		{"adyen key shorter than 16 bytes", "sources: {ad: {adapter: adyen, signature: adyen, secrets_env: BAD_SECRETS}}", map[string]string{"BAD_SECRETS": adyenKey + ",44782DEF547AAA06C910C43932B1EB"}, "ad", "secrets_env", "adyen secret 2 of 2 is a 15-byte key"},
 		{"loans adapter for a new source", "sources: {acme: {adapter: loans, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "adapter", "built-in loans source's only"},
 		{"a built-in's adapter", "sources: {payments: {adapter: stripe}}", nil, "payments", "adapter", `keeps its adapter "paylock"`},
 		{"forward_url not http", acmeWith("forward_url: ftp://orders.internal/x"), map[string]string{"PAYLOCK_FORWARD_SECRETS": forwardSecret}, "acme", "forward_url", "http"},
@@ -476,6 +478,12 @@ func TestBadHardeningSettingsStopStartWithOneLineNamingTheVariable(t *testing.T)
 		{map[string]string{"PAYLOCK_PAYOUT_SIGNATURE_SCHEME": "none"}, []string{"PAYLOCK_PAYOUT_SIGNATURE_SCHEME"}},
 		{map[string]string{"PAYLOCK_LOAN_SECRETS": "whsec_s3cret*"}, []string{"PAYLOCK_LOAN_SECRETS"}},
 		{map[string]string{"PAYLOCK_PAYOUT_SECRETS": "whsec_s3cret*"}, []string{"PAYLOCK_PAYOUT_SECRETS"}},
+		// Keys shorter than 16 bytes once decoded.
+		{map[string]string{"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret + ",whsec_" + base64.StdEncoding.EncodeToString([]byte("s3cret-15-bytes"))}, []string{"PAYLOCK_WEBHOOK_SECRETS", "secret 2 of 2 is a 15-byte key"}},
+		{map[string]string{"PAYLOCK_WEBHOOK_SECRETS": "s3cret-15-bytes", "PAYLOCK_SIGNATURE_SCHEME": "stripe"}, []string{"PAYLOCK_WEBHOOK_SECRETS", "15-byte key"}},
+		{map[string]string{"PAYLOCK_LOAN_SECRETS": "whsec_" + base64.StdEncoding.EncodeToString([]byte("s3cret"))}, []string{"PAYLOCK_LOAN_SECRETS", "6-byte key"}},
+		{map[string]string{"PAYLOCK_PAYOUT_SECRETS": "whsec_s3cret", "PAYLOCK_PAYOUT_SIGNATURE_SCHEME": "stripe"}, []string{"PAYLOCK_PAYOUT_SECRETS", "12-byte key"}},
+		{map[string]string{"PAYLOCK_FORWARD_SECRETS": "whsec_" + base64.StdEncoding.EncodeToString([]byte("s3cret"))}, []string{"PAYLOCK_FORWARD_SECRETS", "6-byte key"}},
 	}
 	for _, c := range cases {
 		_, _, err := loadConfig("paylock serve", nil, envMap(c.env))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/paylock/paylock/problem"
@@ -139,6 +140,32 @@ func (h *Handler) keep(ctx context.Context, r *http.Request, o *outcome, err err
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, kerr)
 	}
 	return err
+}
+
+// typesOf are the event types of src's verified body, one per row the
+// delivery log keeps of it (keptOf), unredacted: "" for one that names
+// none.
+func typesOf(src *source, body []byte) []string {
+	if src == nil || src.keeper == nil {
+		return []string{typeOf(body)}
+	}
+	kept := src.keeper.Kept(body)
+	out := make([]string, len(kept))
+	for i, k := range kept {
+		out[i] = k.EventType
+	}
+	return out
+}
+
+// namedTypes are the distinct non-empty types of types, in order.
+func namedTypes(types []string) []string {
+	var out []string
+	for _, t := range types {
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // typeOf is the body's top-level "type" string (a Stripe event's), ""

@@ -31,7 +31,11 @@
 // source records, a 4xx refusal of the adapter or the rules, a mismatch)
 // is kept in the delivery log (Config.Deliveries, deliverylog.go) with its
 // body and an allowlist of its headers; an ignored one is answered 200
-// only once it is kept. Handler.Replay runs a kept body again through
+// only once it is kept, naming its event type in the answer
+// ({"result":"ignored","type":...}), the log line (event_type), the kept
+// row and paylock_deliveries_ignored_total{source,type}, whose type is one
+// the adapter names (provider.Typed) or "other". Handler.Replay runs a
+// kept body again through
 // Ingest's steps. Unverified deliveries are never kept.
 //
 // The handler declares the small interfaces it needs (Locker, Store); every

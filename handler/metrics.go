@@ -37,6 +37,7 @@ type Metrics struct {
 	shedTotal        prometheus.Counter
 	stages           *prometheus.GaugeVec
 	deliveryDrops    *prometheus.CounterVec
+	ignored          *prometheus.CounterVec
 	// children caches the per-delivery series by their labels, so that
 	// observe neither hashes label values nor formats a status code on
 	// every delivery. Its keys are bounded: sources are configured, results
@@ -52,6 +53,7 @@ const (
 	famSigFailures
 	famSigVerified
 	famDBWrites
+	famIgnored
 )
 
 // seriesKey names one child series: its family and label values.
@@ -127,7 +129,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	m.lockTTL.Set(lockTTL.Seconds())
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
 		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
-		m.redisUnavailable, m.dbWrites, m.shedTotal, m.stages, m.deliveryDrops)
+		m.redisUnavailable, m.dbWrites, m.shedTotal, m.stages, m.deliveryDrops, m.ignored)
 	for _, o := range []string{"acquired", "busy", "finished", "error"} {
 		m.lockObtain.WithLabelValues(o)
 	}
@@ -175,6 +177,10 @@ func (m *Metrics) webhookMetrics() {
 		Name: "paylock_delivery_log_dropped_total",
 		Help: "Verified deliveries that recorded nothing and were not kept in the delivery log, by source and reason (cap: the source's hourly cap of new bodies was reached; error: the database failed).",
 	}, []string{"source", "reason"})
+	m.ignored = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_deliveries_ignored_total",
+		Help: "Verified deliveries (or items of a batch) answered \"ignored\": they carried nothing the source records, by source and event type (a type the source's adapter names, else \"other\"). A lifecycle type here (a refund, a dispute, a failure, a cancellation, a capture) is money moving that paylock does not see.",
+	}, []string{"source", "type"})
 }
 
 // deliveryDropped counts a delivery the delivery log did not keep.
@@ -314,6 +320,15 @@ func (m *Metrics) observe(ctx context.Context, o outcome, took time.Duration) {
 	}
 	if o.dbWrites > 0 {
 		m.counter(seriesKey{family: famDBWrites, source: o.source}, m.dbWrites, o.source).Add(float64(o.dbWrites))
+	}
+	for _, typ := range o.ignoredTypes {
+		if o.result != "ignored" {
+			break // the delivery log failed: the sender retries it
+		}
+		if !o.knownTypes[typ] {
+			typ = "other"
+		}
+		m.counter(seriesKey{family: famIgnored, source: o.source, label: typ}, m.ignored, o.source, typ).Inc()
 	}
 }
 

@@ -77,12 +77,21 @@ type outcome struct {
 	admitted bool
 	body     []byte
 	headerID string
+	// ignoredTypes are the event types of an ignored delivery (one per
+	// item the delivery log keeps; "" for an item that names none), for
+	// its answer, its log line and paylock_deliveries_ignored_total.
+	ignoredTypes []string
+	knownTypes   map[string]bool // the source's adapter's types (source.types)
 }
 
 // result is the JSON body of a 2xx answer.
 type result struct {
 	Result        string `json:"result"`
 	TransactionID string `json:"transaction_id,omitempty"`
+	// Type is the event type of an ignored delivery, Types those of an
+	// ignored batch of several types.
+	Type  string   `json:"type,omitempty"`
+	Types []string `json:"types,omitempty"`
 }
 
 // batchResult is the 2xx JSON body of a delivery of several units.
@@ -155,7 +164,14 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o
 		return nil, err
 	}
 	if len(units) == 0 {
-		return result{Result: "ignored"}, nil
+		o.ignoredTypes, o.knownTypes = typesOf(src, body), src.types
+		res := result{Result: "ignored"}
+		if named := namedTypes(o.ignoredTypes); len(named) == 1 {
+			res.Type = named[0]
+		} else {
+			res.Types = named
+		}
+		return res, nil
 	}
 	answers := make([]any, len(units))
 	for i, u := range units {
@@ -474,6 +490,13 @@ func (h *Handler) logDelivery(ctx context.Context, o outcome, took time.Duration
 	}
 	if o.secretIndex >= 0 {
 		attrs = append(attrs, slog.Int("secret_index", o.secretIndex))
+	}
+	switch named := namedTypes(o.ignoredTypes); len(named) {
+	case 0:
+	case 1:
+		attrs = append(attrs, slog.String("event_type", named[0]))
+	default:
+		attrs = append(attrs, slog.Any("event_types", named))
 	}
 	if o.sigFailure != "" {
 		attrs = append(attrs, slog.String("signature_failure", o.sigFailure))

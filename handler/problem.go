@@ -38,8 +38,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // false when a value holds a byte the encoder would escape (then the
 // encoder writes it).
 func (r result) appendJSON(b []byte) ([]byte, bool) {
-	if !plainJSONText(r.Result) || !plainJSONText(r.TransactionID) {
-		return nil, false
+	if !plainJSONText(r.Result) || !plainJSONText(r.TransactionID) || r.Type != "" || r.Types != nil {
+		return nil, false // an ignored delivery's type: encoding/json writes it
 	}
 	b = append(b, `{"result":"`...)
 	b = append(b, r.Result...)

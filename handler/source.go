@@ -90,6 +90,10 @@ type source struct {
 	// pointers redacted before a body is kept.
 	keeper provider.Keeper
 	redact []string
+	// types are the event types the source's adapter names
+	// (provider.Typed): the only values paylock_deliveries_ignored_total's
+	// type label takes besides "other".
+	types map[string]bool
 }
 
 // build checks s and returns the source the pipeline serves.
@@ -128,6 +132,12 @@ func (h *Handler) build(s Source) (*source, error) {
 		src.ack = ack
 	}
 	src.keeper, src.redact = h.keptBy(s, p, a)
+	if t, ok := a.(provider.Typed); ok {
+		src.types = map[string]bool{}
+		for _, e := range t.Types() {
+			src.types[e.Name] = true
+		}
+	}
 	src.parse = h.paymentParser(s, a)
 	return src, nil
 }

@@ -42,6 +42,10 @@
 //     and refused bodies with their status. provider/providertest runs one
 //     conformance suite over every registered provider through the real
 //     pipeline; provider/all's test runs it over Names.
+//   - An Adapter that is also Typed names the event types it understands
+//     and which its source records: the loader warns about a source that
+//     leaves lifecycle types out (LeftOut), and the pipeline labels an
+//     ignored delivery's metric with a type only from that list.
 //   - A Lister's EventLister yields ListedEvents whose Body the source's
 //     adapter reads as it reads a webhook; a refused API request wraps
 //     ErrRefused.

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Usage: scripts/run.sh [paylock serve flags...]
 #
-# Runs paylock locally: reuses Postgres and Redis at DATABASE_URL / REDIS_URL
-# when they answer, otherwise starts throwaway ones from the local binaries
-# (stopped when paylock exits), builds paylock, migrates and serves on
-# PAYLOCK_ADDR (default 127.0.0.1:8080). Ctrl-C stops everything.
+# Runs paylock locally: uses Postgres and Redis at DATABASE_URL / REDIS_URL
+# when set (an error when they do not answer); when unset, reuses the local
+# default servers when they answer, otherwise starts throwaway ones from the
+# local binaries (stopped when paylock exits), in the database paylock_dev
+# (created when missing; never the shared postgres database). It builds
+# paylock, migrates and serves on PAYLOCK_ADDR (default 127.0.0.1:8080).
+# Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/services.sh
@@ -14,6 +17,7 @@ cleanup() { services_stop; rm -rf "$bin"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 services_start
+services_pg_database paylock_dev
 
 : "${PAYLOCK_ADDR:=127.0.0.1:8080}"
 : "${PAYLOCK_LOG_FORMAT:=text}"

@@ -1,9 +1,13 @@
 # shellcheck shell=bash
 # Sourced by scripts/test.sh and scripts/run.sh: makes sure Redis and Postgres
-# are reachable at REDIS_URL and DATABASE_URL. A reachable server is reused;
-# otherwise a throwaway one is started from the locally installed binaries in
-# a temp dir on a free port (and stopped by services_stop); when neither is
-# possible it fails with one line saying what to install.
+# are reachable at REDIS_URL and DATABASE_URL. A REDIS_URL or DATABASE_URL
+# the caller set must answer: when it does not, services_start fails with one
+# line saying so (never a throwaway server in its place, which would hide a
+# wrong URL and lose what was written to it). Only when one is unset is the
+# default local server (127.0.0.1:6379, 127.0.0.1:5432) reused when it
+# answers, else a throwaway one started from the locally installed binaries
+# in a temp dir on a free port (and stopped by services_stop); when neither
+# is possible it fails with one line saying what to install.
 #
 # SERVICES_THROWAWAY=1 never reuses a server: both are started throwaway,
 # whatever answers at REDIS_URL / DATABASE_URL. Only servers started here can
@@ -13,6 +17,10 @@
 #
 # Exports REDIS_URL and DATABASE_URL for what runs next.
 
+# Whether the caller chose the URLs (a throwaway server never stands in for
+# a chosen one).
+_svc_redis_given=${REDIS_URL:+1}
+_svc_pg_given=${DATABASE_URL:+1}
 : "${REDIS_URL:=redis://127.0.0.1:6379/0}"
 : "${DATABASE_URL:=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 export REDIS_URL DATABASE_URL
@@ -28,6 +36,16 @@ _svc_pg_opts=""
 _svc_throwaway() { [[ ${SERVICES_THROWAWAY:-} == 1 ]]; }
 
 _svc_log() { echo "services: $*" >&2; }
+
+# _svc_redact URL: URL without its password or query, for messages.
+_svc_redact() { local u=${1%%\?*}; [[ $u == *://*:*@* ]] && u=$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$u"); echo "$u"; }
+
+# _svc_unreachable NAME URL: the error of a URL the caller set that does not
+# answer.
+_svc_unreachable() {
+  echo "services: $1 is set to $(_svc_redact "$2") but nothing answers there: start that server, fix $1, or unset it to use the local default (or a throwaway server)" >&2
+  return 1
+}
 
 # host and port of a redis:// or postgres:// URL (defaults 127.0.0.1 and the scheme's port).
 _svc_hostport() {
@@ -89,7 +107,8 @@ _svc_pg_up() {
 }
 
 services_start_redis() {
-  if ! _svc_throwaway && _svc_redis_up; then _svc_log "reusing redis at $REDIS_URL"; return 0; fi
+  if ! _svc_throwaway && _svc_redis_up; then _svc_log "reusing redis at $(_svc_redact "$REDIS_URL")"; return 0; fi
+  if ! _svc_throwaway && [[ -n $_svc_redis_given ]]; then _svc_unreachable REDIS_URL "$REDIS_URL"; return 1; fi
   if ! command -v redis-server >/dev/null 2>&1; then
     echo "redis is not reachable at $REDIS_URL and redis-server is not installed: install it (apt-get install redis-server) or set REDIS_URL" >&2
     return 1
@@ -122,7 +141,8 @@ _svc_find_pg_bin() {
 }
 
 services_start_postgres() {
-  if ! _svc_throwaway && _svc_pg_up; then _svc_log "reusing postgres at ${DATABASE_URL%%\?*}"; return 0; fi
+  if ! _svc_throwaway && _svc_pg_up; then _svc_log "reusing postgres at $(_svc_redact "$DATABASE_URL")"; return 0; fi
+  if ! _svc_throwaway && [[ -n $_svc_pg_given ]]; then _svc_unreachable DATABASE_URL "$DATABASE_URL"; return 1; fi
   local initdb pgctl
   if ! initdb=$(_svc_find_pg_bin initdb) || ! pgctl=$(_svc_find_pg_bin pg_ctl); then
     echo "postgres is not reachable at $DATABASE_URL and initdb/pg_ctl are not installed: install it (apt-get install postgresql) or set DATABASE_URL" >&2
@@ -165,6 +185,26 @@ services_stop() {
 
 services_start() {
   services_start_redis && services_start_postgres
+}
+
+# services_pg_database NAME: unless the caller set DATABASE_URL, points it at
+# database NAME of the same server, created when missing, so that what runs
+# next keeps its tables out of the shared postgres database. A DATABASE_URL
+# the caller set is used as it is.
+services_pg_database() {
+  local name=$1
+  [[ -z $_svc_pg_given ]] || return 0
+  local psql
+  psql=$(_svc_find_pg_bin psql) || { echo "services: psql is not installed: install it (apt-get install postgresql-client) or set DATABASE_URL" >&2; return 1; }
+  local base=${DATABASE_URL%%\?*} query=""
+  [[ $DATABASE_URL == *\?* ]] && query="?${DATABASE_URL#*\?}"
+  if [[ -z $("$psql" "$DATABASE_URL" -XtAc "SELECT 1 FROM pg_database WHERE datname = '$name'") ]]; then
+    "$psql" "$DATABASE_URL" -Xq -c "CREATE DATABASE \"$name\"" || return 1
+    _svc_log "created database $name"
+  fi
+  DATABASE_URL="${base%/*}/$name$query"
+  export DATABASE_URL
+  _svc_log "using database $(_svc_redact "$DATABASE_URL")"
 }
 
 # --- Faults on the throwaway servers (each refuses to act on a reused one) ---

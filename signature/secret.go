@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -182,3 +183,42 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // MarshalJSON implements [json.Marshaler] with the redacted form, a JSON
 // string.
 func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// MinKeyBytes is the shortest HMAC key paylock serves with: 16 bytes (128
+// bits) once decoded, the floor of RFC 2104's advice (a key no shorter
+// than the hash's output is best; Stripe's and Standard Webhooks' are 24
+// to 32 bytes, Adyen's 32). A shorter one can be guessed offline from a
+// single signed delivery.
+const MinKeyBytes = 16
+
+// ErrShortKey is wrapped by CheckKeyLength's error.
+var ErrShortKey = errors.New("signature: secret too short")
+
+// CheckKeyLength returns an error wrapping ErrShortKey when the key of one
+// of secrets is shorter than MinKeyBytes once decoded (a Standard Webhooks
+// secret's base64 after "whsec_", an Adyen key's hex, a Stripe secret's
+// string as it is). The message gives the entry's position and length,
+// never its text.
+func CheckKeyLength(secrets []Secret) error {
+	for i, s := range secrets {
+		if s.k == nil {
+			continue
+		}
+		if n := len(s.k.key()); n < MinKeyBytes {
+			return fmt.Errorf("%w: %s secret %d of %d is a %d-byte key, want at least %d bytes (%s)",
+				ErrShortKey, s.k.scheme, i+1, len(secrets), n, MinKeyBytes, decodedAs(s.k.scheme))
+		}
+	}
+	return nil
+}
+
+// decodedAs says how a scheme's secret becomes its key.
+func decodedAs(scheme Scheme) string {
+	switch scheme {
+	case SchemeStandard:
+		return "the base64 after whsec_, decoded"
+	case SchemeAdyen:
+		return "the hex key, decoded: 64 hex digits for Adyen's 32-byte keys"
+	}
+	return "the string as it is, whsec_ included"
+}

@@ -1,6 +1,7 @@
 package adyen
 
 import (
+	"slices"
 	"time"
 
 	"github.com/paylock/paylock/lifecycle"
@@ -128,4 +129,25 @@ func link(item *payload.Node, prefix string, p *provider.Event) (string, error) 
 		}
 	}
 	return name, nil
+}
+
+// Types are the eventCodes an Adyen source records, AUTHORISATION first,
+// then codes' in name order: every source records them all
+// (provider.Typed). An item of another code, or one Adyen says it could
+// not carry out (success "false"), is acknowledged and written nowhere.
+func (a adapter) Types() []provider.EventType {
+	auth := lifecycle.Succeeded
+	if a.manualCapture {
+		auth = lifecycle.Authorized
+	}
+	out := []provider.EventType{{Name: "AUTHORISATION", Kind: auth, Recorded: true}}
+	names := make([]string, 0, len(codes))
+	for c := range codes {
+		names = append(names, c)
+	}
+	slices.Sort(names)
+	for _, c := range names {
+		out = append(out, provider.EventType{Name: c, Kind: codes[c], Recorded: true})
+	}
+	return out
 }

@@ -157,3 +157,26 @@ func (a adapter) integer(root *payload.Node, ptr payload.Pointer) (int64, error)
 	}
 	return v, nil
 }
+
+// Kept keeps the body whole, keyed by its hash as any body is, and typed
+// by the value at the type pointer (provider.Keeper), so that an ignored
+// delivery's answer, log line and delivery-log row name the sender's type
+// wherever its body holds it; without a type field, by a top-level "type"
+// string, as the delivery log types any body.
+func (a adapter) Kept(body []byte) []provider.Kept {
+	k := provider.Kept{Body: body}
+	root, err := payload.Decode(body)
+	if err != nil {
+		return []provider.Kept{k}
+	}
+	ptr := payload.Pointer{}
+	if a.typ != nil {
+		ptr = *a.typ
+	} else if ptr, err = payload.ParsePointer("/type"); err != nil {
+		return []provider.Kept{k}
+	}
+	if n, err := ptr.Resolve(root); err == nil && n != nil && n.Kind() == payload.String {
+		k.EventType, _ = a.str(root, ptr)
+	}
+	return []provider.Kept{k}
+}

@@ -213,3 +213,25 @@ func FuzzMappedAdapter(f *testing.F) {
 		}
 	})
 }
+
+func TestMappedKeptNamesTheTypeWhereverTheBodyHoldsIt(t *testing.T) {
+	t.Parallel()
+	raw, _ := json.Marshal(withFields(map[string]string{"type": "/event/kind"}))
+	a, err := Provider{}.New(provider.Config{Rules: payload.NewRules("", nil),
+		Settings: provider.Settings{"fields": raw, "types": []byte(`{"payment.completed": "payment"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"type":"top","event":{"kind":"payment.disputed"},"data":{"id":"tx-1","amount":{"value":1000,"currency":"JPY"}}}`)
+	if events, err := a.Adapt(body, ""); err != nil || len(events) != 0 {
+		t.Fatalf("Adapt: %v, %v; want the unlisted type ignored", events, err)
+	}
+	kept := a.(provider.Keeper).Kept(body)
+	if len(kept) != 1 || kept[0].EventType != "payment.disputed" || !bytes.Equal(kept[0].Body, body) || kept[0].Key != nil {
+		t.Errorf("Kept = %+v; want the body whole, typed payment.disputed", kept)
+	}
+	// Without a type field: a top-level "type" string, as any body.
+	if kept := newAdapter(t, mappedTestFields).(provider.Keeper).Kept([]byte(mappedBody)); kept[0].EventType != "payment.completed" {
+		t.Errorf("Kept without a type field = %+v; want the top-level type", kept)
+	}
+}

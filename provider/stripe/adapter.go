@@ -256,3 +256,19 @@ func asciiUpper(s string) string {
 	}
 	return string(b)
 }
+
+// Types are every event type a Stripe source may record, in records'
+// order, each marked with whether this source records it
+// (provider.Typed).
+func (a adapter) Types() []provider.EventType {
+	out := make([]provider.EventType, len(records))
+	for i, r := range records {
+		kind := r.kind
+		if kind == "" {
+			kind = lifecycle.Succeeded
+		}
+		_, rec := a.events[r.typ]
+		out[i] = provider.EventType{Name: r.typ, Kind: kind, Recorded: rec}
+	}
+	return out
+}
