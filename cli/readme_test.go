@@ -26,16 +26,20 @@ func commandPaths() []string {
 	return out
 }
 
-// TestTheReadmeListsEveryCommand keeps the README's table of commands and
-// the command table of main.go the same, both ways.
-func TestTheReadmeListsEveryCommand(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// commandReference is the page whose "## Commands" table lists every
+// command (the README links it).
+const commandReference = "../docs/operations.md"
+
+// TestTheCommandReferenceListsEveryCommand keeps the command table of
+// docs/operations.md and the command table of main.go the same, both ways.
+func TestTheCommandReferenceListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(commandReference)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "### Commands\n")
+	_, section, ok := strings.Cut(string(b), "\n## Commands\n")
 	if !ok {
-		t.Fatal("README.md has no ### Commands section")
+		t.Fatalf("%s has no ## Commands section", commandReference)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	row := regexp.MustCompile("(?m)^\\| `paylock ([a-z ]+)` \\|")
@@ -47,12 +51,12 @@ func TestTheReadmeListsEveryCommand(t *testing.T) {
 	want := commandPaths()
 	for _, c := range want {
 		if !slices.Contains(listed, c) {
-			t.Errorf("README.md's command table lacks paylock %s", c)
+			t.Errorf("%s's command table lacks paylock %s", commandReference, c)
 		}
 	}
 	for _, c := range listed {
 		if !slices.Contains(want, c) {
-			t.Errorf("README.md lists paylock %s, which is no command", c)
+			t.Errorf("%s lists paylock %s, which is no command", commandReference, c)
 		}
 	}
 }
