@@ -13,7 +13,7 @@ run: ## run paylock locally (starts throwaway Postgres/Redis when none answer)
 	scripts/run.sh
 
 .PHONY: mutate
-mutate: ## apply each listed mutation (internal/mutate) and run the tests that must fail; any survivor fails (not in CI: see the README for its duration)
+mutate: ## apply each listed mutation (internal/mutate) and run the tests that must fail; any survivor fails (not in CI: see docs/testing.md for its duration)
 	scripts/mutate.sh
 
 .PHONY: bench

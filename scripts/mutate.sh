@@ -12,7 +12,7 @@
 # Makes sure Redis and Postgres are reachable first, as scripts/test.sh
 # does (reusing REDIS_URL / DATABASE_URL, else starting throwaway servers
 # stopped on exit). Not part of make test or CI: it recompiles the tested
-# packages once per mutation (see the README for its duration).
+# packages once per mutation (see docs/testing.md for its duration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/services.sh
