@@ -60,3 +60,35 @@ func TestTheCommandReferenceListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestTheReadmeStartsWithRunAndTest keeps the README's first commands the
+// two that work on a fresh machine: "make run" and "make test", both
+// targets of the Makefile, and "make test" the command CI runs.
+func TestTheReadmeStartsWithRunAndTest(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	_, block, _ := strings.Cut(read("../README.md"), "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	var cmds []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		cmds = append(cmds, strings.TrimSpace(cmd))
+	}
+	if !slices.Equal(cmds, []string{"make run", "make test"}) {
+		t.Errorf("README.md's first commands are %q, want make run and make test", cmds)
+	}
+	makefile := read("../Makefile")
+	for _, target := range []string{"run", "test"} {
+		if !regexp.MustCompile(`(?m)^` + target + `:`).MatchString(makefile) {
+			t.Errorf("the Makefile has no %s target", target)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^phase "make test" make test$`).MatchString(read("../.ci/run")) {
+		t.Error(".ci/run does not run make test, the README's test command")
+	}
+}
