@@ -188,7 +188,7 @@ func printFlags(w io.Writer, cmd string) {
 				if def == "" {
 					def = `""`
 				}
-				fmt.Fprintf(w, "  %-51s %s (default %s)\n", v.name, v.usage, def)
+				fmt.Fprintf(w, "  %-53s %s (default %s)\n", v.name, v.usage, def)
 			}
 		}
 		for _, s := range k.settings() {
