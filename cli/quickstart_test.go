@@ -225,6 +225,7 @@ func quickstartServe(t *testing.T, dir string, runEnv map[string]string) *served
 }
 
 func TestReadmeStripeQuickStart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds paylock with go run")
 	}
@@ -286,6 +287,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestReadmeReceiverQuickStart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the example receiver and paylock with go run")
 	}
