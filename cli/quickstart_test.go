@@ -127,8 +127,11 @@ func makeRunEnv(t *testing.T, sh string) map[string]string {
 	return env
 }
 
-// mirror returns a directory with a symlink to each top-level entry of the
-// repository but .git.
+// mirror returns a directory with a symlink to each top-level directory of
+// the repository but .git, and to go.mod and go.sum: what "go run" and the
+// commands read. The files the commands write (a sources file, send.sh)
+// are the mirror's own, even when the repository holds files of the same
+// names.
 func mirror(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs("..")
@@ -141,7 +144,7 @@ func mirror(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() == ".git" {
+		if e.Name() == ".git" || !e.IsDir() && e.Name() != "go.mod" && e.Name() != "go.sum" {
 			continue
 		}
 		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
