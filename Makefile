@@ -12,8 +12,15 @@ vet:
 run: ## run paylock locally (starts throwaway Postgres/Redis when none answer)
 	scripts/run.sh
 
+.PHONY: release image
+release: ## static linux/amd64 and linux/arm64 binaries, their CycloneDX SBOMs and SHA256SUMS in dist/, each checked (docs/releasing.md)
+	scripts/release.sh
+
+image: ## the OCI image (Containerfile, FROM scratch) built with buildah from dist/'s binary, then started once to prove it runs
+	scripts/image.sh
+
 .PHONY: mutate
-mutate: ## apply each listed mutation (internal/mutate) and run the tests that must fail; any survivor fails (not in CI: see docs/testing.md for its duration)
+mutate: ## apply each listed mutation (internal/mutate) and run the tests that must fail; any survivor fails; writes docs/mutations.md (not in CI: it takes minutes)
 	scripts/mutate.sh
 
 .PHONY: bench

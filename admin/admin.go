@@ -12,6 +12,7 @@ import (
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/ratelog"
 	"github.com/paylock/paylock/problem"
+	"github.com/paylock/paylock/store"
 )
 
 // Config configures the admin listener (PAYLOCK_ADMIN_ADDR): reads
@@ -31,12 +32,13 @@ type Config struct {
 	// SessionTTL is how long a browser session from /admin/login lasts;
 	// zero means DefaultSessionTTL.
 	SessionTTL time.Duration
-	// Disbursements serves GET /disbursements/{loan_id}/{tranche}; nil
-	// leaves it out.
+	// Disbursements serves the disbursements under APIBase (and the
+	// deprecated GET /disbursements/{loan_id}/{tranche}), and with the
+	// console their pages; nil leaves them out.
 	Disbursements Disbursements
-	// Review serves the review queue: GET /admin/review,
-	// GET /admin/review/{id} and POST /admin/review/{id}/resolve; nil
-	// leaves them out.
+	// Review serves the review queue under APIBase (list, item, resolve),
+	// and with the console its pages under /admin/review; nil leaves them
+	// out.
 	Review ReviewStore
 	// Mounts are further handlers, by ServeMux pattern (River UI under
 	// "/admin/river/": see RiverUI), behind the same token.
@@ -44,16 +46,18 @@ type Config struct {
 	// Console serves the admin console's pages under /admin/ (see
 	// console.go); nil leaves them out.
 	Console ConsoleStore
-	// Payments serves GET /admin/payments/{source}/{transaction_id} as
-	// JSON: a payment's lifecycle state and events (see payment.go). With
-	// the console, whose payment page is the same path, a request gets the
-	// JSON when it asks for it (Accept: application/json), and the page
-	// shows the events as a timeline; nil leaves both out.
+	// Payments serves the payments under APIBase: the listing and search
+	// (GET /admin/api/v1/payments) and one payment's lifecycle state and
+	// events (see payment.go); with the console, the payment page shows
+	// the events as a timeline. Nil leaves them out.
 	Payments PaymentStates
-	// Deliveries serves the delivery log: GET /admin/deliveries and
-	// GET /admin/deliveries/{id} as JSON, and with the console its pages
-	// (see deliveries.go); nil leaves them out.
+	// Deliveries serves the delivery log under APIBase, and with the
+	// console its pages (see deliveries.go); nil leaves them out.
 	Deliveries DeliveryLog
+	// ReplayDelivery, when set with Deliveries, serves
+	// POST /admin/api/v1/deliveries/{id}/replay: it runs a kept delivery
+	// through the webhook pipeline again and notes the result on it.
+	ReplayDelivery func(ctx context.Context, d store.Delivery) (DeliveryReplay, error)
 	// Verified, when set, returns a source's stored payload as the
 	// console shows it: without the provider's signature material
 	// (provider.SignatureBearer: Adyen's additionalData.hmacSignature), as
@@ -109,6 +113,8 @@ type Admin struct {
 	now    func() time.Time
 	// console serves /admin/ when Config.Console is set.
 	console *console
+	// routes are the patterns registered (see Routes).
+	routes []string
 	// guesses throttles wrong tokens per client; refusals bounds the log
 	// lines they write; revoked are the sessions ended by logout.
 	guesses  throttle
@@ -134,21 +140,10 @@ func New(cfg Config) *Admin {
 			a.tokens = append(a.tokens, namedToken{t.Name, []byte(t.Token)})
 		}
 	}
-	if cfg.Review != nil {
-		a.mountReview()
-	}
-	if cfg.Disbursements != nil {
-		a.mux.HandleFunc("GET /disbursements/{loan_id}/{tranche}", a.disbursement)
-		a.mux.HandleFunc("/disbursements/{loan_id}/{tranche}", problem.MethodNotAllowed(http.MethodGet))
-	}
-	if cfg.Deliveries != nil {
-		a.mountDeliveries()
-	}
 	if cfg.Console != nil {
-		a.mountConsole(cfg.Console, cfg.Forwards, cfg.Destinations.Redacted())
-	} else if cfg.Payments != nil {
-		a.mux.HandleFunc("GET /admin/payments/{source}/{transaction_id}", a.paymentJSON)
+		a.newConsole(cfg.Console, cfg.Forwards, cfg.Destinations.Redacted())
 	}
+	a.mount()
 	for pattern, h := range cfg.Mounts {
 		a.mux.Handle(pattern, h)
 	}

@@ -63,6 +63,10 @@ func adminDo(t *testing.T, srv *httptest.Server, method, path string, body io.Re
 	}
 	if cookie != nil {
 		req.AddCookie(cookie)
+		// A session is a browser's, whose page loads ask for HTML.
+		if req.Header.Get("Accept") == "" {
+			req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+		}
 	}
 	res, err := adminClient(srv).Do(req)
 	if err != nil {

@@ -19,21 +19,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
 // The admin console: server-rendered pages under /admin/ on the admin
 // listener (html/template, one embedded stylesheet, no JavaScript), behind
-// the same token or session cookie as the rest of the listener.
+// the same token or session cookie as the rest of the listener. Each page
+// is HTML to a browser only; anyone else gets the API's JSON (routes.go).
 //
-//   - GET /admin/ searches payments by transaction id, event id, or source
+//   - GET /admin/payments searches payments by transaction id, event id, or source
 //     and time range (store.PaymentSearch), newest first, at most
 //     store.MaxSearchLimit a page.
 //   - GET /admin/payments/{source}/{transaction_id} shows one payment: its
 //     stored body (pretty-printed, escaped), event id, received_at and its
 //     forward jobs, each linked to River UI.
 //   - POST /admin/payments/{source}/{transaction_id}/replay forwards the
-//     payment again with its webhook-id (store.Outbox.ReplayForwards).
+//     payment again with its webhook-id (store.Outbox.ReplayForwards);
+//     POST /admin/api/v1/payments/{source}/{transaction_id}/replay does
+//     the same for a tool, answering JSON.
+//   - GET /admin/disbursements and /admin/disbursements/{loan_id}/{tranche}
+//     list and show the loan disbursements (disbursement.go).
 //
 // Every POST is refused (403) unless it carries the form field "csrf":
 // HMAC-SHA256, keyed by the admin tokens, of a label and the session cookie's
@@ -81,7 +87,7 @@ type console struct {
 	csrfKey  []byte            // see mountConsole
 }
 
-func (a *Admin) mountConsole(st ConsoleStore, forwards, dests map[string]string) {
+func (a *Admin) newConsole(st ConsoleStore, forwards, dests map[string]string) {
 	// The CSRF key is derived from every admin token (changing one ends
 	// every form, as it ends every session), or random on a listener
 	// without tokens.
@@ -100,16 +106,6 @@ func (a *Admin) mountConsole(st ConsoleStore, forwards, dests map[string]string)
 		c.csrfKey = h.Sum(nil)
 	}
 	a.console = c
-	if a.cfg.Review != nil {
-		c.mountReview()
-	}
-	if a.cfg.Deliveries != nil {
-		c.mountDeliveries()
-	}
-	a.mux.HandleFunc("GET /admin/{$}", c.search)
-	a.mux.HandleFunc("GET "+consoleCSSPath, c.css)
-	a.mux.HandleFunc("GET /admin/payments/{source}/{transaction_id}", c.payment)
-	a.mux.HandleFunc("POST /admin/payments/{source}/{transaction_id}/replay", c.csrf(c.replay))
 }
 
 // csrfToken is the form token of r's session: HMAC-SHA256, keyed by a key
@@ -163,19 +159,22 @@ func (c *console) css(w http.ResponseWriter, r *http.Request) {
 // consolePage is what every page's layout reads.
 type consolePage struct {
 	Title  string
-	Nav    string // the current section: "payments", "review"
+	Nav    string // the current section: "payments", "review", "deliveries", "disbursements"
 	CSRF   string
 	Review bool // the review queue is available
 	// Deliveries: the delivery log is available (set by render).
 	Deliveries bool
-	Error      string
-	Notice     string
-	Data       any
+	// Disbursements: the disbursements are available (set by render).
+	Disbursements bool
+	Error         string
+	Notice        string
+	Data          any
 }
 
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, p consolePage) {
 	p.CSRF = c.csrfToken(r)
 	p.Deliveries = c.a.cfg.Deliveries != nil
+	p.Disbursements = c.a.cfg.Disbursements != nil
 	p.Review = p.Review || c.a.cfg.Review != nil
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {
@@ -290,10 +289,6 @@ type paymentData struct {
 }
 
 func (c *console) payment(w http.ResponseWriter, r *http.Request) {
-	if c.a.cfg.Payments != nil && wantsJSON(r) {
-		c.a.paymentJSON(w, r)
-		return
-	}
 	source, txID := r.PathValue("source"), r.PathValue("transaction_id")
 	p, err := c.st.Payment(r.Context(), source, txID)
 	if err != nil {
@@ -342,14 +337,43 @@ func (c *console) payment(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "payment", page)
 }
 
-func (c *console) replay(w http.ResponseWriter, r *http.Request) {
-	source, txID := r.PathValue("source"), r.PathValue("transaction_id")
-	p, err := c.st.Payment(r.Context(), source, txID)
+// replayForwards forwards the payment of r's path again
+// (store.Outbox.ReplayForwards): its forward jobs run again, or a new one
+// is inserted where River holds none.
+func (c *console) replayForwards(r *http.Request) (store.Payment, store.ReplayResult, error) {
+	p, err := c.st.Payment(r.Context(), r.PathValue("source"), r.PathValue("transaction_id"))
 	if err != nil {
-		c.storeFailed(w, r, "payment", err)
-		return
+		return p, store.ReplayResult{}, err
 	}
 	res, err := c.st.ReplayForwards(r.Context(), store.ReplayFilter{Source: p.Source, TransactionID: p.TransactionID, Destination: c.forwards[p.Source]})
+	if err == nil {
+		c.a.log.InfoContext(r.Context(), "admin: forward replayed", "source", p.Source, "transaction_id", p.TransactionID,
+			"retried", res.Retried, "inserted", res.Inserted, "pending", res.Pending, "who", Identity(r.Context()))
+	}
+	return p, res, err
+}
+
+// replayJSON answers POST /admin/api/v1/payments/{source}/{transaction_id}/replay
+// with how many forward jobs were retried, inserted, or left pending;
+// 409 when the payment's source forwards nothing.
+func (c *console) replayJSON(w http.ResponseWriter, r *http.Request) {
+	p, res, err := c.replayForwards(r)
+	switch {
+	case errors.Is(err, store.ErrForward):
+		problem.Write(w, problem.New(http.StatusConflict, "no-forward", "Nothing to forward", "",
+			"source "+p.Source+" forwards nothing: no forward destination is configured"))
+	case errors.Is(err, store.ErrNotFound):
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "", "no such payment"))
+	case err != nil:
+		c.a.storeError(w, r, "replaying a forward failed", "payment", err)
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"source": p.Source, "transaction_id": p.TransactionID,
+			"retried": res.Retried, "inserted": res.Inserted, "pending": res.Pending})
+	}
+}
+
+func (c *console) replay(w http.ResponseWriter, r *http.Request) {
+	p, res, err := c.replayForwards(r)
 	if errors.Is(err, store.ErrForward) {
 		c.fail(w, r, http.StatusConflict, "Source "+p.Source+" forwards nothing: no forward destination is configured.")
 		return
@@ -358,8 +382,6 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, "the replay", err)
 		return
 	}
-	c.a.log.InfoContext(r.Context(), "admin console: forward replayed", "source", p.Source, "transaction_id", p.TransactionID,
-		"retried", res.Retried, "inserted", res.Inserted, "pending", res.Pending)
 	outcome := "pending"
 	switch {
 	case res.Retried > 0:

@@ -14,13 +14,13 @@ import (
 )
 
 // The console's review queue pages (Config.Review, beside the JSON
-// API under /admin/review):
+// API under /admin/api/v1/review):
 //
-//   - GET /admin/review-queue[?kind=K][&all=true]: the open items (all:
+//   - GET /admin/review[?kind=K][&all=true]: the open items (all:
 //     resolved ones too), oldest first;
-//   - GET /admin/review-queue/{id}: one item, its details and a resolve
+//   - GET /admin/review/{id}: one item, its details and a resolve
 //     form (the actions its kind allows, and a note);
-//   - POST /admin/review-queue/{id}/resolve: resolves it under the
+//   - POST /admin/review/{id}/resolve (a form): resolves it under the
 //     request's Identity and shows the item as it then stands, or why
 //     it was refused. CSRF-checked like every console POST.
 
@@ -36,12 +36,6 @@ func truncateUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-func (c *console) mountReview() {
-	c.a.mux.HandleFunc("GET /admin/review-queue", c.reviewList)
-	c.a.mux.HandleFunc("GET /admin/review-queue/{id}", c.reviewItem)
-	c.a.mux.HandleFunc("POST /admin/review-queue/{id}/resolve", c.csrf(c.reviewResolve))
 }
 
 type reviewListData struct {
@@ -115,7 +109,7 @@ func (c *console) reviewResolve(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		c.a.log.InfoContext(r.Context(), "admin console: review item resolved", "id", id, "action", action, "who", who)
 		// Post/redirect/get: a reload does not resolve it twice.
-		http.Redirect(w, r, "/admin/review-queue/"+url.PathEscape(id)+"?resolved=1", http.StatusSeeOther)
+		http.Redirect(w, r, "/admin/review/"+url.PathEscape(id)+"?resolved=1", http.StatusSeeOther)
 		return
 	}
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnavailable) {

@@ -32,22 +32,22 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 		Tokens: []admin.Token{{Name: "alice", Token: aliceToken}}, Console: consoleStore(st), Review: review.New(st.Review(), nil)}))
 	t.Cleanup(srv.Close)
 
-	l := login(t, srv, aliceToken, "/admin/review-queue")
+	l := login(t, srv, aliceToken, "/admin/review")
 	if l.cookie == nil {
 		t.Fatalf("login: %d", l.status)
 	}
-	list := adminDo(t, srv, http.MethodGet, "/admin/review-queue", nil, nil, l.cookie)
-	if list.status != 200 || !strings.Contains(list.body, `href="/admin/review-queue/`+id+`"`) || !strings.Contains(list.body, `href="/admin/review-queue"`) {
+	list := adminDo(t, srv, http.MethodGet, "/admin/review", nil, nil, l.cookie)
+	if list.status != 200 || !strings.Contains(list.body, `href="/admin/review/`+id+`"`) || !strings.Contains(list.body, `href="/admin/review"`) {
 		t.Fatalf("list: %d %s", list.status, list.body)
 	}
-	page := adminDo(t, srv, http.MethodGet, "/admin/review-queue/"+id, nil, nil, l.cookie)
+	page := adminDo(t, srv, http.MethodGet, "/admin/review/"+id, nil, nil, l.cookie)
 	m := csrfField.FindStringSubmatch(page.body)
 	if page.status != 200 || m == nil || !strings.Contains(page.body, `<option value="acknowledge"`) || strings.Contains(page.body, "<script") || strings.Contains(page.body, "<b>") {
 		t.Fatalf("item page: %d %s", page.status, page.body)
 	}
 	sameOrigin := map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
 	post := func(form url.Values) adminAnswer {
-		return adminDo(t, srv, http.MethodPost, "/admin/review-queue/"+id+"/resolve", strings.NewReader(form.Encode()), sameOrigin, l.cookie)
+		return adminDo(t, srv, http.MethodPost, "/admin/review/"+id+"/resolve", strings.NewReader(form.Encode()), sameOrigin, l.cookie)
 	}
 	if a := post(url.Values{"action": {"acknowledge"}, "note": {"seen"}}); a.status != http.StatusForbidden {
 		t.Fatalf("resolve without the CSRF token: %d, want 403", a.status)
@@ -60,7 +60,7 @@ func TestConsoleReviewQueueResolvesThroughTheForm(t *testing.T) {
 		t.Fatalf("refused resolutions changed the queue: %v, %v", open, err)
 	}
 	a := post(url.Values{"action": {"acknowledge"}, "note": {"customer paid twice, <refunded>"}, "csrf": {m[1]}})
-	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/admin/review-queue/"+id+"?resolved=1" {
+	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/admin/review/"+id+"?resolved=1" {
 		t.Fatalf("resolve: %d %v %s", a.status, a.header, a.body)
 	}
 	done := adminDo(t, srv, http.MethodGet, a.header.Get("Location"), nil, nil, l.cookie)
@@ -90,8 +90,8 @@ func TestConsoleReviewNoteIsCutWithoutSplittingACharacter(t *testing.T) {
 	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
 		Console: consoleStore(st), Review: review.New(st.Review(), nil)}))
 	t.Cleanup(srv.Close)
-	l := login(t, srv, adminTestToken, "/admin/review-queue")
-	page := adminDo(t, srv, http.MethodGet, "/admin/review-queue/"+id, nil, nil, l.cookie)
+	l := login(t, srv, adminTestToken, "/admin/review")
+	page := adminDo(t, srv, http.MethodGet, "/admin/review/"+id, nil, nil, l.cookie)
 	m := csrfField.FindStringSubmatch(page.body)
 	if m == nil {
 		t.Fatalf("item page: %d", page.status)
@@ -99,7 +99,7 @@ func TestConsoleReviewNoteIsCutWithoutSplittingACharacter(t *testing.T) {
 	// 1,999 bytes, then a 3-byte character across the 2,000-byte cut.
 	note := strings.Repeat("a", 1999) + "€€"
 	form := url.Values{"action": {"acknowledge"}, "note": {note}, "csrf": {m[1]}}
-	a := adminDo(t, srv, http.MethodPost, "/admin/review-queue/"+id+"/resolve", strings.NewReader(form.Encode()),
+	a := adminDo(t, srv, http.MethodPost, "/admin/review/"+id+"/resolve", strings.NewReader(form.Encode()),
 		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}, l.cookie)
 	if a.status != http.StatusSeeOther {
 		t.Fatalf("resolve with a long note: %d %s", a.status, a.body)
@@ -131,8 +131,8 @@ func TestConsoleReviewItemsNameTheirPayment(t *testing.T) {
 		Console: consoleStore(st), Review: review.New(st.Review(), nil)}))
 	t.Cleanup(srv.Close)
 	link := `href="/admin/payments/acme/tx-fwd"`
-	for _, path := range []string{"/admin/review-queue", "/admin/review-queue/" + items[0].ID} {
-		a := adminDo(t, srv, http.MethodGet, path, nil, bearer, nil)
+	for _, path := range []string{"/admin/review", "/admin/review/" + items[0].ID} {
+		a := adminDo(t, srv, http.MethodGet, path, nil, page, nil)
 		if a.status != http.StatusOK || !strings.Contains(a.body, link) || !strings.Contains(a.body, "payment.recorded") {
 			t.Errorf("%s: %d, no link to the payment: %s", path, a.status, a.body)
 		}

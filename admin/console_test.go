@@ -55,10 +55,13 @@ func startConsole(t *testing.T) (*httptest.Server, *store.Store) {
 
 var bearer = map[string]string{"Authorization": "Bearer " + adminTestToken}
 
+// page is bearer asking for HTML, as a browser does.
+var page = map[string]string{"Authorization": "Bearer " + adminTestToken, "Accept": "text/html"}
+
 func TestConsoleNeedsTheTokenOrASession(t *testing.T) {
 	t.Parallel()
 	srv, _ := startConsole(t)
-	for _, path := range []string{"/admin/", "/admin/payments/stripe/pi_console_1", "/admin/console.css"} {
+	for _, path := range []string{"/admin/payments", "/admin/payments/stripe/pi_console_1", "/admin/console.css"} {
 		if a := adminDo(t, srv, http.MethodGet, path, nil, nil, nil); a.status != http.StatusUnauthorized || strings.Contains(a.body, "pi_console_1") {
 			t.Errorf("GET %s without the token: %d", path, a.status)
 		}
@@ -66,15 +69,15 @@ func TestConsoleNeedsTheTokenOrASession(t *testing.T) {
 		if a.status != http.StatusUnauthorized || !strings.Contains(a.body, `action="/admin/login"`) {
 			t.Errorf("GET %s from a browser without a session: %d, want 401 and the login form", path, a.status)
 		}
-		if a := adminDo(t, srv, http.MethodGet, path, nil, bearer, nil); a.status != http.StatusOK {
+		if a := adminDo(t, srv, http.MethodGet, path, nil, page, nil); a.status != http.StatusOK {
 			t.Errorf("GET %s with the bearer token: %d", path, a.status)
 		}
 	}
-	l := login(t, srv, adminTestToken, "/admin/")
-	if l.status != http.StatusSeeOther || l.cookie == nil || l.header.Get("Location") != "/admin/" {
+	l := login(t, srv, adminTestToken, "/admin/payments")
+	if l.status != http.StatusSeeOther || l.cookie == nil || l.header.Get("Location") != "/admin/payments" {
 		t.Fatalf("login: %d %v", l.status, l.header)
 	}
-	a := adminDo(t, srv, http.MethodGet, "/admin/", nil, nil, l.cookie)
+	a := adminDo(t, srv, http.MethodGet, "/admin/payments", nil, nil, l.cookie)
 	if a.status != http.StatusOK || !strings.Contains(a.body, "pi_console_1") || strings.Contains(a.body, "<script") {
 		t.Fatalf("GET /admin/ with the session: %d", a.status)
 	}
@@ -102,7 +105,7 @@ func TestConsoleSearch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := adminDo(t, srv, http.MethodGet, "/admin/?"+tc.query, nil, bearer, nil)
+			a := adminDo(t, srv, http.MethodGet, "/admin/payments?"+tc.query, nil, page, nil)
 			if a.status != tc.status {
 				t.Fatalf("status %d, want %d: %s", a.status, tc.status, a.body)
 			}
@@ -126,7 +129,7 @@ func TestConsoleSearch(t *testing.T) {
 func TestConsolePaymentPageEscapesAHostilePayload(t *testing.T) {
 	t.Parallel()
 	srv, _ := startConsole(t)
-	a := adminDo(t, srv, http.MethodGet, "/admin/payments/acme/"+url.PathEscape("tx<script>"), nil, bearer, nil)
+	a := adminDo(t, srv, http.MethodGet, "/admin/payments/acme/"+url.PathEscape("tx<script>"), nil, page, nil)
 	if a.status != http.StatusOK {
 		t.Fatalf("status %d: %s", a.status, a.body)
 	}
@@ -138,7 +141,7 @@ func TestConsolePaymentPageEscapesAHostilePayload(t *testing.T) {
 			t.Errorf("page lacks %q", w)
 		}
 	}
-	if a := adminDo(t, srv, http.MethodGet, "/admin/payments/acme/nope", nil, bearer, nil); a.status != http.StatusNotFound {
+	if a := adminDo(t, srv, http.MethodGet, "/admin/payments/acme/nope", nil, page, nil); a.status != http.StatusNotFound {
 		t.Errorf("an unknown payment: %d, want 404", a.status)
 	}
 }
@@ -150,7 +153,7 @@ func TestConsolePaymentPageShowsItsForwardJobs(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs %v, %v", jobs, err)
 	}
-	a := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/pi_console_1", nil, bearer, nil)
+	a := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/pi_console_1", nil, page, nil)
 	for _, w := range []string{`href="/admin/river/jobs/` + strconv.FormatInt(jobs[0].ID, 10) + `"`, "available", "0/25", jobs[0].Args.ID,
 		"2026", "&#34;amount&#34;: 4200", consoleForwardURL} {
 		if !strings.Contains(a.body, w) {
@@ -164,7 +167,7 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 func TestConsolePOSTNeedsTheCSRFToken(t *testing.T) {
 	t.Parallel()
 	srv, st := startConsole(t)
-	l := login(t, srv, adminTestToken, "/admin/")
+	l := login(t, srv, adminTestToken, "/admin/payments")
 	page := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/pi_console_1", nil, nil, l.cookie)
 	m := csrfField.FindStringSubmatch(page.body)
 	if m == nil {
@@ -223,7 +226,7 @@ func TestConsoleShowsAForwardsDestinationWithoutItsCredentials(t *testing.T) {
 		Destinations: forward.Destinations{"acme": "https://paylock:s3cret@acme.internal/hook?token=s3cret"}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	a := adminDo(t, srv, http.MethodGet, "/admin/payments/acme/tx-dest", nil, bearer, nil)
+	a := adminDo(t, srv, http.MethodGet, "/admin/payments/acme/tx-dest", nil, page, nil)
 	if a.status != http.StatusOK || strings.Contains(a.body, "s3cret") {
 		t.Fatalf("payment page: %d, credentials shown: %v", a.status, strings.Contains(a.body, "s3cret"))
 	}

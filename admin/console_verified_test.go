@@ -38,7 +38,7 @@ func TestConsolePaymentPageShowsNoSignature(t *testing.T) {
 	srv := httptest.NewServer(admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(), Console: consoleStore(st),
 		Verified: func(_ string, p []byte) []byte { return sb.WithoutSignature(p) }}))
 	t.Cleanup(srv.Close)
-	page := adminDo(t, srv, http.MethodGet, "/admin/payments/adyen/PSP-9", nil, bearer, nil)
+	page := adminDo(t, srv, http.MethodGet, "/admin/payments/adyen/PSP-9", nil, page, nil)
 	if page.status != http.StatusOK || strings.Contains(page.body, sig) || strings.Contains(page.body, "hmacSignature") ||
 		!strings.Contains(page.body, "4242") {
 		t.Fatalf("%d: the page shows the signature or lost the item: %s", page.status, page.body)

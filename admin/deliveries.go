@@ -20,12 +20,16 @@ import (
 // The delivery log on the admin listener (Config.Deliveries): the verified
 // deliveries that recorded nothing (ignored, refused, mismatch, orphan).
 //
-//   - GET /admin/deliveries?source=&outcome=&since=&until=&limit=&before=
+//   - GET /admin/api/v1/deliveries?source=&outcome=&since=&until=&limit=&before=
 //     lists them as JSON, newest first, a page at a time: "next" is the
 //     URL of the next page (before = the last id), absent on the last;
-//   - GET /admin/deliveries/{id} is one, with its kept headers and body;
-//   - with the console, GET /admin/delivery-log (the same filters) and
-//     GET /admin/delivery-log/{id} are the pages.
+//   - GET /admin/api/v1/deliveries/{id} is one, with its kept headers and
+//     body;
+//   - POST /admin/api/v1/deliveries/{id}/replay runs one through the
+//     pipeline again (Config.ReplayDelivery), as paylock deliveries replay
+//     does;
+//   - with the console, GET /admin/deliveries (the same filters) and
+//     GET /admin/deliveries/{id} are the pages.
 
 // DeliveryLog is what the admin listener reads of the delivery log:
 // *store.Deliveries.
@@ -89,13 +93,6 @@ type deliveryList struct {
 	Next       string         `json:"next,omitempty"`
 }
 
-func (a *Admin) mountDeliveries() {
-	a.mux.HandleFunc("GET /admin/deliveries", a.deliveryList)
-	a.mux.HandleFunc("/admin/deliveries", problem.MethodNotAllowed(http.MethodGet))
-	a.mux.HandleFunc("GET /admin/deliveries/{id}", a.delivery)
-	a.mux.HandleFunc("/admin/deliveries/{id}", problem.MethodNotAllowed(http.MethodGet))
-}
-
 // deliveryFilterOf reads the listing's query; the error names the
 // parameter.
 func deliveryFilterOf(q url.Values, now time.Time) (store.DeliveryFilter, string, error) {
@@ -145,6 +142,10 @@ func nextDeliveries(path string, q url.Values, f store.DeliveryFilter, l []store
 
 func (a *Admin) deliveryList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := knownParams(q, "source", "outcome", "since", "until", "limit", "before"); err != nil {
+		problem.Write(w, err)
+		return
+	}
 	f, field, err := deliveryFilterOf(q, a.now())
 	if err != nil {
 		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", field, err.Error()))
@@ -155,17 +156,27 @@ func (a *Admin) deliveryList(w http.ResponseWriter, r *http.Request) {
 		a.deliveryError(w, r, err)
 		return
 	}
-	out := deliveryList{Deliveries: make([]deliveryJSON, len(l)), Next: nextDeliveries("/admin/deliveries", q, f, l)}
+	out := deliveryList{Deliveries: make([]deliveryJSON, len(l)), Next: nextDeliveries(APIBase+"/deliveries", q, f, l)}
 	for i, d := range l {
 		out.Deliveries[i] = deliveryJSONOf(d, false)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *Admin) delivery(w http.ResponseWriter, r *http.Request) {
+// deliveryID reads the {id} of r's path: a positive int64, else it
+// answers 400 and reports false.
+func deliveryID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Not found", "", "no such delivery"))
+		problem.Write(w, badParam("id", "a delivery id is a number from 1 to 9223372036854775807"))
+		return 0, false
+	}
+	return id, true
+}
+
+func (a *Admin) delivery(w http.ResponseWriter, r *http.Request) {
+	id, ok := deliveryID(w, r)
+	if !ok {
 		return
 	}
 	d, err := a.cfg.Deliveries.Delivery(r.Context(), id)
@@ -188,12 +199,44 @@ func (a *Admin) deliveryError(w http.ResponseWriter, r *http.Request, err error)
 	problem.Write(w, err)
 }
 
-// The console's pages.
-
-func (c *console) mountDeliveries() {
-	c.a.mux.HandleFunc("GET /admin/delivery-log", c.deliveryList)
-	c.a.mux.HandleFunc("GET /admin/delivery-log/{id}", c.delivery)
+// DeliveryReplay is what a replay of a kept delivery came to.
+type DeliveryReplay struct {
+	// Result is "processed" (recorded now), "duplicate" (already
+	// recorded), or why it still records nothing: "ignored", "refused",
+	// "mismatch".
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
+	// Recorded says its records are stored now.
+	Recorded bool `json:"recorded"`
 }
+
+// deliveryReplay answers POST /admin/api/v1/deliveries/{id}/replay with
+// what the replay came to (200 once the delivery log notes it); an
+// error the pipeline could not confirm answers as a problem (503).
+func (a *Admin) deliveryReplay(w http.ResponseWriter, r *http.Request) {
+	id, ok := deliveryID(w, r)
+	if !ok {
+		return
+	}
+	d, err := a.cfg.Deliveries.Delivery(r.Context(), id)
+	if err != nil {
+		a.deliveryError(w, r, err)
+		return
+	}
+	res, err := a.cfg.ReplayDelivery(r.Context(), d)
+	if err != nil {
+		a.storeError(w, r, "replaying a delivery failed", "delivery", err)
+		return
+	}
+	a.log.InfoContext(r.Context(), "admin: delivery replayed", "id", id, "source", d.Source, "result", res.Result,
+		"who", Identity(r.Context()))
+	writeJSON(w, http.StatusOK, struct {
+		ID int64 `json:"id"`
+		DeliveryReplay
+	}{id, res})
+}
+
+// The console's pages.
 
 type deliveryListData struct {
 	Form       url.Values
@@ -216,7 +259,7 @@ func (c *console) deliveryList(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, "deliveries", err)
 		return
 	}
-	d.Next = nextDeliveries("/admin/delivery-log", q, f, d.Deliveries)
+	d.Next = nextDeliveries("/admin/deliveries", q, f, d.Deliveries)
 	c.render(w, r, http.StatusOK, "delivery-list", page)
 }
 
@@ -229,7 +272,7 @@ type deliveryData struct {
 func (c *console) delivery(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		c.fail(w, r, http.StatusNotFound, "No such delivery.")
+		c.fail(w, r, http.StatusBadRequest, "Not a delivery id: a number from 1 to 9223372036854775807.")
 		return
 	}
 	dl, err := c.a.cfg.Deliveries.Delivery(r.Context(), id)

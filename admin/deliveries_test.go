@@ -91,7 +91,7 @@ func TestAdminDeliveriesListsPagesAndShowsOne(t *testing.T) {
 	}
 	for path, status := range map[string]int{
 		"/admin/deliveries/999999":        404,
-		"/admin/deliveries/x":             404,
+		"/admin/deliveries/x":             400,
 		"/admin/deliveries?outcome=lost":  400,
 		"/admin/deliveries?since=someday": 400,
 		"/admin/deliveries?limit=0":       400,
@@ -108,24 +108,24 @@ func TestAdminDeliveriesListsPagesAndShowsOne(t *testing.T) {
 func TestConsoleDeliveryLogFiltersAndShowsTheBodyEscaped(t *testing.T) {
 	t.Parallel()
 	srv, refused := keptDeliveries(t, 2)
-	l := login(t, srv, adminTestToken, "/admin/delivery-log")
+	l := login(t, srv, adminTestToken, "/admin/deliveries")
 	if l.cookie == nil {
 		t.Fatalf("login: %d", l.status)
 	}
-	list := adminDo(t, srv, http.MethodGet, "/admin/delivery-log?outcome=refused", nil, nil, l.cookie)
-	if list.status != 200 || !strings.Contains(list.body, fmt.Sprintf(`href="/admin/delivery-log/%d"`, refused)) ||
+	list := adminDo(t, srv, http.MethodGet, "/admin/deliveries?outcome=refused", nil, nil, l.cookie)
+	if list.status != 200 || !strings.Contains(list.body, fmt.Sprintf(`href="/admin/deliveries/%d"`, refused)) ||
 		strings.Contains(list.body, "evt_0") || !strings.Contains(list.body, `>Delivery log</a>`) || strings.Contains(list.body, "<b>must") {
 		t.Fatalf("list: %d %s", list.status, list.body)
 	}
-	page := adminDo(t, srv, http.MethodGet, fmt.Sprint("/admin/delivery-log/", refused), nil, nil, l.cookie)
+	page := adminDo(t, srv, http.MethodGet, fmt.Sprint("/admin/deliveries/", refused), nil, nil, l.cookie)
 	if page.status != 200 || strings.Contains(page.body, "<script>") || !strings.Contains(page.body, "&lt;script&gt;alert(1)") ||
 		!strings.Contains(page.body, "User-Agent: Adyen") {
 		t.Fatalf("delivery page: %d %s", page.status, page.body)
 	}
-	if a := adminDo(t, srv, http.MethodGet, "/admin/delivery-log?since=someday", nil, nil, l.cookie); a.status != http.StatusBadRequest {
+	if a := adminDo(t, srv, http.MethodGet, "/admin/deliveries?since=someday", nil, nil, l.cookie); a.status != http.StatusBadRequest {
 		t.Fatalf("a bad filter: %d", a.status)
 	}
-	if a := adminDo(t, srv, http.MethodGet, "/admin/delivery-log/999999", nil, nil, l.cookie); a.status != http.StatusNotFound {
+	if a := adminDo(t, srv, http.MethodGet, "/admin/deliveries/999999", nil, nil, l.cookie); a.status != http.StatusNotFound {
 		t.Fatalf("an unknown delivery: %d", a.status)
 	}
 }

@@ -2,9 +2,10 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"math"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,13 +13,14 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// Disbursements is what GET /disbursements/{loan_id}/{tranche} reads;
-// *store.Disbursements is one.
+// Disbursements is what the disbursements' routes read (the listing and
+// one tranche); *store.Disbursements is one.
 type Disbursements interface {
+	ListDisbursements(ctx context.Context, l store.DisbursementList) ([]store.Disbursement, error)
 	Disbursement(ctx context.Context, loanID string, tranche int) (store.Disbursement, error)
 }
 
-// disbursementView is the JSON of GET /disbursements/{loan_id}/{tranche}.
+// disbursementView is the JSON of GET /admin/api/v1/disbursements/{loan_id}/{tranche}.
 type disbursementView struct {
 	LoanID         string     `json:"loan_id"`
 	Tranche        int        `json:"tranche"`
@@ -54,23 +56,141 @@ func viewOf(d store.Disbursement) disbursementView {
 	return v
 }
 
-// disbursement answers GET /disbursements/{loan_id}/{tranche} with the row,
-// for operators and the lending platform's reconciliation.
-func (a *Admin) disbursement(w http.ResponseWriter, r *http.Request) {
-	loanID := r.PathValue("loan_id")
+// trancheOf reads the {tranche} of r's path: an integer from 1 to
+// 2147483647.
+func trancheOf(r *http.Request) (int, error) {
 	tranche, err := strconv.ParseInt(r.PathValue("tranche"), 10, 64)
 	if err != nil || tranche < 1 || tranche > math.MaxInt32 {
-		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "tranche",
-			"tranche must be an integer from 1 to 2147483647"))
+		return 0, badParam("tranche", "tranche must be an integer from 1 to 2147483647")
+	}
+	return int(tranche), nil
+}
+
+// disbursement answers GET /admin/api/v1/disbursements/{loan_id}/{tranche}
+// with the row, for operators and the lending platform's reconciliation.
+func (a *Admin) disbursement(w http.ResponseWriter, r *http.Request) {
+	tranche, err := trancheOf(r)
+	if err != nil {
+		problem.Write(w, err)
 		return
 	}
-	d, err := a.cfg.Disbursements.Disbursement(r.Context(), loanID, int(tranche))
+	d, err := a.cfg.Disbursements.Disbursement(r.Context(), r.PathValue("loan_id"), tranche)
 	if err != nil {
-		p := problem.Write(w, err)
-		if p.Status >= 500 || !errors.Is(err, store.ErrNotFound) {
-			a.log.ErrorContext(r.Context(), "reading a disbursement failed", "loan_id", loanID, "tranche", tranche, "error", err)
-		}
+		a.storeError(w, r, "reading a disbursement failed", "disbursement", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, viewOf(d))
+}
+
+// disbursementListOf reads the listing's query: loan_id, status, limit,
+// before (the last id of the previous page).
+func disbursementListOf(q url.Values) (store.DisbursementList, error) {
+	l := store.DisbursementList{Limit: store.DefaultListLimit}
+	if err := knownParams(q, "loan_id", "status", "limit", "before"); err != nil {
+		return l, err
+	}
+	l.LoanID = q.Get("loan_id")
+	if err := textParam("loan_id", l.LoanID); err != nil {
+		return l, err
+	}
+	if v := q.Get("status"); v != "" {
+		if !slices.Contains(store.DisbursementStatuses, store.DisbursementStatus(v)) {
+			return l, badParam("status", "status must be pending, sent, paid or failed")
+		}
+		l.Status = store.DisbursementStatus(v)
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxListLimit {
+			return l, badParam("limit", "limit must be a number from 1 to "+strconv.Itoa(store.MaxListLimit))
+		}
+		l.Limit = n
+	}
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return l, badParam("before", "before must be a number from 1 to 9223372036854775807")
+		}
+		l.Before = n
+	}
+	return l, nil
+}
+
+// nextDisbursements is the URL of the page after ds under q, on path
+// ("" on the last page).
+func nextDisbursements(path string, q url.Values, l store.DisbursementList, ds []store.Disbursement) string {
+	if len(ds) == 0 || len(ds) < l.Limit {
+		return ""
+	}
+	next := url.Values{}
+	for k, v := range q {
+		next[k] = v
+	}
+	next.Set("before", strconv.FormatInt(ds[len(ds)-1].ID, 10))
+	return path + "?" + next.Encode()
+}
+
+// disbursementList answers GET /admin/api/v1/disbursements: newest
+// first, a page at a time ("next" absent on the last page).
+func (a *Admin) disbursementList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	l, err := disbursementListOf(q)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	ds, err := a.cfg.Disbursements.ListDisbursements(r.Context(), l)
+	if err != nil {
+		a.storeError(w, r, "listing disbursements failed", "disbursement", err)
+		return
+	}
+	out := struct {
+		Disbursements []disbursementView `json:"disbursements"`
+		Next          string             `json:"next,omitempty"`
+	}{Disbursements: make([]disbursementView, len(ds)), Next: nextDisbursements(APIBase+"/disbursements", q, l, ds)}
+	for i, d := range ds {
+		out.Disbursements[i] = viewOf(d)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// The console's pages.
+
+type disbursementListData struct {
+	Form          url.Values
+	Statuses      []store.DisbursementStatus
+	Disbursements []store.Disbursement
+	Next          string
+}
+
+func (c *console) disbursementList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	d := disbursementListData{Form: q, Statuses: store.DisbursementStatuses}
+	page := consolePage{Title: "Disbursements", Nav: "disbursements", Data: &d}
+	l, err := disbursementListOf(q)
+	if err != nil {
+		page.Error = problem.From(err).Detail + "."
+		c.render(w, r, http.StatusBadRequest, "disbursement-list", page)
+		return
+	}
+	if d.Disbursements, err = c.a.cfg.Disbursements.ListDisbursements(r.Context(), l); err != nil {
+		c.storeFailed(w, r, "disbursements", err)
+		return
+	}
+	d.Next = nextDisbursements("/admin/disbursements", q, l, d.Disbursements)
+	c.render(w, r, http.StatusOK, "disbursement-list", page)
+}
+
+func (c *console) disbursement(w http.ResponseWriter, r *http.Request) {
+	tranche, err := trancheOf(r)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Not a tranche: an integer from 1 to 2147483647.")
+		return
+	}
+	d, err := c.a.cfg.Disbursements.Disbursement(r.Context(), r.PathValue("loan_id"), tranche)
+	if err != nil {
+		c.storeFailed(w, r, "disbursement", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "disbursement", consolePage{Title: "Disbursement " + d.Reference(), Nav: "disbursements", Data: &d})
 }

@@ -21,14 +21,20 @@
 //     or Origin), else 403 (problem.ErrAdminCrossOrigin); the console's
 //     forms also carry a per-session CSRF token. The bearer header needs
 //     neither: another site cannot set it.
-//   - What it serves, each only when its Config field is set:
-//     GET /disbursements/{loan_id}/{tranche} (Config.Disbursements); the
-//     review queue's JSON API under /admin/review (Config.Review); the
-//     console's server-rendered pages under /admin/ (Config.Console: the
-//     payment search, a payment and its forward jobs, the replay of a
-//     forward, the review queue's pages); River UI under /admin/river/
-//     (RiverUI, passed in Config.Mounts) and any other mount, behind the
-//     same token.
+//   - What it serves, each only when its Config field is set (every
+//     route in routes.go and docs/admin-api.md): the JSON API under
+//     APIBase, /admin/api/v1 (payments: Config.Payments; deliveries:
+//     Config.Deliveries; the review queue: Config.Review; disbursements:
+//     Config.Disbursements), every answer JSON and every error
+//     problem+json; the console's server-rendered pages under /admin/
+//     (Config.Console: /admin/payments, /admin/deliveries, /admin/review,
+//     /admin/disbursements), HTML only to a browser (Accept prefers
+//     text/html), the API's JSON to anyone else; River UI under
+//     /admin/river/ (RiverUI, passed in Config.Mounts) and any other
+//     mount, behind the same token.
+//   - The paths of the previous release answer for one more: old pages
+//     redirect 308 to the new ones, old JSON paths answer with
+//     Deprecation: true and a Link to their successor.
 //
 // Every error answer goes through package problem (problem.Write), the one
 // place that chooses a status. What it reads and does comes through the

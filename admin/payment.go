@@ -2,25 +2,21 @@ package admin
 
 import (
 	"context"
-	"errors"
-	"mime"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/store"
 )
 
-// PaymentStates is what GET /admin/payments/{source}/{transaction_id}
-// reads as JSON: a payment's lifecycle state and events. *store.Payments
-// is one.
+// PaymentStates is what the API's payments read: the listing, and one
+// payment's lifecycle state and events. *store.Payments is one.
 type PaymentStates interface {
+	ListPayments(ctx context.Context, l store.PaymentList) ([]store.PaymentSummary, error)
 	PaymentState(ctx context.Context, source, transactionID string) (store.PaymentState, error)
 }
 
-// paymentView is the JSON of GET /admin/payments/{source}/{transaction_id}.
+// paymentView is the JSON of GET /admin/api/v1/payments/{source}/{transaction_id}.
 type paymentView struct {
 	Source           string      `json:"source"`
 	TransactionID    string      `json:"transaction_id"`
@@ -74,35 +70,15 @@ func paymentViewOf(p store.PaymentState) paymentView {
 	return v
 }
 
-// paymentJSON answers GET /admin/payments/{source}/{transaction_id} with
+// paymentJSON answers GET /admin/api/v1/payments/{source}/{transaction_id} with
 // the payment's state and events, or a 404 problem when paylock knows
 // nothing of it.
 func (a *Admin) paymentJSON(w http.ResponseWriter, r *http.Request) {
 	source, txID := r.PathValue("source"), r.PathValue("transaction_id")
 	p, err := a.cfg.Payments.PaymentState(r.Context(), source, txID)
 	if err != nil {
-		pr := problem.Write(w, err)
-		if pr.Status >= 500 || !errors.Is(err, store.ErrNotFound) {
-			a.log.ErrorContext(r.Context(), "reading a payment failed", "source", source, "transaction_id", txID, "error", err)
-		}
+		a.storeError(w, r, "reading a payment failed", "payment", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, paymentViewOf(p))
-}
-
-// wantsJSON reports whether r asks for JSON (Accept: application/json
-// before any text/html): the console's payment page answers such a
-// request with the JSON API's answer.
-func wantsJSON(r *http.Request) bool {
-	for part := range strings.SplitSeq(r.Header.Get("Accept"), ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-		switch {
-		case err != nil:
-		case mt == "application/json" || mt == "application/problem+json":
-			return true
-		case mt == "text/html":
-			return false
-		}
-	}
-	return false
 }

@@ -140,11 +140,11 @@ func TestConsolePaymentPageShowsTheTimelineAndAnswersJSONWhenAsked(t *testing.T)
 		Console: consoleStore(st), Payments: st.Payments(), Forwards: map[string]string{"stripe": forward.DefaultDestination}}))
 	t.Cleanup(srv.Close)
 
-	page := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/pi_life", nil, bearer, nil)
+	html := adminDo(t, srv, http.MethodGet, "/admin/payments/stripe/pi_life", nil, page, nil)
 	for _, want := range []string{"Lifecycle", "partially_refunded", "version 3", "evt_refund", "dispute_opened", "(cumulative)",
 		"payment.recorded", "payment.refunded", "payment.dispute.opened"} {
-		if page.status != http.StatusOK || !strings.Contains(page.body, want) {
-			t.Errorf("page %d lacks %q", page.status, want)
+		if html.status != http.StatusOK || !strings.Contains(html.body, want) {
+			t.Errorf("page %d lacks %q", html.status, want)
 		}
 	}
 	asJSON := map[string]string{"Authorization": bearer["Authorization"], "Accept": "application/json"}

@@ -35,19 +35,19 @@ type resolveRequest struct {
 	Note   string `json:"note"`
 }
 
-func (a *Admin) mountReview() {
-	a.mux.HandleFunc("GET /admin/review", a.reviewList)
-	a.mux.HandleFunc("/admin/review", problem.MethodNotAllowed(http.MethodGet))
-	a.mux.HandleFunc("GET /admin/review/{id}", a.reviewItem)
-	a.mux.HandleFunc("/admin/review/{id}", problem.MethodNotAllowed(http.MethodGet))
-	a.mux.HandleFunc("POST /admin/review/{id}/resolve", a.reviewResolve)
-	a.mux.HandleFunc("/admin/review/{id}/resolve", problem.MethodNotAllowed(http.MethodPost))
-}
-
 // reviewList answers GET /admin/review[?kind=K][&all=true]: the open items
 // (all: resolved ones too), oldest first.
 func (a *Admin) reviewList(w http.ResponseWriter, r *http.Request) {
-	f := store.ReviewFilter{Kind: store.ReviewKind(r.URL.Query().Get("kind")), All: r.URL.Query().Get("all") == "true"}
+	q := r.URL.Query()
+	if err := knownParams(q, "kind", "all"); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if all := q.Get("all"); all != "" && all != "true" && all != "false" {
+		problem.Write(w, badParam("all", "all must be true or false"))
+		return
+	}
+	f := store.ReviewFilter{Kind: store.ReviewKind(q.Get("kind")), All: q.Get("all") == "true"}
 	if f.Kind != "" && !slices.Contains(store.ReviewKinds, f.Kind) {
 		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "kind",
 			"kind must be mismatch, disbursement, forward or lifecycle"))

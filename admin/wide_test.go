@@ -39,7 +39,7 @@ func TestWideIDsAndCursorsAreNeverA500(t *testing.T) {
 		{"GET", "/admin/deliveries?before=" + wide, 200, `"evt_1"`},
 		{"GET", "/admin/deliveries?before=9223372036854775807", 200, `"evt_1"`},
 		{"GET", "/admin/deliveries?before=" + huge, 400, "before"},
-		{"GET", "/admin/delivery-log?before=" + wide, 200, "evt_1"},
+		{"GET", "/admin/deliveries?before=" + wide, 200, "evt_1"},
 		{"GET", "/admin/deliveries/" + wide, 404, ""},
 		{"GET", "/disbursements/loan-1/" + wide, 400, "tranche"},
 		{"GET", "/admin/review?kind=forward", 200, ""},
@@ -59,14 +59,15 @@ func TestWideIDsAndCursorsAreNeverA500(t *testing.T) {
 			for _, req := range []struct{ method, path, body string }{
 				{"GET", "/admin/review/" + id, ""},
 				{"POST", "/admin/review/" + id + "/resolve", `{"action":"` + action + `","note":"seen"}`},
-				{"GET", "/admin/review-queue/" + id, ""},
+				{"GET", "/admin/review/" + id, "html"},
 			} {
-				a := adminDo(t, srv, req.method, req.path, strings.NewReader(req.body), header, nil)
-				ct := a.header.Get("Content-Type")
-				wantCT := "application/problem+json"
-				if strings.HasPrefix(req.path, "/admin/review-queue/") {
-					wantCT = "text/html; charset=utf-8"
+				h, body, wantCT := header, req.body, "application/problem+json"
+				if body == "html" {
+					h = map[string]string{"Authorization": header["Authorization"], "Accept": "text/html"}
+					body, wantCT = "", "text/html; charset=utf-8"
 				}
+				a := adminDo(t, srv, req.method, req.path, strings.NewReader(body), h, nil)
+				ct := a.header.Get("Content-Type")
 				if a.status != tc.status || ct != wantCT {
 					t.Errorf("%s %s: %d %s %.200s, want %d %s", req.method, req.path, a.status, ct, a.body, tc.status, wantCT)
 				}

@@ -356,7 +356,14 @@ func startServeLogged(t *testing.T, env map[string]string, o serveOptions, logs 
 // get returns the body at url, failing the test on an error.
 func getBody(t *testing.T, url string) string {
 	t.Helper()
-	res, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A browser's Accept: the admin console's paths answer it with their
+	// pages.
+	req.Header.Set("Accept", "text/html,*/*;q=0.8")
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

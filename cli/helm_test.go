@@ -299,26 +299,7 @@ func checkHelmRender(t *testing.T, render string, objs map[string]k8sObject, ima
 			}
 		}
 	}
-	if !k8sSelects(svcSel.Spec.Selector, pod.Metadata.Labels) || k8sSelects(svcSel.Spec.Selector, job.Spec.Template.Metadata.Labels) {
-		t.Errorf("Service selector %v: must select the replicas %v and not the Job %v", svcSel.Spec.Selector, pod.Metadata.Labels, job.Spec.Template.Metadata.Labels)
-	}
-	svcPorts := map[string]bool{}
-	for _, p := range svc.Spec.Ports {
-		if _, ok := ports[p.TargetPort]; !ok {
-			t.Errorf("Service port %s targets %q, no container port of that name", p.Name, p.TargetPort)
-		}
-		svcPorts[p.Name] = true
-	}
-	if !svcPorts["http"] || !svcPorts["metrics"] {
-		t.Errorf("Service ports %v, want http and metrics", svc.Spec.Ports)
-	}
-	pdb := k8sGet(t, objs, "PodDisruptionBudget/paylock")
-	if !k8sSelects(pdb.Spec.Selector.MatchLabels, pod.Metadata.Labels) || k8sSelects(pdb.Spec.Selector.MatchLabels, job.Spec.Template.Metadata.Labels) {
-		t.Errorf("PDB selector %v must select the replicas only", pdb.Spec.Selector.MatchLabels)
-	}
-	if m := pdb.Spec.MinAvailable; m == nil || *m < 1 || dep.Spec.Replicas == nil || *m >= *dep.Spec.Replicas {
-		t.Errorf("PDB minAvailable: want at least 1 and fewer than the replicas (or no drain could proceed)")
-	}
+	k8sCheckServiceAndPDB(t, objs, svcSel.Spec.Selector, dep, job, ports)
 	if sm, ok := objs["ServiceMonitor/paylock"]; ok {
 		if !k8sSelects(sm.Spec.Selector.MatchLabels, svc.Metadata.Labels) || len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" || sm.Spec.Endpoints[0].Path != "/metrics" {
 			t.Errorf("ServiceMonitor must select the Service %v and scrape its metrics port", svc.Metadata.Labels)

@@ -192,6 +192,40 @@ func k8sGet(t *testing.T, objs map[string]k8sObject, key string) k8sObject {
 	return o
 }
 
+// k8sCheckServiceAndPDB checks what the plain manifests and the Helm chart
+// must both get right: the Service (whose selector is svcSelector) and the
+// PodDisruptionBudget select the Deployment's replicas and not the
+// migration Job's pod; every Service port targets a container port of
+// dep's (ports, by name), among them http and metrics; the PDB leaves at
+// least one replica up and lets a drain proceed. It returns the Service's
+// port names.
+func k8sCheckServiceAndPDB(t *testing.T, objs map[string]k8sObject, svcSelector map[string]string, dep, job k8sObject, ports map[string]int) map[string]bool {
+	t.Helper()
+	pod, jobPod := dep.Spec.Template.Metadata.Labels, job.Spec.Template.Metadata.Labels
+	if !k8sSelects(svcSelector, pod) || k8sSelects(svcSelector, jobPod) {
+		t.Errorf("Service selector %v: must select the replicas %v and not the Job %v", svcSelector, pod, jobPod)
+	}
+	svc := k8sGet(t, objs, "Service/paylock")
+	svcPorts := map[string]bool{}
+	for _, p := range svc.Spec.Ports {
+		if _, ok := ports[p.TargetPort]; !ok {
+			t.Errorf("Service port %s targets %q, no container port of that name", p.Name, p.TargetPort)
+		}
+		svcPorts[p.Name] = true
+	}
+	if !svcPorts["http"] || !svcPorts["metrics"] {
+		t.Errorf("Service ports %v, want http and metrics", svc.Spec.Ports)
+	}
+	pdb := k8sGet(t, objs, "PodDisruptionBudget/paylock")
+	if !k8sSelects(pdb.Spec.Selector.MatchLabels, pod) || k8sSelects(pdb.Spec.Selector.MatchLabels, jobPod) {
+		t.Errorf("PDB selector %v must select the replicas only", pdb.Spec.Selector.MatchLabels)
+	}
+	if m := pdb.Spec.MinAvailable; m == nil || *m < 1 || dep.Spec.Replicas == nil || *m >= *dep.Spec.Replicas {
+		t.Errorf("PDB minAvailable: want at least 1 and fewer than the replicas (or no drain could proceed)")
+	}
+	return svcPorts
+}
+
 func k8sSelects(selector, labels map[string]string) bool {
 	if len(selector) == 0 {
 		return false
@@ -437,26 +471,7 @@ func TestKubernetesManifestsAgreeWithTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	svcSelector = svcRaw.Spec.Selector
-	if !k8sSelects(svcSelector, pod.Metadata.Labels) || k8sSelects(svcSelector, job.Spec.Template.Metadata.Labels) {
-		t.Errorf("Service selector %v: must select the replicas %v and not the Job %v", svcSelector, pod.Metadata.Labels, job.Spec.Template.Metadata.Labels)
-	}
-	svcPorts := map[string]bool{}
-	for _, p := range svc.Spec.Ports {
-		if _, ok := ports[p.TargetPort]; !ok {
-			t.Errorf("Service port %s targets %q, no container port of that name", p.Name, p.TargetPort)
-		}
-		svcPorts[p.Name] = true
-	}
-	if !svcPorts["http"] || !svcPorts["metrics"] {
-		t.Errorf("Service ports %v, want http and metrics", svc.Spec.Ports)
-	}
-	pdb := k8sGet(t, objs, "PodDisruptionBudget/paylock")
-	if !k8sSelects(pdb.Spec.Selector.MatchLabels, pod.Metadata.Labels) || k8sSelects(pdb.Spec.Selector.MatchLabels, job.Spec.Template.Metadata.Labels) {
-		t.Errorf("PDB selector %v must select the replicas only", pdb.Spec.Selector.MatchLabels)
-	}
-	if m := pdb.Spec.MinAvailable; m == nil || *m < 1 || dep.Spec.Replicas == nil || *m >= *dep.Spec.Replicas {
-		t.Errorf("PDB minAvailable: want at least 1 and fewer than the replicas (or no drain could proceed)")
-	}
+	svcPorts := k8sCheckServiceAndPDB(t, objs, svcSelector, dep, job, ports)
 	sm := k8sGet(t, objs, "ServiceMonitor/paylock")
 	if !k8sSelects(sm.Spec.Selector.MatchLabels, svc.Metadata.Labels) || len(sm.Spec.Endpoints) != 1 || !svcPorts[sm.Spec.Endpoints[0].Port] {
 		t.Errorf("ServiceMonitor must select the Service %v and scrape its metrics port", svc.Metadata.Labels)

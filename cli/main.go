@@ -4,24 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 )
-
-// Version is paylock's version as "paylock version" prints it: cmd/paylock
-// sets it from -ldflags "-X main.version=..."; empty, it is the module's
-// version from the build information, else "dev".
-var Version = ""
-
-func buildVersion() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 const mainUsage = `paylock: exactly-once payment webhooks behind an efficiency lock.
 
@@ -55,7 +39,7 @@ Usage:
                             (exit 1 when one was missing or differs)
   paylock sign [flags]      sign a body from stdin as a PSP would (headers or a curl command)
   paylock healthcheck       exit 0 when the local replica answers /healthz (container health checks)
-  paylock version           print the version
+  paylock version [--json]  print the version, commit, commit time and dirty flag of the build
 
 Every flag has an environment variable; run "paylock serve -h" for the list.
 `
@@ -95,8 +79,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 	}
 	switch args[0] {
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "paylock", buildVersion())
-		return exitOK
+		return runVersion(stdout, stderr, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, mainUsage)
 		return exitOK

@@ -61,7 +61,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, ln, mln net.Lis
 	if err := s.startAdmin(ctx); err != nil {
 		return err
 	}
-	logger.Info("paylock listening", slog.String("url", "http://"+ln.Addr().String()), slog.String("version", buildVersion()), slog.Any("config", cfg))
+	logger.Info("paylock listening", slog.String("url", "http://"+ln.Addr().String()), slog.String("version", currentVersion().String()), slog.Any("config", cfg))
 	return s.serveUntilDone(ctx, srv, ln, &inflight)
 }
 
@@ -181,15 +181,31 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	}
 	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens, Verified: verified,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
-		Payments: s.st.Payments(), Deliveries: s.st.Deliveries(),
+		Payments: s.st.Payments(), Deliveries: s.st.Deliveries(), ReplayDelivery: s.replayDelivery,
 		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Hosts: cfg.Hosts, Logger: s.logger}), s.logger, s.cfg.Server.MaxHeaderBytes)
 	go asrv.Serve(aln)
 	s.later(func() { asrv.Close() })
 	if cfg.Token == "" && len(cfg.Tokens) == 0 {
 		s.logger.Warn("admin listener without PAYLOCK_ADMIN_TOKEN: anyone who can reach this loopback address can use it", slog.String("addr", aln.Addr().String()))
 	}
-	s.logger.Info("admin listening", slog.String("url", "http://"+aln.Addr().String()+"/"))
+	base := "http://" + aln.Addr().String()
+	s.logger.Info("admin listening", slog.String("console", base+admin.ConsolePath), slog.String("api", base+admin.APIBase+"/"))
 	return nil
+}
+
+// replayDelivery runs a kept delivery through the pipeline again, as
+// "paylock deliveries replay --id" does, and notes the result on it. A
+// result the pipeline could not confirm is an error wrapping
+// store.ErrUnavailable.
+func (s *serving) replayDelivery(ctx context.Context, d store.Delivery) (admin.DeliveryReplay, error) {
+	result, detail, recorded := replayOne(ctx, s.h, d, false)
+	if err := s.st.Deliveries().MarkReplayed(ctx, d.ID, result, recorded); err != nil {
+		return admin.DeliveryReplay{}, err
+	}
+	if result == "error" {
+		return admin.DeliveryReplay{}, fmt.Errorf("%w: replaying delivery %d: %s", store.ErrUnavailable, d.ID, detail)
+	}
+	return admin.DeliveryReplay{Result: result, Detail: detail, Recorded: recorded}, nil
 }
 
 // serveUntilDone serves srv on ln until ctx is cancelled, then shuts it

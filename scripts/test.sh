@@ -6,10 +6,12 @@
 # are stopped on exit), then go vet, a gofmt check, and go test -race.
 # Extra arguments go to go test (default ./...).
 #
-# Without arguments it also runs the nested modules' tests, then fuzzes every
-# fuzz target of the main module for PAYLOCK_FUZZTIME (default 3s) each, one
-# at a time (go test -fuzz takes one target of one package), the targets
-# found by go test -list; it prints the phase's time.
+# Without arguments it also runs the nested modules' tests, builds the
+# release assets (scripts/release.sh) and the OCI image (scripts/image.sh),
+# printing each one's time, then fuzzes every fuzz target of the main module
+# for PAYLOCK_FUZZTIME (default 3s) each, one at a time (go test -fuzz takes
+# one target of one package), the targets found by go test -list; it prints
+# the phase's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/services.sh
@@ -118,5 +120,15 @@ if [[ $# -eq 0 ]]; then
   (cd deploy/validate && GOFLAGS=-mod=mod go test -count=1 ./...)
   echo "== bench (the load generator's own tests; the benchmarks run with make bench)"
   (cd bench && GOFLAGS=-mod=mod go vet ./... && GOFLAGS=-mod=mod go test -count=1 ./...)
+  # The release assets and the image, built and checked as a release makes
+  # them (docs/releasing.md): a cold arm64 build takes minutes once, then
+  # the build cache is warm. image.sh skips (exit 0) where neither buildah
+  # nor podman is installed, unless CI=true.
+  for step in release image; do
+    echo "== scripts/$step.sh"
+    t0=$SECONDS
+    PAYLOCK_IMAGE_CLEAN=true "scripts/$step.sh"
+    echo "== scripts/$step.sh took $((SECONDS - t0))s"
+  done
   fuzz_all
 fi

@@ -83,7 +83,7 @@ const env = (k) => {
 
     // The console: no JavaScript, plain forms, the same session.
     const txID = env('UI_CHECK_PAYMENT');
-    await page.goto(`${admin}/admin/`);
+    await page.goto(`${admin}/admin/payments`);
     await page.fill('input[name=event_id]', env('UI_CHECK_EVENT'));
     res = await Promise.all([page.waitForNavigation(), page.click('form.search button[type=submit]')]).then(([r]) => r);
     if (res.status() !== 200) throw new Error(`console search: ${res.status()}`);
@@ -92,7 +92,7 @@ const env = (k) => {
       throw new Error(`console search by event id: ${rows} rows, want the one payment ${txID}`);
     }
     // Then all of the source's payments, for the screenshot.
-    await page.goto(`${admin}/admin/?source=payments&since=1h`);
+    await page.goto(`${admin}/admin/payments?source=payments&since=1h`);
     if ((await page.locator('tbody tr').count()) < 2) throw new Error('console search by source: fewer than 2 rows');
     await page.screenshot({ path: path.join(out, 'console-search.png'), fullPage: true });
     console.log(`ui-check: console search found ${txID} by its event id: wrote ${path.join(out, 'console-search.png')}`);
@@ -131,8 +131,12 @@ const env = (k) => {
     }
     console.log('ui-check: the replay POST without the CSRF token: 403');
 
-    // The review queue: the list, one item, its resolve form.
-    await page.goto(`${admin}/admin/review-queue`);
+    // The review queue: the list, one item, its resolve form. The old
+    // path still leads there (308).
+    res = await page.goto(`${admin}/admin/review-queue`);
+    if (res.status() !== 200 || new URL(page.url()).pathname !== '/admin/review') {
+      throw new Error(`the old review queue path: ${res.status()} at ${page.url()}, want /admin/review`);
+    }
     const items = await page.locator('tbody tr').count();
     if (items < 2) throw new Error(`review queue: ${items} items, want the 2 mismatches`);
     await page.screenshot({ path: path.join(out, 'console-review.png'), fullPage: true });
@@ -147,9 +151,16 @@ const env = (k) => {
     }
     await page.screenshot({ path: path.join(out, 'console-review-resolved.png'), fullPage: true });
     console.log(`ui-check: resolved ${page.url()} from the form (${await notice.innerText()}): wrote ${path.join(out, 'console-review-resolved.png')}`);
-    await page.goto(`${admin}/admin/review-queue`);
+    await page.goto(`${admin}/admin/review`);
     const left = await page.locator('tbody tr').count();
     if (left !== items - 1) throw new Error(`review queue after the resolution: ${left} items, want ${items - 1}`);
+
+    // The disbursements of the approved loans.
+    res = await page.goto(`${admin}/admin/disbursements`);
+    const loans = await page.locator('tbody tr').count();
+    if (res.status() !== 200 || loans < 3) throw new Error(`disbursements page: ${res.status()}, ${loans} rows, want the 3 loans`);
+    await page.screenshot({ path: path.join(out, 'console-disbursements.png'), fullPage: true });
+    console.log(`ui-check: disbursements page with ${loans} rows: wrote ${path.join(out, 'console-disbursements.png')}`);
   } finally {
     await context.close();
   }

@@ -13,13 +13,15 @@
 # then retries the discarded job from the page (River UI's POST with the
 # session cookie must pass the same-origin check). It also records two
 # payments whose forwards go to an unreachable receiver (retrying forward
-# jobs), one with a hostile body, and loads the admin console (/admin/)
-# through the same session: a search with a result (docs/img/console-search.png)
+# jobs), one with a hostile body, and loads the admin console
+# (/admin/payments) through the same session: a search with a result
+# (docs/img/console-search.png)
 # and one payment with its forward job (docs/img/console-payment.png), then
 # replays the forward through the console's form (its CSRF token). Two
 # mismatching redeliveries fill the review queue: the console lists them
 # (docs/img/console-review.png) and resolves one through its form
-# (docs/img/console-review-resolved.png).
+# (docs/img/console-review-resolved.png); the approved loans' disbursements
+# (docs/img/console-disbursements.png).
 #
 # Needs Go, psql, Node.js with npm, and Chromium (installed with apt-get when
 # missing and running as root).

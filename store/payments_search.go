@@ -8,7 +8,7 @@ import (
 )
 
 // The admin console's payment search: payments found by transaction id,
-// event id, or source and time range (indexed by migration 00009).
+// event id, or source and time range (indexed by migrations 00009 and 00014).
 
 // MaxSearchLimit bounds PaymentSearch.Limit; DefaultSearchLimit is its
 // default.

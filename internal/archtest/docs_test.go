@@ -15,16 +15,6 @@ import (
 // the rest belongs in docs/.
 const readmeMaxLines = 300
 
-// pendingPages are pages the README links that other work adds: they may
-// be missing until it lands. Remove an entry once its page exists.
-var pendingPages = []string{
-	"LICENSE",
-	"CHANGELOG.md",
-	"docs/install.md",
-	"docs/releasing.md",
-	"docs/admin-api.md",
-}
-
 // checkedPages are README.md and every Markdown page of docs/.
 func checkedPages(t *testing.T, root string) []string {
 	t.Helper()
@@ -58,7 +48,6 @@ func TestTheReadmeIsShort(t *testing.T) {
 // that its #anchor, if any, is a heading of the page it names.
 func TestEveryDocLinkResolves(t *testing.T) {
 	root := moduleRoot(t)
-	var pending []string
 	for _, page := range checkedPages(t, root) {
 		text := readText(t, filepath.Join(root, page))
 		for _, target := range links(text) {
@@ -71,10 +60,6 @@ func TestEveryDocLinkResolves(t *testing.T) {
 				resolved = filepath.ToSlash(filepath.Join(filepath.Dir(page), file))
 			}
 			if _, err := os.Stat(filepath.Join(root, resolved)); err != nil {
-				if slices.Contains(pendingPages, resolved) {
-					pending = append(pending, page+" → "+resolved)
-					continue
-				}
 				t.Errorf("%s links %q: %s does not exist", page, target, resolved)
 				continue
 			}
@@ -85,9 +70,6 @@ func TestEveryDocLinkResolves(t *testing.T) {
 				t.Errorf("%s links %q: %s has no heading with the anchor #%s", page, target, resolved, anchor)
 			}
 		}
-	}
-	if len(pending) > 0 {
-		t.Logf("links to pending pages, allowed until they land (pendingPages):\n\t%s", strings.Join(pending, "\n\t"))
 	}
 }
 

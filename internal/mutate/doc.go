@@ -1,5 +1,5 @@
-// Command mutate checks that paylock's tests fail when the code is wrong
-// (issue #36). Each entry of its table (mutations.go) names a guarantee, a
+// Command mutate checks that paylock's tests fail when the code is wrong.
+// Each entry of its table (mutations.go) names a guarantee, a
 // file, an exact snippet of that file, the snippet's wrong replacement and
 // the tests that must notice. For each, mutate swaps the changed file in
 // with go test -overlay (no copy of the module, nothing on disk changes),

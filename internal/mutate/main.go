@@ -20,7 +20,7 @@ import (
 type Mutation struct {
 	// ID names it in the report and for -run.
 	ID string
-	// Why says which guarantee it breaks (and the issue item, if any).
+	// Why says which guarantee it breaks.
 	Why string
 	// File is the file to change, relative to the module root.
 	File string

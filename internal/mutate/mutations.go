@@ -4,11 +4,11 @@ package main
 // snippets are today's code; when a change moves one, TestEverySnippetIsFoundOnce
 // fails in that change's go test, and the entry is rewritten with it.
 var mutations = []Mutation{
-	// Recording a payment: the single-row path (issue #36 item 1 and the
+	// Recording a payment: the single-row path (and the
 	// confirming read that only an accident caught).
 	{
 		ID:   "single-mismatch-as-duplicate",
-		Why:  "#36 item 1: the single-row path answers a mismatching redelivery as a duplicate",
+		Why:  "the single-row path answers a mismatching redelivery as a duplicate",
 		File: "store/payments.go",
 		Snippet: "\trec, err = s.recordSingle(ctx, p, fn)\n\tif errors.Is(err, errConflict) {\n" +
 			"\t\treturn s.confirmConflictFunc(ctx, p, fn)\n\t}\n",
@@ -20,7 +20,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:   "single-no-confirming-read",
-		Why:  "#36: the single-row path takes a conflict for a duplicate without reading the stored row",
+		Why:  "the single-row path takes a conflict for a duplicate without reading the stored row",
 		File: "store/payments.go",
 		Snippet: "\tif errors.Is(err, errConflict) {\n" +
 			"\t\treturn s.confirmConflictFunc(ctx, p, fn)\n\t}\n\treturn rec, err\n}\n",
@@ -31,7 +31,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "batch-stored-row-answered-recorded",
-		Why:         "#36: a batch row the arbiter held is answered recorded, without the confirming read",
+		Why:         "a batch row the arbiter held is answered recorded, without the confirming read",
 		File:        "store/payments_batch.go",
 		Snippet:     "\t\t\tr.answer(batchResult{next: batchConflict})\n",
 		Replacement: "\t\t\tr.answer(batchResult{rec: r.p})\n",
@@ -117,7 +117,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:   "event-lease-before-commit",
-		Why:  "#36 item 2: RecordEvent commits after the lease was lost",
+		Why:  "RecordEvent commits after the lease was lost",
 		File: "store/lifecycle.go",
 		Snippet: "\tif err == nil {\n\t\tif cause := leaseCause(ctx); cause != nil {\n" +
 			"\t\t\terr = fmt.Errorf(\"%w: record event: not committed: %w\", ErrUnavailable, cause)\n\t\t}\n\t}\n",
@@ -196,7 +196,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "fold-dispute-tie-lost",
-		Why:         "#36 item 4: two dispute outcomes of one stage and date: lost wins instead of won",
+		Why:         "two dispute outcomes of one stage and date: lost wins instead of won",
 		File:        "lifecycle/lifecycle.go",
 		Snippet:     "\t\treturn a.Kind == DisputeWon\n",
 		Replacement: "\t\treturn a.Kind == DisputeLost\n",
@@ -212,7 +212,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "event-amount-not-compared",
-		Why:         "#36 item 3: a redelivered event id with another amount is a duplicate",
+		Why:         "a redelivered event id with another amount is a duplicate",
 		File:        "store/lifecycle.go",
 		Snippet:     "\tdiffer(\"amount\", strconv.FormatInt(stored.Amount, 10), strconv.FormatInt(e.Amount, 10))\n",
 		Replacement: "\tdiffer(\"amount\", strconv.FormatInt(stored.Amount, 10), strconv.FormatInt(stored.Amount, 10))\n",
@@ -221,18 +221,18 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "event-currency-not-compared",
-		Why:         "#36 item 3: a redelivered event id in another currency is a duplicate",
+		Why:         "a redelivered event id in another currency is a duplicate",
 		File:        "store/lifecycle.go",
 		Snippet:     "\tdiffer(\"currency\", stored.Currency, e.Currency)\n",
 		Replacement: "",
 		Packages:    []string{"./store/"},
 		Run:         "TestARedeliveredEventIDIsComparedWhole",
 	},
-	// Sinks, telemetry, admin and the delivery log (issue #36 items 5 to 8):
+	// Sinks, telemetry, admin and the delivery log:
 	// their killing tests come with those items' own changes.
 	{
 		ID:          "kafka-acks-one",
-		Why:         "#36 item 5: Kafka with acks=1 and idempotence off",
+		Why:         "Kafka with acks=1 and idempotence off",
 		File:        "forward/kafka.go",
 		Snippet:     "\t\tkgo.RequiredAcks(kgo.AllISRAcks()),",
 		Replacement: "\t\tkgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),",
@@ -241,7 +241,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "sampler-ratio-ignored",
-		Why:         "#36 item 6: parentbased_traceidratio ignores its ratio",
+		Why:         "parentbased_traceidratio ignores its ratio",
 		File:        "telemetry/telemetry.go",
 		Snippet:     "\t\treturn sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.SamplerArg))\n",
 		Replacement: "\t\treturn sdktrace.ParentBased(sdktrace.AlwaysSample())\n",
@@ -249,7 +249,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "sampler-always-off-samples",
-		Why:         "#36 item 6: always_off samples everything",
+		Why:         "always_off samples everything",
 		File:        "telemetry/telemetry.go",
 		Snippet:     "\tcase \"always_off\":\n\t\treturn sdktrace.NeverSample()\n",
 		Replacement: "\tcase \"always_off\":\n\t\treturn sdktrace.AlwaysSample()\n",
@@ -257,7 +257,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "admin-over-refunded-false",
-		Why:         "#36 item 7: the admin API's over_refunded is always false",
+		Why:         "the admin API's over_refunded is always false",
 		File:        "admin/payment.go",
 		Snippet:     "OverRefunded: p.OverRefunded,",
 		Replacement: "OverRefunded: false,",
@@ -266,7 +266,7 @@ var mutations = []Mutation{
 	},
 	{
 		ID:          "delivery-log-cap-zero-keeps",
-		Why:         "#36 item 8: PAYLOCK_DELIVERY_LOG_CAP=0 no longer means keep none",
+		Why:         "PAYLOCK_DELIVERY_LOG_CAP=0 no longer means keep none",
 		File:        "cli/deliveries.go",
 		Snippet:     "\tif cfg.DeliveryLog.Cap == 0 {\n\t\treturn nil\n\t}\n",
 		Replacement: "\tif cfg.DeliveryLog.Cap < 0 {\n\t\treturn nil\n\t}\n",
