@@ -183,7 +183,13 @@ func printFlags(w io.Writer, cmd string) {
 	for _, k := range (&Config{}).concerns() {
 		fmt.Fprintf(w, "\n%s:\n", k.title())
 		if len(k.settings()) == 0 {
-			fmt.Fprintf(w, "  see the README's Tracing section\n")
+			for _, v := range otelVariables {
+				def := v.def
+				if def == "" {
+					def = `""`
+				}
+				fmt.Fprintf(w, "  %-53s %s (default %s)\n", v.name, v.usage, def)
+			}
 		}
 		for _, s := range k.settings() {
 			def := s.def

@@ -26,16 +26,20 @@ func commandPaths() []string {
 	return out
 }
 
-// TestTheReadmeListsEveryCommand keeps the README's table of commands and
-// the command table of main.go the same, both ways.
-func TestTheReadmeListsEveryCommand(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// commandReference is the page whose "## Commands" table lists every
+// command (the README links it).
+const commandReference = "../docs/operations.md"
+
+// TestTheCommandReferenceListsEveryCommand keeps the command table of
+// docs/operations.md and the command table of main.go the same, both ways.
+func TestTheCommandReferenceListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(commandReference)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "### Commands\n")
+	_, section, ok := strings.Cut(string(b), "\n## Commands\n")
 	if !ok {
-		t.Fatal("README.md has no ### Commands section")
+		t.Fatalf("%s has no ## Commands section", commandReference)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	row := regexp.MustCompile("(?m)^\\| `paylock ([a-z ]+)` \\|")
@@ -47,12 +51,44 @@ func TestTheReadmeListsEveryCommand(t *testing.T) {
 	want := commandPaths()
 	for _, c := range want {
 		if !slices.Contains(listed, c) {
-			t.Errorf("README.md's command table lacks paylock %s", c)
+			t.Errorf("%s's command table lacks paylock %s", commandReference, c)
 		}
 	}
 	for _, c := range listed {
 		if !slices.Contains(want, c) {
-			t.Errorf("README.md lists paylock %s, which is no command", c)
+			t.Errorf("%s lists paylock %s, which is no command", commandReference, c)
 		}
+	}
+}
+
+// TestTheReadmeStartsWithRunAndTest keeps the README's first commands the
+// two that work on a fresh machine: "make run" and "make test", both
+// targets of the Makefile, and "make test" the command CI runs.
+func TestTheReadmeStartsWithRunAndTest(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	_, block, _ := strings.Cut(read("../README.md"), "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	var cmds []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		cmds = append(cmds, strings.TrimSpace(cmd))
+	}
+	if !slices.Equal(cmds, []string{"make run", "make test"}) {
+		t.Errorf("README.md's first commands are %q, want make run and make test", cmds)
+	}
+	makefile := read("../Makefile")
+	for _, target := range []string{"run", "test"} {
+		if !regexp.MustCompile(`(?m)^` + target + `:`).MatchString(makefile) {
+			t.Errorf("the Makefile has no %s target", target)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^phase "make test" make test$`).MatchString(read("../.ci/run")) {
+		t.Error(".ci/run does not run make test, the README's test command")
 	}
 }

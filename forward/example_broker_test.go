@@ -13,7 +13,7 @@ import (
 // A consumer of the payments paylock forwards to nats://…/paylock.payments
 // (stream PAYMENTS): a durable JetStream consumer that handles each
 // webhook-id once, however often it arrives, and acks after handling. (The
-// README's example; it is compiled here, not run.)
+// example in docs/brokers.md; it is compiled here, not run.)
 func Example_natsConsumer() {
 	nc, err := nats.Connect("nats://127.0.0.1:4222")
 	if err != nil {
@@ -45,7 +45,7 @@ func Example_natsConsumer() {
 // consumer group that handles each webhook-id once (a record may come
 // twice: a forward retried after its record was written) and commits after
 // handling. A payment's records share its key, source:transaction_id, so
-// they come in order. (The README's example; compiled here, not run.)
+// they come in order. (The example in docs/brokers.md; compiled here, not run.)
 func Example_kafkaConsumer() {
 	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:9092"), kgo.ConsumeTopics("payments"),
 		kgo.ConsumerGroup("ledger"), kgo.DisableAutoCommit())

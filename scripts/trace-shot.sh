@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Usage: scripts/trace-shot.sh   (make trace-shot)
 #
-# The README's trace screenshot: runs cli's end-to-end tracing test
+# docs/tracing.md's trace screenshot: runs cli's end-to-end tracing test
 # (TestServeExportsADeliverysTraceOverOTLP: paylock serve exporting over
 # OTLP/HTTP to a receiver the test starts, one signed delivery), which
 # writes the delivery's trace as an HTML timeline (internal/otlpsink), then

@@ -1,5 +1,5 @@
 // Command paylock receives payment webhooks and records each payment exactly
-// once. Its commands live in package cli; see the README for them and
+// once. Its commands live in package cli; see docs/operations.md for them and
 // their configuration.
 package main
 

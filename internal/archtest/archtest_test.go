@@ -457,24 +457,6 @@ func TestTheDiagramIsTheCodesImports(t *testing.T) {
 	}
 }
 
-// TestTheReadmeDrawsTheSameDiagram keeps the README's picture of the
-// packages the same as this page's.
-func TestTheReadmeDrawsTheSameDiagram(t *testing.T) {
-	root := moduleRoot(t)
-	d, r := readDoc(t, root), readPage(t, root, "README.md")
-	sortEdges := func(es [][2]string) []string {
-		var out []string
-		for _, e := range es {
-			out = append(out, e[0]+" --> "+e[1])
-		}
-		slices.Sort(out)
-		return out
-	}
-	if got, want := sortEdges(r.edges), sortEdges(d.edges); !slices.Equal(got, want) {
-		t.Errorf("README.md's diagram differs from %s's:\nREADME: %v\ndoc:    %v", docPath, got, want)
-	}
-}
-
 func (d doc) supportPackages(t *testing.T) []string {
 	t.Helper()
 	var out []string

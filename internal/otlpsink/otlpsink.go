@@ -2,7 +2,7 @@
 // loopback port (HTTP, and gRPC on request), decodes every
 // ExportTraceServiceRequest it is sent, keeps the spans, and renders them
 // as a self-contained HTML timeline page (one bar per span, indented by
-// depth, with durations and key attributes), which the README's trace
+// depth, with durations and key attributes), which docs/tracing.md's trace
 // screenshot is taken of.
 package otlpsink
 

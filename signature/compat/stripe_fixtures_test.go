@@ -35,6 +35,17 @@ func TestStripeFixturesAreStripeEvents(t *testing.T) {
 				}
 				knownKeys(t, "data.object", raw, pi)
 			}},
+		// The README's Stripe quick start sends this one (examples/stripe).
+		{"../../../examples/stripe/payment_intent.succeeded.json", stripe.EventTypePaymentIntentSucceeded, "evt_3QsampleXpi7Ky2Lq0W1rT9mZ",
+			func(t *testing.T, raw json.RawMessage) {
+				var pi stripe.PaymentIntent
+				mustUnmarshal(t, raw, &pi)
+				if pi.ID != "pi_3QsampleXpi7Ky2Lq0W1rT9mZ" || pi.Object != "payment_intent" || pi.AmountReceived != 4999 ||
+					pi.Currency != stripe.CurrencyUSD || pi.Status != stripe.PaymentIntentStatusSucceeded {
+					t.Errorf("PaymentIntent = %s %s %d %s %s", pi.ID, pi.Object, pi.AmountReceived, pi.Currency, pi.Status)
+				}
+				knownKeys(t, "data.object", raw, pi)
+			}},
 		{"charge.succeeded.json", stripe.EventTypeChargeSucceeded, "evt_3QpaylockCH0001",
 			func(t *testing.T, raw json.RawMessage) {
 				var ch stripe.Charge
