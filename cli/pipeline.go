@@ -44,11 +44,7 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 	}
 	out := make([]handler.Source, 0, len(specs))
 	for _, spec := range specs {
-		src := handler.Source{Name: spec.Name, Provider: spec.Adapter}
-		if spec.Builtin && spec.Name == "payments" {
-			src = handler.PaymentsSource(nil)
-		}
-		src.Settings = spec.Settings
+		src := sourceShape(spec)
 		if src.BasicAuth, err = basicAuthOf(spec, getenv); err != nil {
 			return nil, forward.Routes{}, err
 		}
@@ -87,14 +83,22 @@ func pipelineSources(cfg Config) ([]handler.Source, forward.Routes, error) {
 	}
 	out := make([]handler.Source, 0, len(specs))
 	for _, spec := range specs {
-		src := handler.Source{Name: spec.Name, Provider: spec.Adapter}
-		if spec.Builtin && spec.Name == "payments" {
-			src = handler.PaymentsSource(nil)
-		}
-		src.Settings = spec.Settings
-		out = append(out, src)
+		out = append(out, sourceShape(spec))
 	}
 	return out, routes, nil
+}
+
+// sourceShape is spec's handler source without a verifier or basic
+// authentication: its name, adapter and settings. The built-in payments
+// source is the handler's own (handler.PaymentsSource: its lock keys are
+// those of paylock's first releases).
+func sourceShape(spec sourceSpec) handler.Source {
+	src := handler.Source{Name: spec.Name, Provider: spec.Adapter}
+	if spec.Builtin && spec.Name == "payments" {
+		src = handler.PaymentsSource(nil)
+	}
+	src.Settings = spec.Settings
+	return src
 }
 
 // sourceVerifier is spec's signature check, with how many secrets it
