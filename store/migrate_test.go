@@ -202,8 +202,8 @@ func TestSourceMigrationRunsUnderConcurrentInsertsOfThePreviousVersion(t *testin
 	if def := txIDConstraintDef(t, admin); def != "UNIQUE (source, transaction_id)" {
 		t.Errorf("%s is %q, want UNIQUE (source, transaction_id)", txIDConstraint, def)
 	}
-	if n := testkit.Count(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass`); n != 5 {
-		t.Errorf("%d indexes on payments, want 5 (the primary key, %s and 00009's three search indexes)", n, txIDConstraint)
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass`); n != 8 {
+		t.Errorf("%d indexes on payments, want 8 (the primary key, %s, 00009's two remaining search indexes and 00014's four listing indexes)", n, txIDConstraint)
 	}
 	if n := testkit.Count(t, admin, `SELECT count(*) FROM payments`); n != oldRows+newIDs {
 		t.Errorf("%d rows, want %d old and %d new", n, oldRows, newIDs)
@@ -271,8 +271,8 @@ func TestSourceMigrationReplacesAnIndexLeftByAFailedBuild(t *testing.T) {
 	if def := txIDConstraintDef(t, admin); def != "UNIQUE (source, transaction_id)" {
 		t.Errorf("%s is %q, want UNIQUE (source, transaction_id)", txIDConstraint, def)
 	}
-	if n := testkit.Count(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass AND indisvalid`); n != 5 {
-		t.Errorf("%d valid indexes on payments, want 5 (with 00009's three)", n)
+	if n := testkit.Count(t, admin, `SELECT count(*) FROM pg_index WHERE indrelid = 'payments'::regclass AND indisvalid`); n != 8 {
+		t.Errorf("%d valid indexes on payments, want 8 (with 00009's two remaining and 00014's four)", n)
 	}
 }
 
