@@ -6,7 +6,7 @@ require (
 	github.com/paylock/paylock v0.0.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/rivertype v0.51.2
-	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
+	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
 	github.com/stripe/stripe-go/v82 v82.5.1
 )
 
