@@ -70,8 +70,12 @@ func reconcilable(sources []handler.Source, name string) (handler.Source, error)
 // h: its provider's API at PAYLOCK_STRIPE_API_URL with STRIPE_API_KEY.
 func reconciler(cfg Config, src handler.Source, h *handler.Handler, dryRun bool) (reconcile.Payments, error) {
 	p, _ := provider.Lookup(src.Provider)
+	url, key, err := apiOf(cfg, src)
+	if err != nil {
+		return reconcile.Payments{}, err
+	}
 	l, err := p.(provider.Lister).NewLister(provider.ListerConfig{
-		Source: src.Name, Settings: src.Settings, URL: cfg.Reconcile.StripeURL, Key: cfg.Reconcile.stripeKey,
+		Source: src.Name, Settings: src.Settings, URL: url, Key: key,
 	})
 	if err != nil {
 		return reconcile.Payments{}, fmt.Errorf("source %q: %w", src.Name, err)
@@ -137,8 +141,10 @@ func (o *reconcilePaymentsOpts) Validate(cfg *Config) error {
 	if o.src, err = reconcilable(sources, o.source); err != nil {
 		return err
 	}
-	if cfg.Reconcile.stripeKey == "" {
-		return errors.New("STRIPE_API_KEY is required: the secret key events are listed with")
+	if _, key, err := apiOf(*cfg, o.src); err != nil {
+		return err
+	} else if key == "" {
+		return errors.New("STRIPE_API_KEY is required (or the source's api_key_env): the secret key events are listed with")
 	}
 	return nil
 }
