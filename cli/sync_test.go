@@ -418,7 +418,12 @@ func TestJanitorSyncsAPaymentStuckAuthorizedOnTheRiverLeader(t *testing.T) {
 		}
 		return s
 	}
-	testkit.WaitFor(t, 30*time.Second, "the janitor's sync of pi_stuck", func() bool { return status("pi_stuck") == "succeeded" })
+	testkit.WaitFor(t, 30*time.Second, "the janitor's first run", func() bool {
+		return testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = 'sync_unsettled_payments' AND state = 'completed'`) > 0
+	})
+	if s := status("pi_stuck"); s != "succeeded" {
+		t.Errorf("pi_stuck: %s, want succeeded (synced)", s)
+	}
 	if s := status("pi_recent"); s != "authorized" {
 		t.Errorf("pi_recent: %s, want authorized (changed within PAYLOCK_SYNC_PENDING_AFTER)", s)
 	}
