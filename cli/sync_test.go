@@ -431,3 +431,34 @@ func TestJanitorSyncsAPaymentStuckAuthorizedOnTheRiverLeader(t *testing.T) {
 		t.Errorf("pi_stuck: %d forward jobs, want its payment.recorded", f)
 	}
 }
+
+// TestACanceledPaymentIntentSyncedThenNotifiedChangesItsPaymentOnce: the
+// sync's event (sync:<pi>:canceled) and the webhook's (evt_...) are two
+// events of the payment, which fold to one state change: one message.
+func TestACanceledPaymentIntentSyncedThenNotifiedChangesItsPaymentOnce(t *testing.T) {
+	t.Parallel()
+	e := setupSync(t)
+	s := startServe(t, e.env, serveOptions{admin: true})
+	p := fakestripe.Payment{ID: "pi_void", Amount: 2500, Currency: "jpy", Created: time.Now()}
+	pi := fakestripe.PaymentIntent(p, "canceled")
+	e.api.PutPaymentIntent(pi)
+	status, a, raw := adminPost(t, s.admin+"/admin/api/v1/payments/stripe/pi_void/sync", nil)
+	if status != 200 || a.Result != "processed" || a.Payment == nil || a.Payment.Status != "canceled" {
+		t.Fatalf("sync: %d %s; want processed, canceled", status, raw)
+	}
+	webhook, err := json.Marshal(map[string]any{"id": "evt_void", "object": "event", "type": "payment_intent.canceled",
+		"created": time.Now().Unix(), "livemode": false, "data": map[string]any{"object": json.RawMessage(pi)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, res, err := e.webhook(s.base, webhook); err != nil || status != 200 {
+		t.Fatalf("the webhook: %d %q %v", status, res, err)
+	}
+	status, a, raw = adminPost(t, s.admin+"/admin/api/v1/payments/stripe/pi_void/sync", nil)
+	if status != 200 || a.Result != "duplicate" || a.Payment == nil || a.Payment.Status != "canceled" || len(a.Payment.Events) != 2 {
+		t.Errorf("a second sync: %d %s; want duplicate, canceled, the sync's and the webhook's events", status, raw)
+	}
+	if f := e.forwards(t, "pi_void"); f != 1 {
+		t.Errorf("pi_void: %d forward jobs, want 1 (payment.canceled once)", f)
+	}
+}
