@@ -462,3 +462,38 @@ func TestACanceledPaymentIntentSyncedThenNotifiedChangesItsPaymentOnce(t *testin
 		t.Errorf("pi_void: %d forward jobs, want 1 (payment.canceled once)", f)
 	}
 }
+
+// TestReconcilePaymentsTakesTheSourcesAPIKeyAndURL: a source with
+// api_key_env and api_url is reconciled with that key at that URL, without
+// STRIPE_API_KEY or PAYLOCK_STRIPE_API_URL; an empty api_key_env variable
+// is refused, naming it.
+func TestReconcilePaymentsTakesTheSourcesAPIKeyAndURL(t *testing.T) {
+	t.Parallel()
+	e := setupStripeReconcile(t)
+	e.payment(t, "pi_missing", 4200, 0, time.Now().Add(-time.Hour))
+	srv := httptest.NewServer(e.api)
+	t.Cleanup(srv.Close)
+	file := `
+sources:
+  stripe:
+    adapter: stripe
+    signature: stripe
+    secrets_env: STRIPE_WEBHOOK_SECRETS
+    events: [payment_intent.succeeded]
+    api_key_env: STRIPE_SHOP_KEY
+    api_url: ` + srv.URL + `
+`
+	if err := os.WriteFile(e.env["PAYLOCK_SOURCES_FILE"], []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	delete(e.env, "STRIPE_API_KEY")
+	e.env["PAYLOCK_STRIPE_API_URL"] = "http://127.0.0.1:1" // not this one
+	e.env["STRIPE_SHOP_KEY"] = ""
+	if code, _, errOut := e.run(t); code != 2 || !strings.Contains(errOut, "STRIPE_SHOP_KEY (api_key_env) is empty") {
+		t.Errorf("an empty api_key_env variable: exit %d, want 2 naming it\n%s", code, errOut)
+	}
+	e.env["STRIPE_SHOP_KEY"] = stripeKey
+	if code, out, _ := e.run(t); code != 1 || !strings.Contains(out, "recorded_now  pi_missing") {
+		t.Errorf("with the source's key and URL: exit %d, want 1 recording pi_missing\n%s", code, out)
+	}
+}
