@@ -51,6 +51,10 @@ type Config struct {
 	// events (see payment.go); with the console, the payment page shows
 	// the events as a timeline. Nil leaves them out.
 	Payments PaymentStates
+	// Sync, when set with Payments, serves
+	// POST /admin/api/v1/payments/{source}/{transaction_id}/sync and
+	// POST /admin/api/v1/payments/{source}/confirm (see sync.go).
+	Sync PaymentSync
 	// Deliveries serves the delivery log under APIBase, and with the
 	// console its pages (see deliveries.go); nil leaves them out.
 	Deliveries DeliveryLog

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/review"
 	"github.com/paylock/paylock/store"
 )
@@ -81,10 +83,54 @@ func startAPI(t *testing.T) *apiFixture {
 			f.replayed = append(f.replayed, d.ID)
 			return admin.DeliveryReplay{Result: "processed", Recorded: true}, nil
 		},
+		Sync:     docSync{st},
 		Forwards: map[string]string{"stripe": forward.DefaultDestination, "adyen": forward.DefaultDestination}})
 	f.srv = httptest.NewServer(f.admin)
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// docSync stands for the providers' APIs in the documented examples: a
+// sync of a stripe payment finds it succeeded for 700 EUR, a confirm of
+// an adyen one records the pspReference it names for 1000 EUR; both
+// record as the pipeline would (a payment already stored is "duplicate",
+// whatever its amount), and any other source is the pipeline's no-sync
+// problem.
+type docSync struct{ st *store.Store }
+
+func (d docSync) record(ctx context.Context, p store.Payment) (admin.SyncOutcome, error) {
+	p.Payload = []byte(`{"id":"` + p.EventID + `"}`)
+	if stored, err := d.st.Payments().Payment(ctx, p.Source, p.TransactionID); err == nil {
+		p.Amount, p.Currency = stored.Amount, stored.Currency
+	}
+	_, err := d.st.Payments().RecordPaymentForwarded(ctx, p, forward.DefaultDestination)
+	out := admin.SyncOutcome{Result: "processed", TransactionID: p.TransactionID}
+	if errors.Is(err, store.ErrDuplicate) {
+		out.Result, err = "duplicate", nil
+	}
+	return out, err
+}
+
+func (d docSync) Sync(ctx context.Context, source, txID string) (admin.SyncOutcome, error) {
+	if source != "stripe" {
+		return admin.SyncOutcome{}, problem.New(http.StatusUnprocessableEntity, "no-sync", "Cannot sync this source", "source",
+			"source "+strconv.Quote(source)+" has no status API to sync from: a stripe source with its api_key_env set")
+	}
+	out, err := d.record(ctx, store.Payment{Source: source, TransactionID: txID, Amount: 700, Currency: "EUR", EventID: "sync:" + txID + ":succeeded"})
+	out.ProviderStatus = "succeeded"
+	return out, err
+}
+
+func (d docSync) Confirm(ctx context.Context, source string, answer []byte) (admin.SyncOutcome, error) {
+	var a struct {
+		PSP string `json:"pspReference"`
+	}
+	if source != "adyen" || json.Unmarshal(answer, &a) != nil || a.PSP == "" {
+		return admin.SyncOutcome{}, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "pspReference", "pspReference is required")
+	}
+	out, err := d.record(ctx, store.Payment{Source: source, TransactionID: a.PSP, Amount: 1000, Currency: "EUR", EventID: a.PSP + ":AUTHORISATION"})
+	out.ProviderStatus = "Authorised"
+	return out, err
 }
 
 // get GETs path with the bearer header and extra headers.

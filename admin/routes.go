@@ -141,6 +141,10 @@ func (a *Admin) mountPayments() {
 	if a.cfg.Payments != nil {
 		a.handle("GET "+api+"/payments", a.paymentList)
 		a.handle("GET "+api+"/payments/{source}/{transaction_id}", a.paymentJSON)
+		if a.cfg.Sync != nil {
+			a.handle("POST "+api+"/payments/{source}/{transaction_id}/sync", a.paymentSync)
+			a.handle("POST "+api+"/payments/{source}/confirm", a.paymentConfirm)
+		}
 	}
 	old := deprecated("/admin/payments", api+"/payments", a.paymentJSON)
 	switch {
@@ -234,6 +238,13 @@ func (a *Admin) mountMethodNotAllowed() {
 		allowed[path] = append(allowed[path], method)
 	}
 	for _, path := range paths {
+		if path == APIBase+"/payments/{source}/confirm" {
+			// A method-less pattern here would overlap GET
+			// .../payments/{source}/{transaction_id} with neither more
+			// specific (ServeMux panics); another method on it gets that
+			// path's 405.
+			continue
+		}
 		a.mux.HandleFunc(path, problem.MethodNotAllowed(strings.Join(allowed[path], ", ")))
 	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"log/slog"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -12,6 +14,11 @@ type ReconcileConfig struct {
 	Interval  time.Duration // PAYLOCK_RECONCILE_INTERVAL: serve's periodic job; 0 is off
 	Window    time.Duration // PAYLOCK_RECONCILE_WINDOW: how far back the periodic job looks
 	StripeURL string        // PAYLOCK_STRIPE_API_URL
+	// SyncPendingAfter is the janitor's age (PAYLOCK_SYNC_PENDING_AFTER):
+	// a payment of a source with a status API still pending or authorized
+	// this long after its last change is synced; 0 is off.
+	SyncPendingAfter time.Duration
+	SyncRate         float64 // PAYLOCK_SYNC_RATE: the janitor's provider calls per second, at most
 
 	stripeKey string // STRIPE_API_KEY; never printed
 }
@@ -41,6 +48,27 @@ func (c *ReconcileConfig) settings() []setting {
 			}},
 		{env: "PAYLOCK_RECONCILE_WINDOW", flag: "reconcile-window", def: "72h", usage: "how far back the periodic reconciliation lists the provider's events",
 			parse: durationAtLeast(&c.Window, time.Minute)},
+		{env: "PAYLOCK_SYNC_PENDING_AFTER", flag: "sync-pending-after", def: "0", usage: "sync from the provider's API, on the River leader, each payment of a source with a status API (a stripe source with api_key_env) still pending or authorized this long after its last change, such as 1h or 2d; 0: off",
+			parse: func(v string) error {
+				d, err := parseDuration(v)
+				if err != nil {
+					return err
+				}
+				if d < 0 || d != 0 && d < time.Minute {
+					return errors.New("must be 0 (off) or at least 1m")
+				}
+				c.SyncPendingAfter = d
+				return nil
+			}},
+		{env: "PAYLOCK_SYNC_RATE", flag: "sync-rate", def: "5", usage: "how many payments per second the PAYLOCK_SYNC_PENDING_AFTER janitor syncs at most (provider API calls)",
+			parse: func(v string) error {
+				r, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(r) || r <= 0 || r > 1000 {
+					return errors.New("must be a number of payments per second above 0 and at most 1000, such as 5 or 0.5")
+				}
+				c.SyncRate = r
+				return nil
+			}},
 	}
 }
 
@@ -52,5 +80,7 @@ func (c *ReconcileConfig) logAttrs() []slog.Attr {
 		slog.Duration("reconcile_window", c.Window),
 		slog.String("stripe_api_url", redactURL(c.StripeURL)),
 		slog.Bool("stripe_api_key_set", c.stripeKey != ""),
+		slog.Duration("sync_pending_after", c.SyncPendingAfter),
+		slog.Float64("sync_rate", c.SyncRate),
 	}
 }

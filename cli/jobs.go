@@ -40,6 +40,9 @@ type jobObservers struct {
 	// reconcile is serve's periodic reconciliation (reconcileWorker); nil:
 	// none.
 	reconcile *reconcile.Worker
+	// janitor syncs unsettled payments (PAYLOCK_SYNC_PENDING_AFTER); nil:
+	// none.
+	janitor *reconcile.Janitor
 }
 
 // jobsConfig is the one River client of a process: the payout queue when
@@ -90,6 +93,11 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 	}
 	if obs.reconcile != nil {
 		if err := obs.reconcile.AddTo(rcfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	if obs.janitor != nil {
+		if err := obs.janitor.AddTo(rcfg); err != nil {
 			return nil, nil, err
 		}
 	}

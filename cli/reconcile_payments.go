@@ -70,8 +70,12 @@ func reconcilable(sources []handler.Source, name string) (handler.Source, error)
 // h: its provider's API at PAYLOCK_STRIPE_API_URL with STRIPE_API_KEY.
 func reconciler(cfg Config, src handler.Source, h *handler.Handler, dryRun bool) (reconcile.Payments, error) {
 	p, _ := provider.Lookup(src.Provider)
+	url, key, err := apiOf(cfg, src)
+	if err != nil {
+		return reconcile.Payments{}, err
+	}
 	l, err := p.(provider.Lister).NewLister(provider.ListerConfig{
-		Source: src.Name, Settings: src.Settings, URL: cfg.Reconcile.StripeURL, Key: cfg.Reconcile.stripeKey,
+		Source: src.Name, Settings: src.Settings, URL: url, Key: key,
 	})
 	if err != nil {
 		return reconcile.Payments{}, fmt.Errorf("source %q: %w", src.Name, err)
@@ -137,8 +141,10 @@ func (o *reconcilePaymentsOpts) Validate(cfg *Config) error {
 	if o.src, err = reconcilable(sources, o.source); err != nil {
 		return err
 	}
-	if cfg.Reconcile.stripeKey == "" {
-		return errors.New("STRIPE_API_KEY is required: the secret key events are listed with")
+	if _, key, err := apiOf(*cfg, o.src); err != nil {
+		return err
+	} else if key == "" {
+		return errors.New("STRIPE_API_KEY is required (or the source's api_key_env): the secret key events are listed with")
 	}
 	return nil
 }
@@ -218,8 +224,8 @@ func printPaymentsReport(w, counts io.Writer, source string, from time.Time, rep
 
 // reconcileWorker is serve's periodic reconciliation
 // (PAYLOCK_RECONCILE_INTERVAL) of every source whose provider lists its
-// events (stripe), through h; nil when the interval is off, or there is no
-// such source or no STRIPE_API_KEY (logged).
+// events (stripe), through h; nil when the interval is off, or no such
+// source has a key (STRIPE_API_KEY or its api_key_env; logged).
 func reconcileWorker(cfg Config, sources []handler.Source, h *handler.Handler, reg prometheus.Registerer, logger *slog.Logger) *reconcile.Worker {
 	if cfg.Reconcile.Interval == 0 {
 		return nil
@@ -230,6 +236,10 @@ func reconcileWorker(cfg Config, sources []handler.Source, h *handler.Handler, r
 		if _, err := reconcilable(sources, s.Name); err != nil {
 			continue
 		}
+		if _, key, err := apiOf(cfg, s); err == nil && key == "" {
+			logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set without STRIPE_API_KEY or the source's api_key_env: the source is not reconciled", slog.String("source", s.Name))
+			continue
+		}
 		run, err := reconciler(cfg, s, h, false)
 		if err != nil {
 			logger.Warn("a source cannot be reconciled", slog.String("source", s.Name), slog.Any("error", err))
@@ -238,12 +248,8 @@ func reconcileWorker(cfg Config, sources []handler.Source, h *handler.Handler, r
 		runs[s.Name] = run
 		names = append(names, s.Name)
 	}
-	switch {
-	case len(runs) == 0:
-		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set, but no source has adapter " + orList(listers()) + ": nothing to reconcile")
-		return nil
-	case cfg.Reconcile.stripeKey == "":
-		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set without STRIPE_API_KEY: the stripe sources are not reconciled", slog.Any("sources", names))
+	if len(runs) == 0 {
+		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set, but no source of adapter " + orList(listers()) + " has an API key: nothing to reconcile")
 		return nil
 	}
 	logger.Info("reconciling payments periodically on the River leader", slog.Any("sources", names),

@@ -17,6 +17,7 @@ import (
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/payout"
+	"github.com/paylock/paylock/reconcile"
 	"github.com/paylock/paylock/store"
 )
 
@@ -78,6 +79,7 @@ type serving struct {
 	reg     *prometheus.Registry
 	conns   *connCollector // the webhook and admin listeners' connections
 	h       *handler.Handler
+	sync    *reconcile.Sync // the admin API's sync and confirm, and the janitor's
 	closers []func()
 }
 
@@ -144,8 +146,11 @@ func (s *serving) startPipeline(ctx context.Context) error {
 	if s.h, err = newPipeline(cfg, s.logger, s.sources, s.st, lk, metrics, checks); err != nil {
 		return err
 	}
+	if s.sync, err = paymentSync(cfg, s.sources, s.h, s.logger); err != nil {
+		return err
+	}
 	stopJobs, err := startJobs(ctx, cfg, s.st, s.logger, jobObservers{payout: payoutAttempts.Observe, forward: forwards.Observe,
-		reconcile: reconcileWorker(cfg, s.sources, s.h, s.reg, s.logger)})
+		reconcile: reconcileWorker(cfg, s.sources, s.h, s.reg, s.logger), janitor: janitor(cfg, s.sync, s.st.Payments(), s.logger)})
 	if err != nil {
 		return err
 	}
@@ -181,7 +186,7 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	}
 	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens, Verified: verified,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
-		Payments: s.st.Payments(), Deliveries: s.st.Deliveries(), ReplayDelivery: s.replayDelivery,
+		Payments: s.st.Payments(), Sync: syncAdmin{s.sync}, Deliveries: s.st.Deliveries(), ReplayDelivery: s.replayDelivery,
 		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Hosts: cfg.Hosts, Logger: s.logger}), s.logger, s.cfg.Server.MaxHeaderBytes)
 	go asrv.Serve(aln)
 	s.later(func() { asrv.Close() })

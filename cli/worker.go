@@ -42,15 +42,20 @@ func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Lis
 	defer st.Close()
 	reg := newWorkerRegistry(st)
 	obs := jobObservers{payout: payout.NewMetrics(reg).Observe, forward: forward.NewMetrics(reg).Observe}
-	if cfg.Reconcile.Interval > 0 {
+	if cfg.Reconcile.Interval > 0 || cfg.Reconcile.SyncPendingAfter > 0 {
 		// River's leader may be this process: it schedules the periodic
-		// reconciliation only if it has it too.
+		// reconciliation and the janitor only if it has them too.
 		h, sources, closeRedis, err := openPipeline(cfg, st, logger)
 		if err != nil {
 			return err
 		}
 		defer closeRedis()
 		obs.reconcile = reconcileWorker(cfg, sources, h, reg, logger)
+		sy, err := paymentSync(cfg, sources, h, logger)
+		if err != nil {
+			return err
+		}
+		obs.janitor = janitor(cfg, sy, st.Payments(), logger)
 	}
 	rcfg, closeSinks, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
 	if err != nil {

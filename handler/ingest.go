@@ -62,7 +62,18 @@ func (h *Handler) Replay(ctx context.Context, source string, body []byte, signat
 	return h.ingest(ctx, source, body, signatureID, " (replayed)")
 }
 
-// ingest is Ingest and Replay: how is added to the log line's message.
+// Sync records a body of source built from the provider's answer about one
+// payment (its status API's, or its synchronous answer the shop's backend
+// confirmed) through the steps Ingest takes: the source's adapter, the
+// payment's lock, the insert under the lease, the record hooks. how
+// ("synced", "confirmed") marks its log line. Whichever of a sync and the
+// payment's webhook comes first records; the other finds it recorded
+// ("duplicate"). It returns Ingest's errors.
+func (h *Handler) Sync(ctx context.Context, source string, body []byte, how string) (IngestResult, error) {
+	return h.ingest(ctx, source, body, "", " ("+how+")")
+}
+
+// ingest is Ingest, Replay and Sync: how is added to the log line's message.
 func (h *Handler) ingest(ctx context.Context, source string, body []byte, headerID, how string) (IngestResult, error) {
 	src, ok := h.sources[source]
 	if !ok {

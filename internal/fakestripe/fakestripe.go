@@ -1,5 +1,9 @@
-// Package fakestripe is a fake of the part of Stripe's API paylock's
-// reconciliation reads: GET /v1/events (https://docs.stripe.com/api/events/list),
+// Package fakestripe is a fake of the parts of Stripe's API paylock's
+// reconciliation and sync read: GET /v1/payment_intents/{id}
+// (https://docs.stripe.com/api/payment_intents/retrieve: a PaymentIntent
+// stored with PutPaymentIntent, else the data.object of the newest
+// payment_intent.* event of that id, else 404 resource_missing), and
+// GET /v1/events (https://docs.stripe.com/api/events/list),
 // newest first, filtered by type (type, or types[] / types[0]...) and created[gte] /
 // created[gt], paginated by limit (default 10, at most 100) and
 // starting_after, answered as stripe-go's stripe.EventList:
@@ -88,13 +92,89 @@ type API struct {
 
 	mu       sync.Mutex
 	events   []event // newest first
+	intents  map[string]json.RawMessage
 	requests int
+}
+
+// PaymentIntent is the PaymentIntent of p in status (succeeded,
+// requires_capture, canceled, processing...), shaped as the data.object
+// of provider/stripe/samples/payment_intent.succeeded.json; amount_received
+// is p.Amount only when it succeeded.
+func PaymentIntent(p Payment, status string) json.RawMessage {
+	var ev map[string]any
+	if err := json.Unmarshal(build(paymentIntentFixture, p, "amount"), &ev); err != nil {
+		panic("fakestripe: " + err.Error())
+	}
+	obj := ev["data"].(map[string]any)["object"].(map[string]any)
+	obj["status"] = status
+	obj["amount_received"] = 0
+	obj["amount_capturable"] = 0
+	switch status {
+	case "succeeded":
+		obj["amount_received"] = p.Amount
+	case "requires_capture":
+		obj["amount_capturable"] = p.Amount
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		panic("fakestripe: " + err.Error())
+	}
+	return b
+}
+
+// PutPaymentIntent stores pi (a PaymentIntent object with its id) as
+// GET /v1/payment_intents/{id} answers it, replacing an earlier one.
+func (a *API) PutPaymentIntent(pi json.RawMessage) {
+	var head struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(pi, &head); err != nil || head.ID == "" {
+		panic(fmt.Sprintf("fakestripe: not a PaymentIntent: %s", pi))
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.intents == nil {
+		a.intents = map[string]json.RawMessage{}
+	}
+	a.intents[head.ID] = pi
+}
+
+// paymentIntent answers GET /v1/payment_intents/{id}.
+func (a *API) paymentIntent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	a.mu.Lock()
+	pi, ok := a.intents[id]
+	if !ok {
+		for _, e := range a.events { // newest first
+			var ev struct {
+				Data struct {
+					Object json.RawMessage `json:"object"`
+				} `json:"data"`
+			}
+			var obj struct {
+				ID string `json:"id"`
+			}
+			if strings.HasPrefix(e.Type, "payment_intent.") && json.Unmarshal(e.raw, &ev) == nil &&
+				json.Unmarshal(ev.Data.Object, &obj) == nil && obj.ID == id {
+				pi, ok = ev.Data.Object, true
+				break
+			}
+		}
+	}
+	a.mu.Unlock()
+	if !ok {
+		stripeError(w, http.StatusNotFound, "invalid_request_error", "No such payment_intent: '"+id+"'")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(pi)
 }
 
 // New returns a fake that accepts the secret key key.
 func New(key string) *API {
 	a := &API{key: key, mux: http.NewServeMux()}
 	a.mux.HandleFunc("GET /v1/events", a.list)
+	a.mux.HandleFunc("GET /v1/payment_intents/{id}", a.paymentIntent)
 	return a
 }
 

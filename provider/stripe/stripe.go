@@ -89,7 +89,11 @@ func (Provider) Schemes() []signature.Scheme {
 // capture mode: its events say whether money was held
 // (amount_capturable_updated) or taken (payment_intent.succeeded's
 // amount_received, charge.captured).
-func (Provider) Keys() []string { return []string{"events"} }
+//
+// api_key_env and api_url are its status API's (sync): the environment
+// variable holding the secret key, and the base URL (default
+// https://api.stripe.com).
+func (Provider) Keys() []string { return []string{"events", provider.KeyAPIKeyEnv, provider.KeyAPIURL} }
 
 // New returns the adapter of s's events, or a *provider.SettingError for
 // events that are not a list of the known types, empty or repeated.
@@ -112,7 +116,10 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 
 // eventTypes are the event types settings name, or the default.
 func eventTypes(s provider.Settings) ([]string, error) {
-	if err := s.Only("events"); err != nil {
+	if err := s.Only("events", provider.KeyAPIKeyEnv, provider.KeyAPIURL); err != nil {
+		return nil, err
+	}
+	if err := checkAPI(s); err != nil {
 		return nil, err
 	}
 	raw, ok := s["events"]

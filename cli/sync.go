@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/paylock/paylock/admin"
+	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/reconcile"
+	"github.com/paylock/paylock/store"
+)
+
+// apiOf is the status API of src, a source whose provider has one (stripe):
+// its base URL (api_url, else PAYLOCK_STRIPE_API_URL) and its secret key
+// (the variable api_key_env names, else STRIPE_API_KEY; "" when neither
+// is set). A set api_key_env whose variable is empty is an error naming
+// the variable, never its value.
+func apiOf(cfg Config, src handler.Source) (url, key string, err error) {
+	url, key = cfg.Reconcile.StripeURL, cfg.Reconcile.stripeKey
+	if raw, ok := src.Settings[provider.KeyAPIURL]; ok {
+		if err := json.Unmarshal(raw, &url); err != nil {
+			return "", "", fmt.Errorf("source %q: %s: want a URL", src.Name, provider.KeyAPIURL)
+		}
+	}
+	if raw, ok := src.Settings[provider.KeyAPIKeyEnv]; ok {
+		var name string
+		if err := json.Unmarshal(raw, &name); err != nil {
+			return "", "", fmt.Errorf("source %q: %s: want a variable name", src.Name, provider.KeyAPIKeyEnv)
+		}
+		getenv := cfg.getenv
+		if getenv == nil {
+			getenv = func(string) string { return "" }
+		}
+		if key = getenv(name); key == "" {
+			return "", "", fmt.Errorf("source %q: %s (%s) is empty: it must hold the provider's secret API key", src.Name, name, provider.KeyAPIKeyEnv)
+		}
+	}
+	return url, key, nil
+}
+
+// paymentSync is the sync of sources through h: a status API for each
+// source whose provider has one (provider.Syncer) and a key for it
+// (apiOf), the confirmed answers of each whose provider takes them
+// (provider.Confirmer).
+func paymentSync(cfg Config, sources []handler.Source, h *handler.Handler, logger *slog.Logger) (*reconcile.Sync, error) {
+	s := &reconcile.Sync{Handler: h, Fetchers: map[string]provider.Fetcher{}, Confirmers: map[string]reconcile.Confirmer{}}
+	for _, src := range sources {
+		s.Sources = append(s.Sources, src.Name)
+		p, ok := provider.Lookup(src.Provider)
+		if !ok {
+			continue
+		}
+		if c, ok := p.(provider.Confirmer); ok {
+			s.Confirmers[src.Name] = reconcile.Confirmer{Provider: c, Settings: src.Settings}
+		}
+		sy, ok := p.(provider.Syncer)
+		if !ok {
+			continue
+		}
+		url, key, err := apiOf(cfg, src)
+		if err != nil {
+			return nil, err
+		}
+		if key == "" {
+			logger.Debug("a source without an API key is not synced", slog.String("source", src.Name))
+			continue
+		}
+		f, err := sy.NewFetcher(provider.ListerConfig{Source: src.Name, Settings: src.Settings, URL: url, Key: key})
+		if err != nil {
+			return nil, fmt.Errorf("source %q: %w", src.Name, err)
+		}
+		s.Fetchers[src.Name] = f
+	}
+	return s, nil
+}
+
+// syncAdmin is s as the admin API's PaymentSync.
+type syncAdmin struct{ s *reconcile.Sync }
+
+func (a syncAdmin) Sync(ctx context.Context, source, txID string) (admin.SyncOutcome, error) {
+	r, err := a.s.Payment(ctx, source, txID)
+	return outcomeOf(r), err
+}
+
+func (a syncAdmin) Confirm(ctx context.Context, source string, answer []byte) (admin.SyncOutcome, error) {
+	r, err := a.s.Confirm(ctx, source, answer)
+	return outcomeOf(r), err
+}
+
+func outcomeOf(r reconcile.SyncResult) admin.SyncOutcome {
+	return admin.SyncOutcome{Result: r.Result, TransactionID: r.Ref, ProviderStatus: r.ProviderStatus}
+}
+
+// janitor is serve's and the worker's sync of unsettled payments
+// (PAYLOCK_SYNC_PENDING_AFTER); nil when that is off, or no source has a
+// status API (logged).
+func janitor(cfg Config, s *reconcile.Sync, payments *store.Payments, logger *slog.Logger) *reconcile.Janitor {
+	if cfg.Reconcile.SyncPendingAfter == 0 {
+		return nil
+	}
+	if len(s.Fetchers) == 0 {
+		logger.Warn("PAYLOCK_SYNC_PENDING_AFTER is set, but no source has a status API (a stripe source with api_key_env, or STRIPE_API_KEY): nothing to sync")
+		return nil
+	}
+	logger.Info("syncing unsettled payments periodically on the River leader",
+		slog.Duration("pending_after", cfg.Reconcile.SyncPendingAfter), slog.Float64("rate", cfg.Reconcile.SyncRate))
+	return &reconcile.Janitor{Sync: s, Payments: payments, PendingAfter: cfg.Reconcile.SyncPendingAfter,
+		Rate: cfg.Reconcile.SyncRate, Logger: logger}
+}

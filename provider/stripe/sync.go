@@ -1,0 +1,168 @@
+package stripe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/paylock/paylock/provider"
+)
+
+// SyncEventPrefix starts the id of an event built from Stripe's API by
+// sync ("sync:pi_...:succeeded"), so that the payment's events say where
+// each came from. The id is the same for every sync of one PaymentIntent in
+// one status: syncing twice records the event once.
+const SyncEventPrefix = "sync:"
+
+// syncTypes are the event types a PaymentIntent's status is recorded as;
+// a status not here (processing, requires_action, requires_confirmation,
+// requires_payment_method without a failure) is not final.
+var syncTypes = map[string]string{
+	"succeeded":        "payment_intent.succeeded",
+	"requires_capture": "payment_intent.amount_capturable_updated",
+	"canceled":         "payment_intent.canceled",
+}
+
+// NewFetcher returns the fetcher of a stripe source: its PaymentIntents
+// from Stripe's API at cfg.URL with cfg.Key.
+func (Provider) NewFetcher(cfg provider.ListerConfig) (provider.Fetcher, error) {
+	if _, err := eventTypes(cfg.Settings); err != nil {
+		return nil, err
+	}
+	return fetcher{api: API{BaseURL: cfg.URL, Key: cfg.Key, HTTP: cfg.HTTP}, now: time.Now}, nil
+}
+
+type fetcher struct {
+	api API
+	now func() time.Time
+}
+
+// Fetch reads the PaymentIntent ref (GET /v1/payment_intents/{id}) and
+// returns it inside the event its status would have sent:
+// payment_intent.succeeded, payment_intent.amount_capturable_updated
+// (requires_capture), payment_intent.canceled, or
+// payment_intent.payment_failed (requires_payment_method with a
+// last_payment_error), with the id sync:<pi>:<status>. Any other status is
+// not final: a nil body.
+func (f fetcher) Fetch(ctx context.Context, ref string) ([]byte, string, error) {
+	raw, err := f.api.PaymentIntent(ctx, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	var pi struct {
+		ID               string          `json:"id"`
+		Object           string          `json:"object"`
+		Status           string          `json:"status"`
+		Livemode         bool            `json:"livemode"`
+		LastPaymentError json.RawMessage `json:"last_payment_error"`
+	}
+	if err := json.Unmarshal(raw, &pi); err != nil || pi.Object != "payment_intent" || pi.ID != ref {
+		return nil, "", fmt.Errorf("stripe: GET /v1/payment_intents/%s: the answer is not that PaymentIntent", ref)
+	}
+	typ, ok := syncTypes[pi.Status]
+	if !ok && pi.Status == "requires_payment_method" && len(pi.LastPaymentError) > 0 && string(pi.LastPaymentError) != "null" {
+		typ, ok = "payment_intent.payment_failed", true
+	}
+	if !ok {
+		return nil, pi.Status, nil
+	}
+	body, err := json.Marshal(map[string]any{
+		"id": SyncEventPrefix + pi.ID + ":" + pi.Status, "object": "event", "type": typ,
+		"created": f.now().Unix(), "livemode": pi.Livemode, "api_version": nil,
+		"data": map[string]json.RawMessage{"object": raw},
+	})
+	return body, pi.Status, err
+}
+
+// PaymentIntent returns the PaymentIntent id as Stripe's API answers it
+// (https://docs.stripe.com/api/payment_intents/retrieve): an error wrapping
+// provider.ErrNoSuchPayment for a 404, provider.ErrRefused for another
+// 4xx, or the error of a request that failed.
+func (c API) PaymentIntent(ctx context.Context, id string) (json.RawMessage, error) {
+	client := c.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	base := strings.TrimRight(c.BaseURL, "/")
+	if base == "" {
+		base = DefaultURL
+	}
+	what := "stripe: GET /v1/payment_intents/" + id
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/payment_intents/"+url.PathEscape(id), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	req.Header.Set("Accept", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		err := fmt.Errorf("%s: %s: %s", what, res.Status, e.Error.Message)
+		switch {
+		case res.StatusCode == http.StatusNotFound:
+			err = fmt.Errorf("%w: %w", provider.ErrNoSuchPayment, err)
+		case res.StatusCode >= 400 && res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests:
+			err = fmt.Errorf("%w: %w", provider.ErrRefused, err)
+		}
+		return nil, err
+	}
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("%s: the answer is not JSON", what)
+	}
+	return body, nil
+}
+
+// checkAPI checks the api_key_env and api_url settings: a variable name,
+// and an http(s) URL without credentials.
+func checkAPI(s provider.Settings) error {
+	if raw, ok := s[provider.KeyAPIKeyEnv]; ok {
+		var name string
+		if json.Unmarshal(raw, &name) != nil || !envName(name) {
+			return &provider.SettingError{Key: provider.KeyAPIKeyEnv, Err: errors.New("want the name of an environment variable holding the secret key (sk_...)")}
+		}
+	}
+	if raw, ok := s[provider.KeyAPIURL]; ok {
+		var v string
+		err := json.Unmarshal(raw, &v)
+		u := &url.URL{}
+		if err == nil {
+			u, err = url.Parse(v)
+		}
+		if err != nil || v == "" || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			return &provider.SettingError{Key: provider.KeyAPIURL, Err: errors.New("want an http(s) URL without credentials, such as " + DefaultURL)}
+		}
+	}
+	return nil
+}
+
+// envName reports whether s looks like an environment variable's name.
+func envName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
