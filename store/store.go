@@ -156,6 +156,7 @@ type Store struct {
 	review        *Review
 	outbox        *Outbox
 	deliveries    *Deliveries
+	orders        *Orders
 }
 
 // Open builds a connection pool from cfg and pings the server. Its errors wrap
@@ -230,6 +231,7 @@ func newStore(b *base, pooled bool) *Store {
 		review:        &Review{base: b, disbursements: disbursements},
 		outbox:        outbox,
 		deliveries:    &Deliveries{base: b},
+		orders:        &Orders{base: b, outbox: outbox},
 	}
 }
 
