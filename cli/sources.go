@@ -62,7 +62,11 @@ type sourceSpec struct {
 	Secrets    sourceSecrets     // never printed; a []string for the signature package (strings.Join(s.Secrets, ","))
 	Settings   provider.Settings // the provider's own keys from the file (events, fields, ...), as raw JSON
 	ForwardURL string            // this source's forward target; "": PAYLOCK_FORWARD_URL, if any
-	Builtin    bool              // payments, loans or payouts (possibly overridden by the file)
+	// OrderPointer is the file's orders.pointer: where this source's
+	// payments name their order; "" takes the adapter's default
+	// (orderPointer).
+	OrderPointer string
+	Builtin      bool // payments, loans or payouts (possibly overridden by the file)
 }
 
 // unsigned reports whether the source's deliveries are not verified.
@@ -86,6 +90,9 @@ func (s sourceSpec) LogValue() slog.Value {
 	}
 	if s.ForwardURL != "" {
 		attrs = append(attrs, slog.String("forward_url", forward.Redact(s.ForwardURL)))
+	}
+	if s.OrderPointer != "" {
+		attrs = append(attrs, slog.String("orders_pointer", s.OrderPointer))
 	}
 	return slog.GroupValue(attrs...)
 }
@@ -420,7 +427,7 @@ type rawSource struct {
 
 // commonKeys are the keys every source may have in the file; a provider
 // adds its own (provider.Provider.Keys).
-var commonKeys = []string{"adapter", "signature", "secrets_env", "forward_url"}
+var commonKeys = []string{"adapter", "signature", "secrets_env", "forward_url", "orders"}
 
 // sourceKeys are the keys a source of some adapter may have in the file:
 // the common keys and every registered provider's own.
@@ -540,6 +547,13 @@ func applySource(base sourceSpec, rs rawSource) (sourceSpec, *sourceError) {
 	if se := str("forward_url", &s.ForwardURL); se != nil {
 		return s, se
 	}
+	if raw, ok := rs.keys["orders"]; ok {
+		p, err := parseOrders(raw)
+		if err != nil {
+			return s, fail("orders", err)
+		}
+		s.OrderPointer = p
+	}
 	for k, raw := range rs.keys {
 		if !slices.Contains(commonKeys, k) {
 			if s.Settings == nil {
@@ -614,6 +628,9 @@ func checkSpec(s sourceSpec, newSource bool, cfg Config, rules *payload.Rules) *
 		if err := checkForwardURL(s.ForwardURL); err != nil {
 			return fail("forward_url", fmt.Errorf("%q: %v", forward.Redact(s.ForwardURL), err))
 		}
+	}
+	if s.OrderPointer != "" && (s.Adapter == handler.ProviderLoans || s.Adapter == handler.ProviderPayouts) {
+		return fail("orders", fmt.Errorf("the %s source records no payments, so none names an order", s.Adapter))
 	}
 	return nil
 }

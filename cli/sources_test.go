@@ -303,6 +303,12 @@ func TestBadSourcesFileIsOneLineNamingTheFileTheSourceAndTheField(t *testing.T) 
 		want   string // in the message
 	}{
 		{"unknown key", acmeWith("sigature: standard"), nil, "acme", "sigature", "unknown key"},
+		{"orders not a map", acmeWith("orders: /order_id"), nil, "acme", "orders", "want a map with one key, pointer"},
+		{"orders with another key", acmeWith("orders: {pointer: /order_id, path: /x}"), nil, "acme", "orders", "want a map with one key, pointer"},
+		{"orders without a pointer", acmeWith("orders: {}"), nil, "acme", "orders", "pointer: missing"},
+		{"orders pointer not a pointer", acmeWith("orders: {pointer: order_id}"), nil, "acme", "orders", "is not a JSON pointer"},
+		{"orders pointer at the whole body", acmeWith(`orders: {pointer: ""}`), nil, "acme", "orders", "pointer: missing"},
+		{"orders on the loans source", "sources: {loans: {orders: {pointer: /order_id}}}", nil, "loans", "orders", "records no payments"},
 		{"secrets in the file", acmeWith("secrets: whsec_c2VjcmV0LWluLWZpbGU="), nil, "acme", "secrets", "secrets never live in the file"},
 		{"unknown adapter", "sources: {acme: {adapter: paypal, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "adapter", `unknown adapter "paypal"`},
 		{"unknown scheme", "sources: {acme: {adapter: paylock, signature: hmac, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "signature", `unknown scheme "hmac"`},
