@@ -49,7 +49,7 @@ func TestWideIDsAndCursorsAreNeverA500(t *testing.T) {
 			t.Errorf("%s %s: %d %.200s, want %d with %q", tc.method, tc.path, a.status, a.body, tc.status, tc.contains)
 		}
 	}
-	for _, kind := range []string{"mismatch", "disbursement", "forward", "lifecycle"} {
+	for _, kind := range []string{"mismatch", "disbursement", "forward", "lifecycle", "order"} {
 		for _, tc := range []struct {
 			num    string
 			status int

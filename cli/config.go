@@ -31,6 +31,7 @@ type Config struct {
 	Admin     AdminConfig
 	Forward   ForwardConfig
 	Reconcile ReconcileConfig
+	Orders    OrdersConfig
 	Payout    PayoutConfig
 	Log       LogConfig
 	// DeliveryLog is the delivery log (config_deliveries.go).
@@ -57,7 +58,7 @@ type concern interface {
 
 // concerns are c's parts, in the order they are read, checked and shown.
 func (c *Config) concerns() []concern {
-	return []concern{&c.Database, &c.Lock, &c.Server, &c.Sources, &c.Admin, &c.Forward, &c.Reconcile, &c.Payout, &c.Log, &c.DeliveryLog, &c.Telemetry}
+	return []concern{&c.Database, &c.Lock, &c.Server, &c.Sources, &c.Admin, &c.Forward, &c.Reconcile, &c.Orders, &c.Payout, &c.Log, &c.DeliveryLog, &c.Telemetry}
 }
 
 // setting is one configuration variable: its environment name, its flag,

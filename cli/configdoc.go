@@ -43,6 +43,7 @@ var concernDocs = map[string]struct{ heading, more string }{
 	"admin":                      {"Admin listener", "[operations.md](operations.md#the-admin-listener), [admin-api.md](admin-api.md)"},
 	"forwarding":                 {"Forwarding", "[brokers.md](brokers.md), [receiving.md](receiving.md)"},
 	"reconciliation":             {"Reconciliation", "[operations.md](operations.md#retention-and-reconciliation)"},
+	"orders":                     {"Orders", "[checkout.md](checkout.md)"},
 	"payouts":                    {"Payouts", "[disbursements.md](disbursements.md#configuration)"},
 	"logs":                       {"Logs", "[operations.md](operations.md#metrics-alerts-health-logs)"},
 	"delivery log":               {"Delivery log", "[delivery-log.md](delivery-log.md)"},

@@ -43,6 +43,8 @@ type jobObservers struct {
 	// janitor syncs unsettled payments (PAYLOCK_SYNC_PENDING_AFTER); nil:
 	// none.
 	janitor *reconcile.Janitor
+	// orders is the order deriver (ordersWorker); nil: off.
+	orders *store.OrderDeriveWorker
 }
 
 // jobsConfig is the one River client of a process: the payout queue when
@@ -98,6 +100,11 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 	}
 	if obs.janitor != nil {
 		if err := obs.janitor.AddTo(rcfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	if obs.orders != nil {
+		if err := obs.orders.AddTo(rcfg); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -41,7 +41,10 @@ func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Lis
 	}
 	defer st.Close()
 	reg := newWorkerRegistry(st)
-	obs := jobObservers{payout: payout.NewMetrics(reg).Observe, forward: forward.NewMetrics(reg).Observe}
+	// River's leader may be this process: it schedules the order deriver
+	// only if it has it too.
+	obs := jobObservers{payout: payout.NewMetrics(reg).Observe, forward: forward.NewMetrics(reg).Observe,
+		orders: ordersWorker(cfg, st, reg, logger)}
 	if cfg.Reconcile.Interval > 0 || cfg.Reconcile.SyncPendingAfter > 0 {
 		// River's leader may be this process: it schedules the periodic
 		// reconciliation and the janitor only if it has them too.

@@ -92,6 +92,9 @@ func messageKey(a store.ForwardArgs) string {
 	if d := a.Disbursement; d != nil {
 		return "disbursement:" + d.LoanID + ":" + strconv.Itoa(d.Tranche)
 	}
+	if o := a.Order; o != nil {
+		return "order:" + o.OrderID
+	}
 	return a.Source + ":" + a.TransactionID
 }
 
@@ -133,6 +136,8 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 		}})
 	case strings.HasPrefix(a.Type, store.ForwardDisbursementPrefix) && a.Disbursement != nil:
 		return json.Marshal(envelope{Type: a.Type, Data: a.Disbursement})
+	case strings.HasPrefix(a.Type, store.ForwardOrderPrefix) && a.Order != nil:
+		return json.Marshal(envelope{Type: a.Type, Data: a.Order})
 	}
 	return nil, fmt.Errorf("%w: forward job of type %q without its subject", store.ErrNotFound, a.Type)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/paylock/paylock/lifecycle"
+	"github.com/paylock/paylock/order"
 	"github.com/paylock/paylock/store"
 )
 
@@ -60,6 +61,18 @@ func realBodies(t *testing.T) [][]byte {
 			}
 			args = append(args, store.ForwardArgs{ID: "dsb_1", Type: store.ForwardDisbursementPrefix + string(s), Disbursement: d})
 		}
+	}
+	expires := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
+	for i, typ := range order.Messages {
+		o := &store.ForwardedOrder{OrderID: "ord-1", Status: strings.TrimPrefix(typ, store.ForwardOrderPrefix), Amount: 2000,
+			Currency: "EUR", AmountPaid: 4000, Version: 2 + i, Payments: []store.ForwardedOrderPayment{
+				{Source: "stripe", TransactionID: "pi_1", Status: "succeeded", Currency: "EUR", AmountCaptured: 2000},
+				{Source: "stripe", TransactionID: "pi_2", Status: "partially_refunded", Currency: "EUR", AmountCaptured: 2000, AmountRefunded: 500},
+			}}
+		if i%2 == 0 {
+			o.ExpiresAt = &expires
+		}
+		args = append(args, store.ForwardArgs{ID: store.OrderForwardID("ord-1", o.Version), Type: typ, Order: o})
 	}
 	var bodies [][]byte
 	for _, a := range args {
@@ -189,6 +202,7 @@ func TestEveryForwardedMessageMatchesItsSchema(t *testing.T) {
 		}
 	})
 	want := append(slices.Clone(lifecycle.Messages), "disbursement.failed", "disbursement.paid", "disbursement.sent")
+	want = append(want, order.Messages...)
 	slices.Sort(want)
 	if !slices.Equal(types, want) {
 		t.Errorf("schemas for %v; want one per forwarded type %v", types, want)

@@ -44,6 +44,9 @@ const (
 	// ForwardDisbursementPrefix prefixes a disbursement status change's
 	// type: "disbursement.sent", "disbursement.paid", "disbursement.failed".
 	ForwardDisbursementPrefix = "disbursement."
+	// ForwardOrderPrefix prefixes an order's change of state's type:
+	// "order.paid", "order.double_paid", ... (order.Messages).
+	ForwardOrderPrefix = "order."
 )
 
 // ForwardArgs is the River job that forwards one event to one destination,
@@ -82,6 +85,9 @@ type ForwardArgs struct {
 	// folded with events that arrived before it; nil for a payment.recorded
 	// of a payment recorded first (succeeded, version 1).
 	State *ForwardedState `json:"state,omitempty"`
+	// Order is an order.* message's order as the change left it
+	// (Orders.DeriveOrders).
+	Order *ForwardedOrder `json:"order,omitempty"`
 }
 
 // ForwardedState is a payment's state as a change left it, as a forward

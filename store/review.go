@@ -28,6 +28,9 @@ import (
 //   - lifecycle-<id>: a payment whose lifecycle needs a person (ReviewLifecycle):
 //     an orphan older than Config.OrphanAfter, or refunds beyond its amount;
 //     resolved by acknowledging it.
+//   - order-<id>: an order paid twice, overpaid or paid in another
+//     currency (ReviewOrder), naming its payments; resolved by
+//     acknowledging it.
 //
 // ReviewItems and ReviewItem list the queue, ReviewQueueStats sizes it, and
 // ResolveReview records every resolution in review_resolutions (item,
@@ -100,7 +103,7 @@ const (
 )
 
 // ReviewKinds are the kinds of review items, in listing order.
-var ReviewKinds = []ReviewKind{ReviewMismatch, ReviewDisbursement, ReviewForward, ReviewLifecycle}
+var ReviewKinds = []ReviewKind{ReviewMismatch, ReviewDisbursement, ReviewForward, ReviewLifecycle, ReviewOrder}
 
 // Resolution actions.
 const (
@@ -116,6 +119,7 @@ var ReviewActions = map[ReviewKind][]string{
 	ReviewDisbursement: {ActionAdopt, ActionFail, ActionRetry},
 	ReviewForward:      {ActionRetry, ActionAcknowledge},
 	ReviewLifecycle:    {ActionAcknowledge},
+	ReviewOrder:        {ActionAcknowledge},
 }
 
 // Resolution is a recorded decision on a review item.
@@ -256,6 +260,10 @@ func forwardItem(j ForwardJob) ReviewItem {
 	}
 	subject := a.Source + " transaction " + a.TransactionID
 	switch {
+	case a.Order != nil:
+		subject = fmt.Sprintf("order %s (version %d)", a.Order.OrderID, a.Order.Version)
+		it.Version = a.Order.Version
+		it.Details["order_id"], it.Details["version"] = a.Order.OrderID, a.Order.Version
 	case a.Disbursement != nil:
 		it.LoanID, it.Tranche = a.Disbursement.LoanID, a.Disbursement.Tranche
 		subject = fmt.Sprintf("loan %s tranche %d", it.LoanID, it.Tranche)
@@ -315,6 +323,13 @@ func (s *Review) ReviewItems(ctx context.Context, f ReviewFilter) ([]ReviewItem,
 	}
 	if want(ReviewLifecycle) {
 		items, err := s.paymentItems(ctx, f.All)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	if want(ReviewOrder) {
+		items, err := s.orderItems(ctx, f.All)
 		if err != nil {
 			return nil, err
 		}
@@ -398,6 +413,8 @@ func (s *Review) reviewItem(ctx context.Context, q querier, id string) (ReviewIt
 		return disbursementItem(d), nil
 	case ReviewLifecycle:
 		return s.paymentItem(ctx, q, id, n)
+	case ReviewOrder:
+		return s.orderItem(ctx, q, id, n)
 	default:
 		row, err := s.jobs.JobGet(ctx, n)
 		switch {
@@ -439,7 +456,10 @@ SELECT 'forward', count(*), min(j.finalized_at) FROM river_job j WHERE j.kind = 
 UNION ALL
 SELECT 'lifecycle', count(*), min(a.since) FROM payment_attention a
 	WHERE (a.reason <> 'orphan' OR a.since < now() - $2::bigint * interval '1 millisecond')
-	AND NOT EXISTS (SELECT 1 FROM review_resolutions r WHERE r.item_id = 'lifecycle-' || a.id)`, ForwardKind, s.cfg.OrphanAfter.Milliseconds())
+	AND NOT EXISTS (SELECT 1 FROM review_resolutions r WHERE r.item_id = 'lifecycle-' || a.id)
+UNION ALL
+SELECT 'order', count(*), min(a.since) FROM order_attention a
+	WHERE NOT EXISTS (SELECT 1 FROM review_resolutions r WHERE r.item_id = 'order-' || a.id)`, ForwardKind, s.cfg.OrphanAfter.Milliseconds())
 	if err != nil {
 		return nil, translate("review queue stats", err)
 	}

@@ -79,6 +79,8 @@ func (s *Review) ResolveReview(ctx context.Context, id string, r Resolve) (Revie
 		it, err = s.resolveDisbursement(ctx, tx, n, r)
 	case ReviewLifecycle:
 		it, err = s.resolvePayment(ctx, tx, id, n)
+	case ReviewOrder:
+		it, err = s.resolveOrder(ctx, tx, id, n)
 	default:
 		it, err = s.resolveForward(ctx, tx, id, n, r)
 	}

@@ -40,12 +40,14 @@ CREATE TABLE order_payments (
 );
 CREATE INDEX order_payments_order_id_idx ON order_payments (order_id);
 
--- order_deriver holds the deriver's watermark: the latest payment change
--- it has derived from (one row).
+-- order_deriver holds the deriver's watermark: when its last run began
+-- (one row). It starts at the migration: payments recorded before it are
+-- not linked to orders.
 CREATE TABLE order_deriver (
     id        smallint    PRIMARY KEY CHECK (id = 1),
     watermark timestamptz NOT NULL
 );
+INSERT INTO order_deriver (id, watermark) VALUES (1, now());
 
 -- order_attention: orders a person must look at (double_paid, overpaid,
 -- currency_mismatch), each naming the payments, once per order version.
