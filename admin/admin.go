@@ -55,6 +55,10 @@ type Config struct {
 	// POST /admin/api/v1/payments/{source}/{transaction_id}/sync and
 	// POST /admin/api/v1/payments/{source}/confirm (see sync.go).
 	Sync PaymentSync
+	// Orders serves the orders under APIBase: registration, one order's
+	// state and payments, the listing (see api_orders.go), and with the
+	// console their pages; nil leaves them out.
+	Orders Orders
 	// Deliveries serves the delivery log under APIBase, and with the
 	// console its pages (see deliveries.go); nil leaves them out.
 	Deliveries DeliveryLog

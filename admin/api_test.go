@@ -41,6 +41,18 @@ func startAPI(t *testing.T) *apiFixture {
 	_, st := paylocktest.MigratedSchema(t)
 	ctx := context.Background()
 	f := &apiFixture{st: st}
+	// Order ord-1001, paid by payment pay_ord_1 of the payments source
+	// (recorded first: the oldest payment), derived once.
+	if _, _, err := st.Orders().RegisterOrder(ctx, store.OrderRegistration{OrderID: "ord-1001", Amount: 2000, Currency: "EUR"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Payments().RecordPayment(ctx, store.Payment{Source: "payments", TransactionID: "pay_ord_1", Amount: 2000,
+		Currency: "EUR", EventID: "evt_ord_1", Payload: []byte(`{"transaction_id":"pay_ord_1","amount":2000,"currency":"EUR","order_id":"ord-1001"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Orders().DeriveOrders(ctx, store.OrderDeriver{Links: map[string][]string{"payments": {"order_id"}}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []store.Payment{
 		{Source: "stripe", TransactionID: "pi_api_1", Amount: 100, Currency: "EUR", EventID: "evt_api_1"},
 		{Source: "stripe", TransactionID: "pi_api_2", Amount: 200, Currency: "EUR", EventID: "evt_api_2"},
@@ -78,7 +90,7 @@ func startAPI(t *testing.T) *apiFixture {
 		t.Fatal(err)
 	}
 	f.admin = admin.New(admin.Config{Token: adminTestToken, Logger: testkit.Logger(),
-		Console: consoleStore(st), Payments: st.Payments(), Deliveries: st.Deliveries(), Review: q, Disbursements: st.Disbursements(),
+		Console: consoleStore(st), Payments: st.Payments(), Orders: st.Orders(), Deliveries: st.Deliveries(), Review: q, Disbursements: st.Disbursements(),
 		ReplayDelivery: func(_ context.Context, d store.Delivery) (admin.DeliveryReplay, error) {
 			f.replayed = append(f.replayed, d.ID)
 			return admin.DeliveryReplay{Result: "processed", Recorded: true}, nil

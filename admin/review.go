@@ -112,7 +112,7 @@ func (a *Admin) reviewResolve(w http.ResponseWriter, r *http.Request) {
 func wellFormedReviewID(w http.ResponseWriter, id string) bool {
 	if _, _, err := store.ParseReviewID(id); err != nil {
 		problem.Write(w, problem.New(http.StatusBadRequest, "malformed", "Malformed request", "id",
-			"a review item id is mismatch-N, disbursement-N, forward-N or lifecycle-N, N from 1 to 9223372036854775807"))
+			"a review item id is mismatch-N, disbursement-N, forward-N, lifecycle-N or order-N, N from 1 to 9223372036854775807"))
 		return false
 	}
 	return true

@@ -133,6 +133,9 @@ func (a *Admin) mount() {
 	if a.cfg.Disbursements != nil {
 		a.mountDisbursements()
 	}
+	if a.cfg.Orders != nil {
+		a.mountOrders()
+	}
 	a.mountMethodNotAllowed()
 }
 
@@ -222,6 +225,13 @@ func (a *Admin) mountDisbursements() {
 		a.handle("GET /admin/disbursements", negotiate(c.disbursementList, a.disbursementList))
 		a.handle("GET /admin/disbursements/{loan_id}/{tranche}", negotiate(c.disbursement, a.disbursement))
 	}
+}
+
+func (a *Admin) mountOrders() {
+	api := APIBase
+	a.handle("POST "+api+"/orders", a.orderRegister)
+	a.handle("GET "+api+"/orders", a.orderList)
+	a.handle("GET "+api+"/orders/{order_id}", a.orderGet)
 }
 
 // mountMethodNotAllowed answers any other method on a known path: 405

@@ -170,6 +170,7 @@ func fromHTTP(err error) *Problem {
 // be confirmed (a lost lock or lease, an unreachable database, a deadline).
 func fromStore(err error) *Problem {
 	var reviewErr *store.ReviewError
+	var orderErr *store.OrderFieldError
 	switch {
 	case errors.As(err, &reviewErr) && errors.Is(err, store.ErrReviewAction):
 		return New(http.StatusBadRequest, "review-action", "Review action not allowed", "action", reviewErr.Reason)
@@ -177,6 +178,11 @@ func fromStore(err error) *Problem {
 		// The reason names the item, its state or the provider's answer:
 		// for the operator who asked, never a driver's error text.
 		return New(http.StatusConflict, "review-refused", "Resolution refused", "", reviewErr.Reason)
+	case errors.Is(err, store.ErrOrderConflict):
+		return New(http.StatusConflict, "order-conflict", "Order registered otherwise", "",
+			"this order_id is registered with another amount, currency or expires_at; nothing changed")
+	case errors.As(err, &orderErr):
+		return New(http.StatusBadRequest, "malformed", "Malformed request", orderErr.Field, orderErr.Reason)
 	case errors.Is(err, store.ErrNotFound):
 		return New(http.StatusNotFound, "not-found", "Not found", "", "no such disbursement")
 	case errors.Is(err, store.ErrInvalidPayload):

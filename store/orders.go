@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -57,17 +58,28 @@ type OrderRegistration struct {
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
-// Check returns an error wrapping ErrOrderInvalid that names the first bad
-// field of r (order_id, amount, currency), nil when r is fit to register.
+// OrderFieldError is a registration's bad field: it names the field
+// (order_id, amount, currency) and says why. It wraps ErrOrderInvalid.
+type OrderFieldError struct {
+	Field, Reason string
+}
+
+func (e *OrderFieldError) Error() string { return ErrOrderInvalid.Error() + ": " + e.Reason }
+
+// Unwrap returns ErrOrderInvalid.
+func (e *OrderFieldError) Unwrap() error { return ErrOrderInvalid }
+
+// Check returns an *OrderFieldError naming the first bad field of r, nil
+// when r is fit to register.
 func (r OrderRegistration) Check() error {
 	switch {
 	case r.OrderID == "" || len(r.OrderID) > MaxOrderIDLength || !utf8.ValidString(r.OrderID) ||
-		strings.ContainsRune(r.OrderID, 0):
-		return fmt.Errorf("%w: order_id must be 1 to %d bytes of UTF-8 text", ErrOrderInvalid, MaxOrderIDLength)
+		strings.IndexFunc(r.OrderID, unicode.IsControl) >= 0:
+		return &OrderFieldError{Field: "order_id", Reason: fmt.Sprintf("order_id must be 1 to %d bytes of UTF-8 text without control characters", MaxOrderIDLength)}
 	case r.Amount <= 0 || r.Amount > lifecycle.MaxAmount:
-		return fmt.Errorf("%w: amount must be an integer from 1 to %d, in minor units", ErrOrderInvalid, lifecycle.MaxAmount)
+		return &OrderFieldError{Field: "amount", Reason: fmt.Sprintf("amount must be an integer from 1 to %d, in the currency's minor unit", lifecycle.MaxAmount)}
 	case !currencyRE.MatchString(r.Currency):
-		return fmt.Errorf("%w: currency must be an upper-case ISO 4217 code", ErrOrderInvalid)
+		return &OrderFieldError{Field: "currency", Reason: "currency must be an upper-case ISO 4217 code such as EUR"}
 	}
 	return nil
 }
