@@ -228,6 +228,23 @@ func orderListOf(q url.Values, now time.Time) (store.OrderList, error) {
 	return l, nil
 }
 
+// nextOrders returns the cursor after a full page of os and the URL of
+// the next page at path, q with that cursor; both "" on the last page.
+func nextOrders(path string, q url.Values, l store.OrderList, os []store.Order) (cursor, next string) {
+	if len(os) == 0 || len(os) < l.Limit {
+		return "", ""
+	}
+	last := os[len(os)-1]
+	b, _ := json.Marshal(orderCursorJSON{CreatedAt: last.CreatedAt.UTC(), OrderID: last.OrderID})
+	cursor = base64.RawURLEncoding.EncodeToString(b)
+	v := url.Values{}
+	for k, vs := range q {
+		v[k] = vs
+	}
+	v.Set("cursor", cursor)
+	return cursor, path + "?" + v.Encode()
+}
+
 // orderList answers GET /admin/api/v1/orders?status=&since=&limit=&cursor=:
 // the orders, newest first, a page at a time; "next_cursor" and "next"
 // are absent on the last page.
@@ -247,16 +264,42 @@ func (a *Admin) orderList(w http.ResponseWriter, r *http.Request) {
 	for i, o := range os {
 		out.Orders[i] = orderView(o, false)
 	}
-	if len(os) > 0 && len(os) == l.Limit {
-		last := os[len(os)-1]
-		b, _ := json.Marshal(orderCursorJSON{CreatedAt: last.CreatedAt.UTC(), OrderID: last.OrderID})
-		out.NextCursor = base64.RawURLEncoding.EncodeToString(b)
-		next := url.Values{}
-		for k, v := range q {
-			next[k] = v
-		}
-		next.Set("cursor", out.NextCursor)
-		out.Next = APIBase + "/orders?" + next.Encode()
-	}
+	out.NextCursor, out.Next = nextOrders(APIBase+"/orders", q, l, os)
 	writeJSON(w, http.StatusOK, out)
+}
+
+// The console's pages.
+
+type orderListData struct {
+	Form     url.Values
+	Statuses []order.Status
+	Orders   []store.Order
+	Next     string
+}
+
+func (c *console) orderList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	d := orderListData{Form: q, Statuses: order.Statuses}
+	page := consolePage{Title: "Orders", Nav: "orders", Data: &d}
+	l, err := orderListOf(q, c.a.now())
+	if err != nil {
+		page.Error = problem.From(err).Detail + "."
+		c.render(w, r, http.StatusBadRequest, "order-list", page)
+		return
+	}
+	if d.Orders, err = c.a.cfg.Orders.ListOrders(r.Context(), l); err != nil {
+		c.storeFailed(w, r, "orders", err)
+		return
+	}
+	_, d.Next = nextOrders("/admin/orders", q, l, d.Orders)
+	c.render(w, r, http.StatusOK, "order-list", page)
+}
+
+func (c *console) order(w http.ResponseWriter, r *http.Request) {
+	o, err := c.a.cfg.Orders.GetOrder(r.Context(), r.PathValue("order_id"))
+	if err != nil {
+		c.storeFailed(w, r, "order", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "order", consolePage{Title: "Order " + o.OrderID, Nav: "orders", Data: &o})
 }

@@ -50,3 +50,25 @@ func TestOrderRegistrationRefusesBadBodiesNamingTheFieldAndWritesNothing(t *test
 		t.Fatalf("GET ord-ok: %d %s; want the order with no payments", a.status, a.body)
 	}
 }
+
+func TestConsoleShowsOrdersAndTheirPayments(t *testing.T) {
+	f := startAPI(t)
+	html := []string{"Accept", "text/html"}
+	list := f.get(t, "/admin/orders", html...)
+	if list.status != http.StatusOK || !strings.Contains(list.body, `href="/admin/orders/ord-1001"`) ||
+		!strings.Contains(list.body, `state-paid`) || !strings.Contains(list.body, `aria-current="page">Orders`) {
+		t.Fatalf("GET /admin/orders: %d %.2000s", list.status, list.body)
+	}
+	one := f.get(t, "/admin/orders/ord-1001", html...)
+	if one.status != http.StatusOK || !strings.Contains(one.body, `href="/admin/payments/payments/pay_ord_1"`) ||
+		!strings.Contains(one.body, "<code>ord-1001</code>") {
+		t.Fatalf("GET /admin/orders/ord-1001: %d %.3000s", one.status, one.body)
+	}
+	if bad := f.get(t, "/admin/orders?status=settled", html...); bad.status != http.StatusBadRequest ||
+		!strings.Contains(bad.body, "status must be one of") {
+		t.Fatalf("a bad status: %d %.2000s", bad.status, bad.body)
+	}
+	if none := f.get(t, "/admin/orders/ord-nope", html...); none.status != http.StatusNotFound {
+		t.Fatalf("an unknown order: %d", none.status)
+	}
+}

@@ -160,22 +160,25 @@ func (c *console) css(w http.ResponseWriter, r *http.Request) {
 // consolePage is what every page's layout reads.
 type consolePage struct {
 	Title  string
-	Nav    string // the current section: "payments", "review", "deliveries", "disbursements"
+	Nav    string // the current section: "payments", "review", "deliveries", "disbursements", "orders"
 	CSRF   string
 	Review bool // the review queue is available
 	// Deliveries: the delivery log is available (set by render).
 	Deliveries bool
 	// Disbursements: the disbursements are available (set by render).
 	Disbursements bool
-	Error         string
-	Notice        string
-	Data          any
+	// Orders: the orders are available (set by render).
+	Orders bool
+	Error  string
+	Notice string
+	Data   any
 }
 
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, p consolePage) {
 	p.CSRF = c.csrfToken(r)
 	p.Deliveries = c.a.cfg.Deliveries != nil
 	p.Disbursements = c.a.cfg.Disbursements != nil
+	p.Orders = c.a.cfg.Orders != nil
 	p.Review = p.Review || c.a.cfg.Review != nil
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {

@@ -232,6 +232,10 @@ func (a *Admin) mountOrders() {
 	a.handle("POST "+api+"/orders", a.orderRegister)
 	a.handle("GET "+api+"/orders", a.orderList)
 	a.handle("GET "+api+"/orders/{order_id}", a.orderGet)
+	if c := a.console; c != nil {
+		a.handle("GET /admin/orders", negotiate(c.orderList, a.orderList))
+		a.handle("GET /admin/orders/{order_id}", negotiate(c.order, a.orderGet))
+	}
 }
 
 // mountMethodNotAllowed answers any other method on a known path: 405
