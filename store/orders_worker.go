@@ -42,8 +42,8 @@ func (OrderDeriveArgs) InsertOpts() river.InsertOpts {
 
 // OrderDeriveWorker runs Orders.DeriveOrders with Deriver every Interval
 // (a periodic job of River's leader, run on start too), and hands the
-// number of orders by status to Observe (paylock_orders{status}) at most
-// every CountEvery.
+// number of orders by status to Observe (paylock_orders{status}) after a
+// run that changed an order, else at most every CountEvery.
 type OrderDeriveWorker struct {
 	river.WorkerDefaults[OrderDeriveArgs]
 
@@ -79,7 +79,7 @@ func (w *OrderDeriveWorker) Work(ctx context.Context, _ *river.Job[OrderDeriveAr
 	if every <= 0 {
 		every = 15 * time.Second
 	}
-	if w.Observe != nil && (w.counted.IsZero() || time.Since(w.counted) >= every) {
+	if w.Observe != nil && (res.Changed > 0 || w.counted.IsZero() || time.Since(w.counted) >= every) {
 		counts, cerr := w.Orders.CountOrders(ctx)
 		if cerr == nil {
 			w.Observe(counts)
