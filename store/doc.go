@@ -34,6 +34,13 @@
 //     deliveries that recorded nothing (ignored, refused, mismatch,
 //     orphan), one row per source and body, capped per source and hour,
 //     and its periodic purge (DeliveryLogWorker, a River periodic job).
+//   - Orders (Store.Orders): what shops expect to be paid (RegisterOrder,
+//     GetOrder, ListOrders), the payments linked to the order their payload
+//     names, and each order's state derived from them (package order) off
+//     the webhook path by DeriveOrders (OrderDeriveWorker, a River periodic
+//     job on the leader): each change written once, with its order.*
+//     forward job and, for double_paid, overpaid and currency_mismatch, a
+//     review item, in one transaction under the order's row lock.
 //
 // Callers declare the few methods they need as interfaces of their own;
 // each is met by the type of one concern.
