@@ -257,3 +257,26 @@ func TestTheDeriverJobRunsPeriodicallyOnTheLeaderAndCountsOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestTheOverlapLinksAPaymentCommittedAfterTheWatermarkPassedIt: a payment
+// whose transaction began before the previous run (its received_at is
+// older than the watermark) but committed after it is still linked, by
+// the overlap; without one it would be missed.
+func TestTheOverlapLinksAPaymentCommittedAfterTheWatermarkPassedIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	payFor(t, b, "pi_slow", "ord-slow", 1999)
+	testkit.Exec(t, b.admin, `UPDATE order_deriver SET watermark = now() + interval '5 seconds'`)
+	narrow := orderLinks
+	narrow.Overlap = time.Second
+	if res, err := b.store.Orders().DeriveOrders(context.Background(), narrow); err != nil || res.Linked != 0 {
+		t.Fatalf("an overlap shorter than the commit's delay: %+v, %v; want the payment missed", res, err)
+	}
+	testkit.Exec(t, b.admin, `UPDATE order_deriver SET watermark = now() + interval '5 seconds'`)
+	if res := derive(t, b); res.Linked != 1 {
+		t.Fatalf("the default overlap: %+v; want the payment linked", res)
+	}
+	if o := mustOrder(t, b, "ord-slow"); o.Status != order.Unregistered || len(o.Payments) != 1 {
+		t.Fatalf("order %+v; want unregistered with the payment", o)
+	}
+}
