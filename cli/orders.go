@@ -5,10 +5,21 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/order"
 	"github.com/paylock/paylock/store"
 )
+
+// ordersAdmin is what the admin API serves orders from: nil (no orders
+// routes or pages) when the deriver is off, since an order registered then
+// would never be derived.
+func ordersAdmin(cfg Config, st *store.Store) admin.Orders {
+	if cfg.Orders.Interval == 0 {
+		return nil
+	}
+	return st.Orders()
+}
 
 // ordersWorker is the order deriver (PAYLOCK_ORDERS_INTERVAL) of serve and
 // worker, with paylock_orders{status} registered in reg; nil when the

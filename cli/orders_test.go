@@ -61,3 +61,37 @@ func TestServeDerivesOrdersFromStripeMetadata(t *testing.T) {
 		t.Fatalf("review items of kind order: %d %.500s", status, body)
 	}
 }
+
+// TestOrdersAreOffByDefault: without PAYLOCK_ORDERS_INTERVAL the deriver
+// does not run, so the admin API serves no orders (an order registered
+// then would never be derived) and no payment is linked.
+func TestOrdersAreOffByDefault(t *testing.T) {
+	t.Parallel()
+	const token = "admin-token-of-the-orders-off-test"
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	stripeSourceFile(t, path, "[payment_intent.succeeded]")
+	dsn, st := paylocktest.MigratedSchema(t)
+	env := map[string]string{
+		"DATABASE_URL": dsn, "REDIS_URL": testkit.RedisURL(t), "PAYLOCK_LOCK_PREFIX": testkit.Key(t, "") + ":",
+		"PAYLOCK_SOURCES_FILE": path, "STRIPE_WEBHOOK_SECRETS": stripeSecret, "PAYLOCK_LOG_LEVEL": "error",
+		"PAYLOCK_ADMIN_TOKEN": token,
+	}
+	s := startServe(t, env, serveOptions{admin: true, metrics: true})
+	if code := postStripe(t, s.base, stripeIntentFor("pi_off_1", "ord-off"), false); code != http.StatusOK {
+		t.Fatalf("payment: %d, want 200", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.admin+"/admin/api/v1/orders",
+		strings.NewReader(`{"order_id":"ord-off","amount":1500,"currency":"JPY"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Fatalf("registering an order with orders off: %d, want 404", res.StatusCode)
+	}
+	if n := testkit.Count(t, st.Pool(), `SELECT count(*) FROM order_payments`); n != 0 {
+		t.Fatalf("%d payments linked with orders off, want 0", n)
+	}
+}
