@@ -161,6 +161,32 @@ const env = (k) => {
     if (res.status() !== 200 || loans < 3) throw new Error(`disbursements page: ${res.status()}, ${loans} rows, want the 3 loans`);
     await page.screenshot({ path: path.join(out, 'console-disbursements.png'), fullPage: true });
     console.log(`ui-check: disbursements page with ${loans} rows: wrote ${path.join(out, 'console-disbursements.png')}`);
+
+    // The orders the payments name, once the deriver (on the leader, every
+    // 200ms) has derived them: ORD-1042 paid, ORD-1043 underpaid.
+    const want = { 'ORD-1042': 'paid', 'ORD-1043': 'underpaid' };
+    let states = {};
+    for (let i = 0; i < 60; i++) {
+      res = await page.goto(`${admin}/admin/orders`);
+      if (res.status() !== 200) throw new Error(`orders page: ${res.status()}`);
+      states = {};
+      for (const row of await page.locator('tbody tr').all()) {
+        states[(await row.locator('td code').innerText()).trim()] = (await row.locator('span.state').innerText()).trim();
+      }
+      if (Object.keys(want).every((id) => states[id] === want[id])) break;
+      await page.waitForTimeout(250);
+    }
+    if (!Object.keys(want).every((id) => states[id] === want[id])) {
+      throw new Error(`orders page: ${JSON.stringify(states)}, want ${JSON.stringify(want)}`);
+    }
+    await page.screenshot({ path: path.join(out, 'console-orders.png'), fullPage: true });
+    console.log(`ui-check: orders page ${JSON.stringify(states)}: wrote ${path.join(out, 'console-orders.png')}`);
+    res = await page.goto(`${admin}/admin/orders/ORD-1042`);
+    if (res.status() !== 200 || !(await page.getByRole('link', { name: txID }).first().isVisible())) {
+      throw new Error(`order page: ${res.status()}, no link to its payment ${txID}`);
+    }
+    await page.screenshot({ path: path.join(out, 'console-order.png'), fullPage: true });
+    console.log(`ui-check: order page ORD-1042 with its payment: wrote ${path.join(out, 'console-order.png')}`);
   } finally {
     await context.close();
   }

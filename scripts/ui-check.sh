@@ -21,7 +21,9 @@
 # mismatching redeliveries fill the review queue: the console lists them
 # (docs/img/console-review.png) and resolves one through its form
 # (docs/img/console-review-resolved.png); the approved loans' disbursements
-# (docs/img/console-disbursements.png).
+# (docs/img/console-disbursements.png); the two orders the payments name,
+# one paid and one underpaid (docs/img/console-orders.png,
+# docs/img/console-order.png).
 #
 # Needs Go, psql, Node.js with npm, and Chromium (installed with apt-get when
 # missing and running as root).
@@ -82,7 +84,8 @@ export PAYLOCK_ADDR=$addr PAYLOCK_ADMIN_ADDR=$admin_addr PAYLOCK_ADMIN_TOKEN=$to
   PAYLOCK_METRICS_ADDR=off PAYLOCK_ALLOW_UNSIGNED=true PAYLOCK_LOG_FORMAT=text PAYLOCK_LOG_LEVEL=warn \
   PAYLOCK_LOCK_PREFIX="paylock-uicheck-$$:" PAYLOCK_WORKER=true PAYLOCK_PAYOUT_URL=$dead_provider \
   PAYLOCK_PAYOUT_TIMEOUT=500ms PAYLOCK_WORKER_POLL=200ms \
-  PAYLOCK_FORWARD_URL=$dead_receiver PAYLOCK_FORWARD_SECRETS=$forward_secret PAYLOCK_FORWARD_TIMEOUT=500ms
+  PAYLOCK_FORWARD_URL=$dead_receiver PAYLOCK_FORWARD_SECRETS=$forward_secret PAYLOCK_FORWARD_TIMEOUT=500ms \
+  PAYLOCK_ORDERS_INTERVAL=200ms
 "$tmp/paylock" serve >"$tmp/paylock.log" 2>&1 &
 pid=$!
 for i in $(seq 1 100); do
@@ -100,10 +103,16 @@ done
 echo "ui-check: approved 3 loans (payout jobs against the unreachable provider $dead_provider)" >&2
 "$tmp/riverdemo"
 
+# Two orders the payments below name (order_id): one paid in full, one
+# underpaid, for the orders pages.
+for order in '{"order_id":"ORD-1042","amount":4200,"currency":"EUR"}' '{"order_id":"ORD-1043","amount":1000,"currency":"EUR"}'; do
+  curl -fsS -X POST "http://$admin_addr/admin/api/v1/orders" -H "Authorization: Bearer $token" \
+    -H 'Content-Type: application/json' -d "$order" >/dev/null || fail "registering $order"
+done
 curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' \
-  -d '{"id":"evt_uicheck_7f3a","transaction_id":"pi_uicheck_1","amount":4200,"currency":"EUR","customer":{"email":"ana@example.com","name":"Ana Lima"},"metadata":{"order":"ORD-1042","channel":"web"}}' >/dev/null
+  -d '{"id":"evt_uicheck_7f3a","transaction_id":"pi_uicheck_1","amount":4200,"currency":"EUR","order_id":"ORD-1042","customer":{"email":"ana@example.com","name":"Ana Lima"},"metadata":{"order":"ORD-1042","channel":"web"}}' >/dev/null
 curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' \
-  -d '{"id":"evt_uicheck_hostile","transaction_id":"pi_uicheck_2","amount":990,"currency":"EUR","note":"<script>alert(1)</script>"}' >/dev/null
+  -d '{"id":"evt_uicheck_hostile","transaction_id":"pi_uicheck_2","amount":990,"currency":"EUR","order_id":"ORD-1043","note":"<script>alert(1)</script>"}' >/dev/null
 echo "ui-check: recorded 2 payments (forwards to the unreachable receiver $dead_receiver)" >&2
 # Redeliveries with another amount: 422, and each kept for review.
 for body in '{"id":"evt_uicheck_m1","transaction_id":"pi_uicheck_1","amount":4300,"currency":"EUR"}' \
