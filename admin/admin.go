@@ -59,6 +59,10 @@ type Config struct {
 	// state and payments, the listing (see api_orders.go), and with the
 	// console their pages; nil leaves them out.
 	Orders Orders
+	// PaymentOrders, when set with Sync, adds to a sync's or a confirm's
+	// answer the order its payment names, derived at once (see sync.go);
+	// nil (orders off) leaves it out.
+	PaymentOrders PaymentOrders
 	// Deliveries serves the delivery log under APIBase, and with the
 	// console its pages (see deliveries.go); nil leaves them out.
 	Deliveries DeliveryLog

@@ -34,6 +34,13 @@ type SyncOutcome struct {
 	ProviderStatus string
 }
 
+// PaymentOrders derives the order a payment names and returns it as it
+// is then (store.Orders.DerivePaymentOrder with the deriver's settings):
+// store.ErrNotFound when the payment names none.
+type PaymentOrders interface {
+	PaymentOrder(ctx context.Context, source, transactionID string) (store.Order, error)
+}
+
 // maxConfirmBody bounds a confirmed answer's body.
 const maxConfirmBody = 64 << 10
 
@@ -46,6 +53,20 @@ type syncView struct {
 	TransactionID  string       `json:"transaction_id"`
 	ProviderStatus string       `json:"provider_status"`
 	Payment        *paymentView `json:"payment"`
+	// Order is the order the payment names, when orders are on and it
+	// names one.
+	Order *syncOrderView `json:"order,omitempty"`
+}
+
+// syncOrderView is the order of a synced payment. Amount and Currency are
+// null while the order is unregistered.
+type syncOrderView struct {
+	OrderID    string  `json:"order_id"`
+	Status     string  `json:"status"`
+	Amount     *int64  `json:"amount"`
+	Currency   *string `json:"currency"`
+	AmountPaid int64   `json:"amount_paid"`
+	Version    int     `json:"version"`
 }
 
 // paymentSync answers POST /admin/api/v1/payments/{source}/{transaction_id}/sync.
@@ -74,7 +95,9 @@ func (a *Admin) paymentConfirm(w http.ResponseWriter, r *http.Request) {
 }
 
 // syncAnswer writes a sync's or a confirm's answer: its problem, or its
-// outcome with the payment's state read afresh.
+// outcome with the payment's state read afresh and, when orders are on,
+// the order it names derived at once: the deriver may not have run yet,
+// and the checkout's backend waits on this answer.
 func (a *Admin) syncAnswer(w http.ResponseWriter, r *http.Request, source string, out SyncOutcome, err error) {
 	if err != nil {
 		if p := problem.Write(w, err); p.Status >= 500 {
@@ -92,6 +115,21 @@ func (a *Admin) syncAnswer(w http.ResponseWriter, r *http.Request, source string
 	default:
 		pv := paymentViewOf(p)
 		v.Payment = &pv
+	}
+	if v.Payment != nil && a.cfg.PaymentOrders != nil {
+		o, err := a.cfg.PaymentOrders.PaymentOrder(r.Context(), source, out.TransactionID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			a.storeError(w, r, "deriving a synced payment's order failed", "order", err)
+			return
+		default:
+			ov := syncOrderView{OrderID: o.OrderID, Status: string(o.Status), AmountPaid: o.AmountPaid, Version: o.Version}
+			if o.Registered {
+				ov.Amount, ov.Currency = &o.Amount, &o.Currency
+			}
+			v.Order = &ov
+		}
 	}
 	a.log.InfoContext(r.Context(), "admin: payment synced", "source", source, "transaction_id", out.TransactionID,
 		"result", out.Result, "provider_status", out.ProviderStatus, "who", Identity(r.Context()))

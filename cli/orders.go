@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,45 @@ func ordersAdmin(cfg Config, st *store.Store) admin.Orders {
 	return st.Orders()
 }
 
+// orderDeriver is where cfg's sources name their orders and where the
+// orders' messages go: PAYLOCK_FORWARD_URL's destination, when there is
+// one.
+func orderDeriver(cfg Config) (store.OrderDeriver, error) {
+	specs, err := sourceShapes(cfg)
+	if err != nil {
+		return store.OrderDeriver{}, err
+	}
+	d := store.OrderDeriver{Links: orderPointers(specs)}
+	if cfg.Forward.URL != "" {
+		d.Destination = forward.DefaultDestination
+	}
+	return d, nil
+}
+
+// paymentOrders is the sync's and the confirm's derivation of a payment's
+// order, with the deriver's settings: nil when orders are off or the
+// sources cannot be read (ordersWorker logs it).
+func paymentOrders(cfg Config, st *store.Store) admin.PaymentOrders {
+	if cfg.Orders.Interval == 0 {
+		return nil
+	}
+	d, err := orderDeriver(cfg)
+	if err != nil {
+		return nil
+	}
+	return paymentOrdersOf{orders: st.Orders(), d: d}
+}
+
+// paymentOrdersOf derives through orders with d.
+type paymentOrdersOf struct {
+	orders *store.Orders
+	d      store.OrderDeriver
+}
+
+func (p paymentOrdersOf) PaymentOrder(ctx context.Context, source, transactionID string) (store.Order, error) {
+	return p.orders.DerivePaymentOrder(ctx, p.d, source, transactionID)
+}
+
 // ordersWorker is the order deriver (PAYLOCK_ORDERS_INTERVAL) of serve and
 // worker, with paylock_orders{status} registered in reg; nil when the
 // interval is 0 (off) or the sources cannot be read (logged). Its
@@ -29,14 +69,10 @@ func ordersWorker(cfg Config, st *store.Store, reg prometheus.Registerer, logger
 	if cfg.Orders.Interval == 0 {
 		return nil
 	}
-	specs, err := sourceShapes(cfg)
+	d, err := orderDeriver(cfg)
 	if err != nil {
 		logger.Warn("orders are not derived: the sources cannot be read", slog.Any("error", err))
 		return nil
-	}
-	d := store.OrderDeriver{Links: orderPointers(specs)}
-	if cfg.Forward.URL != "" {
-		d.Destination = forward.DefaultDestination
 	}
 	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "paylock_orders",
 		Help: "Orders by status (awaiting, paid, underpaid, overpaid, double_paid, expired, refunded, currency_mismatch, unregistered), counted by the order deriver on River's leader at most every 15s. Only the leader's figure moves: aggregate with max."},

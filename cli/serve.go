@@ -187,7 +187,7 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	}
 	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens, Verified: verified,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
-		Payments: s.st.Payments(), Sync: syncAdmin{s.sync}, Orders: ordersAdmin(s.cfg, s.st), Deliveries: s.st.Deliveries(), ReplayDelivery: s.replayDelivery,
+		Payments: s.st.Payments(), Sync: syncAdmin{s.sync}, Orders: ordersAdmin(s.cfg, s.st), PaymentOrders: paymentOrders(s.cfg, s.st), Deliveries: s.st.Deliveries(), ReplayDelivery: s.replayDelivery,
 		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Hosts: cfg.Hosts, Logger: s.logger}), s.logger, s.cfg.Server.MaxHeaderBytes)
 	go asrv.Serve(aln)
 	s.later(func() { asrv.Close() })

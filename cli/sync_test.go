@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -298,6 +299,68 @@ func TestSyncFirstThenTheWebhookIsADuplicateAndTheOtherWayRound(t *testing.T) {
 	}
 	if f := e.forwards(t, "pi_webhook_first"); f != 1 {
 		t.Errorf("pi_webhook_first: %d forward jobs, want 1", f)
+	}
+}
+
+// TestSyncOfAPaymentIntentNamingARegisteredOrderAnswersItPaid: with
+// orders on but the deriver not yet run (its interval is an hour), the
+// sync's answer carries the order, paid, derived in the same request; the
+// webhook after it and the deriver's run leave one order.paid message.
+func TestSyncOfAPaymentIntentNamingARegisteredOrderAnswersItPaid(t *testing.T) {
+	t.Parallel()
+	e := setupSync(t)
+	e.env["PAYLOCK_ORDERS_INTERVAL"] = "1h"
+	e.env["PAYLOCK_FORWARD_URL"] = "https://orders.internal/paylock"
+	s := startServe(t, e.env, serveOptions{admin: true})
+	if status, _, raw := adminPost(t, s.admin+"/admin/api/v1/orders",
+		[]byte(`{"order_id":"ord-sync","amount":4200,"currency":"JPY"}`)); status != http.StatusCreated {
+		t.Fatalf("register: %d %s", status, raw)
+	}
+	p := fakestripe.Payment{ID: "pi_ord_sync", Amount: 4200, Currency: "jpy", Created: time.Now(),
+		Metadata: map[string]string{"order_id": "ord-sync"}}
+	e.api.PutPaymentIntent(fakestripe.PaymentIntent(p, "succeeded"))
+	status, _, raw := adminPost(t, s.admin+"/admin/api/v1/payments/stripe/pi_ord_sync/sync", nil)
+	var a struct {
+		Result string `json:"result"`
+		Order  *struct {
+			OrderID    string  `json:"order_id"`
+			Status     string  `json:"status"`
+			Amount     *int64  `json:"amount"`
+			Currency   *string `json:"currency"`
+			AmountPaid int64   `json:"amount_paid"`
+			Version    int     `json:"version"`
+		} `json:"order"`
+	}
+	if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		t.Fatal(err)
+	}
+	if status != 200 || a.Result != "processed" || a.Order == nil || a.Order.OrderID != "ord-sync" || a.Order.Status != "paid" ||
+		a.Order.Amount == nil || *a.Order.Amount != 4200 || a.Order.Currency == nil || *a.Order.Currency != "JPY" ||
+		a.Order.AmountPaid != 4200 || a.Order.Version == 0 {
+		t.Fatalf("sync: %d %s; want processed with order ord-sync paid 4200 JPY", status, raw)
+	}
+	if status, res, err := e.webhook(s.base, fakestripe.PaymentIntentSucceeded(p)); err != nil || status != 200 || res != "duplicate" {
+		t.Errorf("the webhook after the sync: %d %q %v, want 200 duplicate", status, res, err)
+	}
+	if _, err := e.st.Orders().DeriveOrders(context.Background(), store.OrderDeriver{
+		Links: map[string][]string{"stripe": {"data", "object", "metadata", "order_id"}}, Destination: "default"}); err != nil {
+		t.Fatal(err)
+	}
+	status, _, raw = adminPost(t, s.admin+"/admin/api/v1/payments/stripe/pi_ord_sync/sync", nil)
+	if status != 200 || !strings.Contains(raw, `"order":{"order_id":"ord-sync","status":"paid"`) ||
+		!strings.Contains(raw, fmt.Sprintf(`"version":%d}`, a.Order.Version)) {
+		t.Errorf("a second sync: %d %s; want the order paid at version %d", status, raw, a.Order.Version)
+	}
+	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'type' = 'order.paid'`,
+		store.ForwardKind); n != 1 {
+		t.Errorf("%d order.paid messages; want 1", n)
+	}
+	// A payment naming no order: no "order" in the answer.
+	e.api.PutPaymentIntent(fakestripe.PaymentIntent(fakestripe.Payment{ID: "pi_no_order", Amount: 900, Currency: "jpy",
+		Created: time.Now(), Metadata: map[string]string{}}, "succeeded"))
+	if status, _, raw := adminPost(t, s.admin+"/admin/api/v1/payments/stripe/pi_no_order/sync", nil); status != 200 ||
+		strings.Contains(raw, `"order"`) {
+		t.Errorf("a payment naming no order: %d %s; want no order", status, raw)
 	}
 }
 

@@ -314,3 +314,63 @@ func (s *Orders) deriveOrder(ctx context.Context, tx pgx.Tx, d OrderDeriver, o O
 	}
 	return true, nil
 }
+
+// paymentOrderSQL reads payment ($1, $2)'s version, the order its payload
+// names at the pointer $3 (tokens joined by U+001F), and the order and
+// version it is linked to ("" and 0 when none).
+const paymentOrderSQL = `
+SELECT p.version, coalesce(p.payload #>> string_to_array($3, E'\x1f'), ''), coalesce(l.order_id, ''),
+	coalesce(l.payment_version, 0)
+FROM payments p
+LEFT JOIN order_payments l ON l.source = p.source AND l.transaction_id = p.transaction_id
+WHERE p.source = $1 AND p.transaction_id = $2`
+
+// DerivePaymentOrder derives now, as a run of the deriver would, the order
+// that payment (source, transactionID) names, and returns that order as it
+// is then: linking the payment if it is not linked at its version yet, in
+// one transaction under the order's row lock, writing the state, its
+// message and its review item only when the state changed. A payment
+// recorded and derived concurrently by the deriver is derived once: the
+// second finds the state already there. A payment unknown, of a source
+// that links no order, or whose payload names none, is ErrNotFound;
+// transient failures wrap ErrUnavailable.
+func (s *Orders) DerivePaymentOrder(ctx context.Context, d OrderDeriver, source, transactionID string) (Order, error) {
+	tokens := d.Links[source]
+	if len(tokens) == 0 {
+		return Order{}, fmt.Errorf("%w: source %q links no order", ErrNotFound, source)
+	}
+	c := changedPayment{source: source, transactionID: transactionID}
+	var linkedVersion int
+	err := s.pool.QueryRow(ctx, paymentOrderSQL, source, transactionID, strings.Join(tokens, "\x1f")).
+		Scan(&c.version, &c.orderID, &c.linkedTo, &linkedVersion)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Order{}, fmt.Errorf("%w: payment %q of %q", ErrNotFound, transactionID, source)
+	}
+	if err != nil {
+		return Order{}, translate("derive payment order", err)
+	}
+	if c.orderID == "" || len(c.orderID) > MaxOrderIDLength {
+		return Order{}, fmt.Errorf("%w: payment %q of %q names no order", ErrNotFound, transactionID, source)
+	}
+	var link []changedPayment
+	if c.linkedTo != c.orderID || linkedVersion != c.version {
+		link = []changedPayment{c}
+	}
+	var res DeriveResult
+	if err := s.derive(ctx, d, c.orderID, link, &res); err != nil {
+		return Order{}, err
+	}
+	if c.linkedTo != "" && c.linkedTo != c.orderID {
+		if err := s.derive(ctx, d, c.linkedTo, nil, &res); err != nil {
+			return Order{}, err
+		}
+	}
+	o, err := scanOrder(s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE order_id = $1`, c.orderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Order{}, fmt.Errorf("%w: order %q", ErrNotFound, c.orderID)
+	}
+	if err != nil {
+		return Order{}, translate("derive payment order", err)
+	}
+	return o, nil
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -278,5 +279,66 @@ func TestTheOverlapLinksAPaymentCommittedAfterTheWatermarkPassedIt(t *testing.T)
 	}
 	if o := mustOrder(t, b, "ord-slow"); o.Status != order.Unregistered || len(o.Payments) != 1 {
 		t.Fatalf("order %+v; want unregistered with the payment", o)
+	}
+}
+
+func TestDerivePaymentOrderPaysTheOrderAtOnceAndOnceWithTheDeriver(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 20
+	for i := range n {
+		id := fmt.Sprintf("ord-sync-%d", i)
+		if _, _, err := b.store.Orders().RegisterOrder(ctx, OrderRegistration{OrderID: id, Amount: 1999, Currency: "EUR"}); err != nil {
+			t.Fatal(err)
+		}
+		payFor(t, b, fmt.Sprintf("pi_sync_%d", i), id, 1999)
+	}
+	// Each payment's order derived by its sync while deriver runs go on.
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			o, err := b.store.Orders().DerivePaymentOrder(ctx, orderLinks, DefaultSource, fmt.Sprintf("pi_sync_%d", i))
+			if err == nil && (o.Status != order.Paid || o.AmountPaid != 1999) {
+				err = fmt.Errorf("sync %d answered %+v; want paid", i, o)
+			}
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := b.store.Orders().DeriveOrders(ctx, orderLinks)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		id := fmt.Sprintf("ord-sync-%d", i)
+		if msgs := orderMessages(t, b, id); len(msgs["order.paid"]) != 1 || len(msgs) != 1 {
+			t.Errorf("%s: messages %v; want one order.paid", id, msgs)
+		}
+	}
+	// Derived again, nothing changes.
+	before := mustOrder(t, b, "ord-sync-0")
+	o, err := b.store.Orders().DerivePaymentOrder(ctx, orderLinks, DefaultSource, "pi_sync_0")
+	if err != nil || o.Version != before.Version || o.Status != order.Paid {
+		t.Fatalf("derived again: %+v, %v; want paid at version %d", o, err, before.Version)
+	}
+	for _, tc := range []struct{ source, tx string }{{DefaultSource, "pi_missing"}, {"other", "pi_sync_0"}} {
+		if _, err := b.store.Orders().DerivePaymentOrder(ctx, orderLinks, tc.source, tc.tx); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s/%s: %v; want ErrNotFound", tc.source, tc.tx, err)
+		}
+	}
+	payFor(t, b, "pi_no_order", "", 1999)
+	if _, err := b.store.Orders().DerivePaymentOrder(ctx, orderLinks, DefaultSource, "pi_no_order"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a payment naming no order: %v; want ErrNotFound", err)
 	}
 }

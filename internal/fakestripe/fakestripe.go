@@ -40,6 +40,9 @@ type Payment struct {
 	Amount   int64     // minor units
 	Currency string    // lower case, as Stripe sends it ("jpy")
 	Created  time.Time // the event's created
+	// Metadata, when not nil, is the object's metadata (where a checkout
+	// names its order: metadata.order_id).
+	Metadata map[string]string
 }
 
 // PaymentIntentSucceeded is the payment_intent.succeeded Event of p, shaped
@@ -66,6 +69,9 @@ func build(fixture []byte, p Payment, amounts ...string) json.RawMessage {
 	obj["id"] = p.ID
 	obj["currency"] = p.Currency
 	obj["created"] = p.Created.Unix()
+	if p.Metadata != nil {
+		obj["metadata"] = p.Metadata
+	}
 	for _, k := range amounts {
 		obj[k] = p.Amount
 	}
