@@ -86,20 +86,5 @@ func (s *Review) paymentItem(ctx context.Context, q querier, id string, n int64)
 
 // resolvePayment locks payment item n and refuses a second resolution.
 func (s *Review) resolvePayment(ctx context.Context, tx pgx.Tx, id string, n int64) (ReviewItem, error) {
-	var one int
-	if err := tx.QueryRow(ctx, `SELECT 1 FROM payment_attention WHERE id = $1 FOR UPDATE`, n).Scan(&one); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ReviewItem{}, fmt.Errorf("%w: review item %q", ErrNotFound, id)
-		}
-		return ReviewItem{}, translate("resolve payment item", err)
-	}
-	it, err := s.paymentItem(ctx, tx, id, n)
-	if err != nil {
-		return ReviewItem{}, err
-	}
-	if it.Resolution != nil {
-		return ReviewItem{}, reviewErr(ErrReviewRefused, "%s was already resolved (%s by %s at %s)", id,
-			it.Resolution.Action, it.Resolution.Who, it.Resolution.At.Format(time.RFC3339))
-	}
-	return it, nil
+	return lockUnresolved(ctx, tx, "payment_attention", id, n, func() (ReviewItem, error) { return s.paymentItem(ctx, tx, id, n) })
 }

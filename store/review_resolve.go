@@ -103,15 +103,23 @@ func (s *Review) ResolveReview(ctx context.Context, id string, r Resolve) (Revie
 }
 
 func (s *Review) resolveMismatch(ctx context.Context, tx pgx.Tx, id string, n int64) (ReviewItem, error) {
-	// The row lock serialises two resolutions of one item.
+	return lockUnresolved(ctx, tx, "review_mismatches", id, n, func() (ReviewItem, error) { return s.reviewItem(ctx, tx, id) })
+}
+
+// lockUnresolved locks row n of table (one of the review tables, a
+// constant: never input) for the transaction, so that two resolutions of
+// item id are serialised, then reads the item with read and refuses it
+// when it was resolved already (ErrReviewRefused). A missing row is
+// ErrNotFound.
+func lockUnresolved(ctx context.Context, tx pgx.Tx, table, id string, n int64, read func() (ReviewItem, error)) (ReviewItem, error) {
 	var one int
-	if err := tx.QueryRow(ctx, `SELECT 1 FROM review_mismatches WHERE id = $1 FOR UPDATE`, n).Scan(&one); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM `+table+` WHERE id = $1 FOR UPDATE`, n).Scan(&one); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ReviewItem{}, fmt.Errorf("%w: review item %q", ErrNotFound, id)
 		}
-		return ReviewItem{}, translate("resolve mismatch", err)
+		return ReviewItem{}, translate("resolve review item "+id, err)
 	}
-	it, err := s.reviewItem(ctx, tx, id)
+	it, err := read()
 	if err != nil {
 		return ReviewItem{}, err
 	}
