@@ -198,19 +198,12 @@ func orderListOf(q url.Values, now time.Time) (store.OrderList, error) {
 		}
 		l.Status = order.Status(v)
 	}
-	if v := q.Get("since"); v != "" {
-		t, err := parseSince(v, now)
-		if err != nil {
-			return l, badParam("since", "since must be an RFC 3339 time (2026-12-01T00:00:00Z) or a duration ago such as 3d, 36h or 1d12h")
-		}
-		l.Since = t
+	var err error
+	if l.Since, err = sinceParam(q, now); err != nil {
+		return l, err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxListLimit {
-			return l, badParam("limit", "limit must be a number from 1 to "+strconv.Itoa(store.MaxListLimit))
-		}
-		l.Limit = n
+	if l.Limit, err = limitParam(q); err != nil {
+		return l, err
 	}
 	if v := q.Get("cursor"); v != "" {
 		var c orderCursorJSON

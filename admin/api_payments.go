@@ -53,6 +53,36 @@ func badParam(name, detail string) *problem.Problem {
 	return problem.New(http.StatusBadRequest, "malformed", "Malformed request", name, detail)
 }
 
+// sinceParam is the listing's since parameter: an RFC 3339 time or a
+// duration ago (3d, 36h, 1d12h); zero when absent, a 400 problem naming
+// it when malformed.
+func sinceParam(q url.Values, now time.Time) (time.Time, error) {
+	v := q.Get("since")
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := parseSince(v, now)
+	if err != nil {
+		return time.Time{}, badParam("since", "since must be an RFC 3339 time (2026-12-01T00:00:00Z) or a duration ago such as 3d, 36h or 1d12h")
+	}
+	return t, nil
+}
+
+// limitParam is the listing's limit parameter, from 1 to
+// store.MaxListLimit; store.DefaultListLimit when absent, a 400 problem
+// naming it otherwise.
+func limitParam(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return store.DefaultListLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > store.MaxListLimit {
+		return 0, badParam("limit", "limit must be a number from 1 to "+strconv.Itoa(store.MaxListLimit))
+	}
+	return n, nil
+}
+
 // cursorJSON is what an opaque cursor holds.
 type cursorJSON struct {
 	ReceivedAt time.Time `json:"r"`
@@ -154,19 +184,12 @@ func paymentListOf(q url.Values, now time.Time) (store.PaymentList, error) {
 		}
 		l.Status = v
 	}
-	if v := q.Get("since"); v != "" {
-		t, err := parseSince(v, now)
-		if err != nil {
-			return l, badParam("since", "since must be an RFC 3339 time (2026-12-01T00:00:00Z) or a duration ago such as 3d, 36h or 1d12h")
-		}
-		l.Since = t
+	var err error
+	if l.Since, err = sinceParam(q, now); err != nil {
+		return l, err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxListLimit {
-			return l, badParam("limit", "limit must be a number from 1 to "+strconv.Itoa(store.MaxListLimit))
-		}
-		l.Limit = n
+	if l.Limit, err = limitParam(q); err != nil {
+		return l, err
 	}
 	if v := q.Get("cursor"); v != "" {
 		c, err := decodeCursor(v)

@@ -99,12 +99,9 @@ func disbursementListOf(q url.Values) (store.DisbursementList, error) {
 		}
 		l.Status = store.DisbursementStatus(v)
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxListLimit {
-			return l, badParam("limit", "limit must be a number from 1 to "+strconv.Itoa(store.MaxListLimit))
-		}
-		l.Limit = n
+	var err error
+	if l.Limit, err = limitParam(q); err != nil {
+		return l, err
 	}
 	if v := q.Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
