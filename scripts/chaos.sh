@@ -45,6 +45,11 @@
 #   12  forwarding into Kafka behind TLS only (kfakebroker --tls-dir,
 #       tls=true&tls_ca=), acks lost, a replica SIGKILLed; every payment
 #       under its webhook-id (scripts/chaos-secure-brokers.sh)
+#   13  orders: a checkout's sync (POST /admin/api/v1/payments/stripe/<pi>/sync)
+#       races the Stripe webhook of the same PaymentIntent on another replica,
+#       for 50 PaymentIntents each naming its order (cmd/syncrace), Postgres's
+#       then Redis's replies dropped; each PaymentIntent recorded once, one
+#       payment.recorded and one order.paid per order at the receiver
 #   (11 and 12 run in the --short form only when --only names them)
 #
 # Prints the results table and writes it, with the date, the commit and this
@@ -125,7 +130,7 @@ mkdir -p "$bin" "$logs"
 # shellcheck source=scripts/services.sh
 source scripts/services.sh
 
-rep_port=() rep_mport=() rep_pid=() rep_redis=() rep_db=() rep_down=()
+rep_port=() rep_mport=() rep_aport=() rep_pid=() rep_redis=() rep_db=() rep_down=()
 proxy_pid="" storm_pid="" failed=0
 
 cleanup() {
@@ -200,8 +205,12 @@ start_replica() {
   local i=$1
   rep_redis[i]=${2:-$REDIS_URL} rep_db[i]=${3:-$(with_db_params "$DATABASE_URL")}
   rep_down[i]=""
+  # Scenario 13 gives each replica an admin listener of its own (rep_aport).
+  local admin=off
+  [[ -z ${rep_aport[i]:-} ]] || admin=127.0.0.1:${rep_aport[i]}
   REDIS_URL=${rep_redis[i]} DATABASE_URL=${rep_db[i]} PAYLOCK_ADDR=127.0.0.1:${rep_port[i]} \
-    PAYLOCK_METRICS_ADDR=127.0.0.1:${rep_mport[i]} "$bin/paylock" serve >>"$logs/replica$((i + 1)).log" 2>&1 &
+    PAYLOCK_METRICS_ADDR=127.0.0.1:${rep_mport[i]} PAYLOCK_ADMIN_ADDR=$admin \
+    "$bin/paylock" serve >>"$logs/replica$((i + 1)).log" 2>&1 &
   rep_pid[i]=$!
 }
 
@@ -675,10 +684,10 @@ FWD_WAIT=${CHAOS_FORWARD_WAIT:-600}         # seconds for forwarding to settle a
 FWD_SETTINGS=(PAYLOCK_FORWARD_TIMEOUT=2s PAYLOCK_WORKER_POLL=200ms) # an attempt's bound (River rescues a killed replica's jobs after 2×(it + 5s)); River's poll
 rc_pid="" rc_port=""
 
-start_receiver() {
+start_receiver() { # start_receiver [FLAGS]: fakereceiver with the forwarding scenarios' faults
   pick_port rc_port
   "$bin/fakereceiver" --addr "127.0.0.1:$rc_port" --fail-first "$FWD_FAIL_FIRST" --drop-rate "$FWD_DROP" \
-    --log-format json >"$logs/fakereceiver.log" 2>&1 &
+    --log-format json "$@" >"$logs/fakereceiver.log" 2>&1 &
   rc_pid=$!
   for _ in $(seq 1 100); do [[ $(http_status GET "127.0.0.1:$rc_port" /debug/stats) == 200 ]] && return 0; sleep 0.1; done
   echo "chaos: fakereceiver not ready after 10s; its log ends:" >&2
@@ -856,6 +865,93 @@ forward_json() {
     { print }' "$j" >"$j.tmp" && mv "$j.tmp" "$j"
 }
 
+# Scenario 13 (a checkout's sync races the webhook): the replicas restart
+# with a Stripe source whose status API is syncrace's fake Stripe API
+# (api_key_env, api_url), an admin listener each, orders on
+# (PAYLOCK_ORDERS_INTERVAL) and forwarding to a fakereceiver that takes
+# every message type (--other-events) and has scenario 7's faults.
+# cmd/syncrace registers SR_ORDERS orders, one per PaymentIntent, then for
+# each calls the sync on one replica and delivers the signed
+# payment_intent.succeeded webhook to another at the same instant (the
+# pairs spread over 4s), each retried on the next replica until answered
+# 2xx; Postgres's replies, then Redis's, are dropped for 1.5s each during
+# the race. Its verdict: every sync and webhook acknowledged, each
+# PaymentIntent one row, each order paid by it alone, and at the receiver
+# exactly one payment.recorded per PaymentIntent, one order.paid per order
+# and no other message of the run's orders (cmd/syncrace's package doc).
+SR_ORDERS=50
+SR_WAIT=${CHAOS_SYNC_WAIT:-120} # seconds for the receiver to hold every message after the race
+SR_SETTINGS=(PAYLOCK_ORDERS_INTERVAL=1s PAYLOCK_FORWARD_TIMEOUT=2s PAYLOCK_WORKER_POLL=200ms)
+
+# run_syncrace ID TITLE: scenario 13, reported like the pspsim scenarios
+# (syncrace writes $work/ID.json in pspsim's shape).
+run_syncrace() {
+  local id=$1 title=$2 notes="" rc=0 i sp sr_pid webhooks="" admins=""
+  if [[ -n $only && ",$only," != *",$id,"* ]]; then return 0; fi
+  scenario=$id timeline=""
+  say "scenario $id: $title"
+  if [[ $("$bin/paylock" serve -h 2>&1 || true) == *PAYLOCK_FORWARD_BACKOFF_CAP* ]]; then
+    SR_SETTINGS+=(PAYLOCK_FORWARD_BACKOFF_CAP=1s)
+  fi
+  pick_port sp
+  for i in 0 1 2; do pick_port "rep_aport[$i]"; done
+  PAYLOCK_FORWARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
+  STRIPE_WEBHOOK_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
+  STRIPE_SYNC_KEY="sk_test_$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+  PAYLOCK_ADMIN_TOKEN=$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')
+  export PAYLOCK_FORWARD_SECRETS STRIPE_WEBHOOK_SECRETS STRIPE_SYNC_KEY PAYLOCK_ADMIN_TOKEN # kept off command lines
+  printf '%s\n' "sources:" "  stripe:" "    adapter: stripe" "    signature: stripe" \
+    "    secrets_env: STRIPE_WEBHOOK_SECRETS" "    api_key_env: STRIPE_SYNC_KEY" \
+    "    api_url: http://127.0.0.1:$sp" >"$work/$id.sources.yaml"
+  start_receiver --other-events
+  export PAYLOCK_FORWARD_URL="http://127.0.0.1:$rc_port/paylock/events" PAYLOCK_SOURCES_FILE="$work/$id.sources.yaml" "${SR_SETTINGS[@]}"
+  restart_replicas
+  say "  $id: replicas restarted with a Stripe source, an admin listener each, orders and forwarding on (${SR_SETTINGS[*]})"
+  for i in 0 1 2; do
+    webhooks+="http://127.0.0.1:${rep_port[i]},"
+    admins+="http://127.0.0.1:${rep_aport[i]},"
+  done
+  mark_logs
+  storm_t0=$(date +%s%N)
+  rm -f "$work/$id.ready"
+  "$bin/syncrace" --webhooks "${webhooks%,}" --admin "${admins%,}" --stripe-addr "127.0.0.1:$sp" \
+    --receiver "http://127.0.0.1:$rc_port" --orders "$SR_ORDERS" \
+    --run-id "c13x$$" --spread 4s --deadline 90s --settle "${SR_WAIT}s" --ready-file "$work/$id.ready" \
+    --json >"$work/$id.json" 2>"$logs/syncrace-$id.log" &
+  sr_pid=$!
+  for _ in $(seq 1 600); do
+    [[ -s $work/$id.ready ]] && break
+    kill -0 "$sr_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -s $work/$id.ready ]]; then
+    storm_t0=$(date +%s%N)
+    fault "$SR_ORDERS orders registered; $SR_ORDERS (sync, webhook) pairs start over 4s, each side on another replica"
+    at 500; PROXY=postgres chaosproxy drop on=true; fault "postgres replies dropped (statements run, answers lost)"
+    sleep 1.5; PROXY=postgres chaosproxy restore; fault "postgres replies flow"
+    at 2500; PROXY=redis chaosproxy drop on=true; fault "redis replies dropped (commands run, answers lost)"
+    sleep 1.5; PROXY=redis chaosproxy restore; fault "redis replies flow"
+  else
+    notes+="the orders were not registered (see $logs/syncrace-$id.log); "
+  fi
+  wait "$sr_pid" || rc=$?
+  fault "syncrace done (exit $rc): $(json_field "$work/$id.json" payment_recorded_messages) payment.recorded and $(json_field "$work/$id.json" order_paid_messages) order.paid at the receiver, $(json_field "$work/$id.json" settle_seconds)s after the race"
+  for i in 0 1 2; do
+    kill -0 "${rep_pid[i]}" 2>/dev/null || notes+="replica $((i + 1)) exited unexpectedly; "
+  done
+  kill -0 "$rc_pid" 2>/dev/null || notes+="fakereceiver exited unexpectedly; "
+  logs_since_mark >"$work/$id.server.log"
+  stop_receiver
+  for i in "${SR_SETTINGS[@]}"; do unset "${i%%=*}"; done
+  unset PAYLOCK_FORWARD_URL PAYLOCK_FORWARD_SECRETS PAYLOCK_SOURCES_FILE STRIPE_WEBHOOK_SECRETS STRIPE_SYNC_KEY PAYLOCK_ADMIN_TOKEN
+  rep_aport=()
+  restart_replicas # as every other scenario runs
+  local v; v=$(json_field "$work/$id.json" verdict)
+  [[ $v == pass && -z $notes ]] || failed=1
+  printf '%s\x1f%s\x1f%s\x1f%s\x1f%s\n' "$id" "$title" "$([[ $v == pass ]] && echo 0 || echo 1)" "$timeline" "${notes%; }" >>"$work/results"
+  say "scenario $id: ${v:-error}${notes:+ (${notes%; })} ($(json_field "$work/$id.json" rows) of $SR_ORDERS payments recorded, $(json_field "$work/$id.json" sync_processed) by the sync and $(json_field "$work/$id.json" webhook_processed) by the webhook; $(json_field "$work/$id.json" payment_recorded_messages) payment.recorded, $(json_field "$work/$id.json" order_paid_messages) order.paid, $(json_field "$work/$id.json" other_order_messages) other order messages; $(json_field "$work/$id.json" orders_paid) orders paid)"
+}
+
 # --- Report -------------------------------------------------------------------
 
 server_side() { # server_side ID: what the replicas logged during the scenario
@@ -905,6 +1001,9 @@ report() {
   fi
   if grep -qE '^(9|10)'$'\x1f' "$work/results"; then
     echo "- scenarios 9 and 10: the replicas restart with PAYLOCK_FORWARD_URL naming the broker and no PAYLOCK_FORWARD_SECRETS (${BRK_SETTINGS[*]}); \`pspsim\` sends $BRK_TXS transactions × $BRK_DELIVERIES deliveries at $BRK_RATE deliveries/s; 9: a throwaway \`nats-server -js\`, the stream created by paylock (\`create=true&duplicates=10m\`), killed with SIGKILL a third into the storm and restarted on its store 3s later (longer than an attempt); 10: \`kfakebroker --brokers 3 --partitions 6 --drop-acks $BRK_DROP_ACKS\`, replica 2 SIGKILLed a quarter into the storm. After the storm, $BRK_CHANGED of the run's payments get $BRK_CHANGES refunds each (paylock's own body, one round after another, so versions 2 to $((BRK_CHANGES + 1))), 9 killing nats-server again during the second round and restarting it just before the third (10's lost acks go on). Within ${BRK_WAIT}s the broker must hold a message of every payment and every change; each payment's versions must be non-decreasing as the broker holds them (\`brokerdump --order\`: stream order, partition offset order). Their **duplicates** add the messages under a wrong id (and, for NATS, a webhook-id held twice); their **lost**, payments the broker does not hold"
+  fi
+  if grep -q '^13'$'\x1f' "$work/results"; then
+    echo "- scenario 13: the replicas restart with a Stripe source whose status API (\`api_key_env\`, \`api_url\`) is \`syncrace\`'s fake Stripe API, an admin listener each, ${SR_SETTINGS[*]} and forwarding to \`fakereceiver --other-events --fail-first $FWD_FAIL_FIRST --drop-rate $FWD_DROP\`. \`syncrace\` registers $SR_ORDERS orders (\`POST /admin/api/v1/orders\`), one per PaymentIntent (\`metadata.order_id\`), then for each calls \`POST /admin/api/v1/payments/stripe/<pi>/sync\` on one replica and delivers the signed \`payment_intent.succeeded\` webhook to the next at the same instant, the pairs spread over 4s, each side retried on the next replica until answered 2xx (a 4xx other than 409 is a refusal). Within ${SR_WAIT}s the receiver must hold a message of every PaymentIntent and every order. Its **deliveries** are the syncs and webhooks; its **rows**, the PaymentIntents recorded; its **duplicates**, PaymentIntents with more than one row or \`payment.recorded\` webhook-id, orders with more than one \`order.paid\` webhook-id or payment, and any other message of the run's orders (\`order.double_paid\`, \`order.overpaid\`...); its **lost**, PaymentIntents without a row or a \`payment.recorded\`, orders without an \`order.paid\` or not \`paid\` by their PaymentIntent alone (admin API), and syncs or webhooks never acknowledged"
   fi
   echo
   echo "| scenario | deliveries | retries | rows | duplicates | lost | verdict | non-2xx answers | ack p99 / max |"
@@ -1001,8 +1100,8 @@ EOF
 
 # --- Main ---------------------------------------------------------------------
 
-say "building paylock, pspsim, chaosproxy, fakeprovider, fakereceiver, kfakebroker and brokerdump into $bin"
-go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy ./cmd/fakeprovider ./cmd/fakereceiver ./cmd/kfakebroker ./cmd/brokerdump
+say "building paylock, pspsim, chaosproxy, fakeprovider, fakereceiver, kfakebroker, brokerdump and syncrace into $bin"
+go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy ./cmd/fakeprovider ./cmd/fakereceiver ./cmd/kfakebroker ./cmd/brokerdump ./cmd/syncrace
 # shellcheck source=scripts/chaos-brokers.sh
 source scripts/chaos-brokers.sh
 # shellcheck source=scripts/chaos-secure-brokers.sh
@@ -1053,6 +1152,7 @@ run_broker 9 nats "forwarding into NATS JetStream: nats-server killed (SIGKILL) 
 run_broker 10 kafka "forwarding into Kafka (kfake): $BRK_DROP_ACKS of the acks lost after the append; replica killed (SIGKILL) mid-storm"
 run_secure_broker 11 nats "forwarding into NATS JetStream under a credential rotation: nats-server restarted knowing only a new user, then reloaded accepting old and new"
 run_secure_broker 12 kafka "forwarding into Kafka (kfake) behind TLS only: $BRK_DROP_ACKS of the acks lost after the append; replica killed (SIGKILL) mid-storm"
+run_syncrace 13 "orders: a checkout's sync races the Stripe webhook for $SR_ORDERS PaymentIntents across the replicas, Postgres's then Redis's replies dropped"
 
 report >"$work/report.md"
 echo

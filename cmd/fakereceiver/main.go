@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	tolerance := fs.Duration("tolerance", signature.DefaultTolerance, "how far a delivery's webhook-timestamp may be from the clock")
 	failFirst := fs.Int("fail-first", 0, "verified attempts of each webhook-id answered 500 before one is processed")
 	dropRate := fs.Float64("drop-rate", 0, "fraction of processed deliveries whose answer is dropped (connection closed)")
+	otherEvents := fs.Bool("other-events", false, "process verified events of every type (order.paid, payment.refunded...) instead of answering 400 to all but payment.recorded; /debug/deliveries then says each webhook-id's type and order_id")
 	logFormat := fs.String("log-format", "text", "text or json")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -81,7 +82,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "fakereceiver: invalid --log-format %q (want text or json)\n", *logFormat)
 		return 2
 	}
-	rcv, err := fakereceiver.New(fakereceiver.Config{Verifier: v, FailFirst: *failFirst, DropRate: *dropRate, Logger: logger})
+	rcv, err := fakereceiver.New(fakereceiver.Config{Verifier: v, FailFirst: *failFirst, DropRate: *dropRate,
+		OtherEvents: *otherEvents, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "fakereceiver: %v\n", err)
 		return 2

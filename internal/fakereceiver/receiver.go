@@ -101,6 +101,10 @@ type Event struct {
 	// body.
 	Source        string `json:"source,omitempty"`
 	TransactionID string `json:"transaction_id,omitempty"`
+	// Type is the first processed attempt's event type; OrderID its
+	// data.order_id, for an order's message (Config.OtherEvents).
+	Type    string `json:"type,omitempty"`
+	OrderID string `json:"order_id,omitempty"`
 	// Attempts counts every POST with this webhook-id, signature failures
 	// included.
 	Attempts int `json:"attempts"`
@@ -256,9 +260,10 @@ func (r *Receiver) DelayNext(d time.Duration) {
 
 // WriteDeliveries writes one line per webhook-id seen, sorted by id, with
 // tab-separated fields: webhook-id, source, transaction_id, attempts,
-// signature failures, deliveries (processed attempts). Absent strings are
-// "-"; control characters (tabs and newlines included) are written as
-// '?', so that a line always has six fields.
+// signature failures, deliveries (processed attempts), type and order_id
+// (Event.Type, Event.OrderID). Absent strings are "-"; control characters
+// (tabs and newlines included) are written as '?', so that a line always
+// has eight fields.
 func (r *Receiver) WriteDeliveries(w io.Writer) error {
 	s := r.Stats()
 	ids := make([]string, 0, len(s.Events))
@@ -279,8 +284,8 @@ func (r *Receiver) WriteDeliveries(w io.Writer) error {
 	}
 	for _, id := range ids {
 		e := s.Events[id]
-		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", dash(id), dash(e.Source), dash(e.TransactionID),
-			e.Attempts, e.SignatureFailures, e.Deliveries); err != nil {
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", dash(id), dash(e.Source), dash(e.TransactionID),
+			e.Attempts, e.SignatureFailures, e.Deliveries, dash(e.Type), dash(e.OrderID)); err != nil {
 			return err
 		}
 	}
@@ -293,6 +298,7 @@ type forwarded struct {
 	Data struct {
 		Source        string `json:"source"`
 		TransactionID string `json:"transaction_id"`
+		OrderID       string `json:"order_id"`
 		Version       int    `json:"version"`
 	} `json:"data"`
 }
@@ -391,6 +397,7 @@ func (r *Receiver) process(id string, ev *Event, body []byte) answer {
 	r.stats.Delivered++
 	if ev.Deliveries == 0 {
 		ev.FirstDeliveredAt = time.Now().UTC()
+		ev.Type, ev.OrderID = f.Type, f.Data.OrderID
 		r.stats.WebhookIDs++
 		if isPayment {
 			r.countPayment(p, id)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,7 +243,7 @@ func TestDeliveriesListOneLinePerWebhookID(t *testing.T) {
 	}
 	defer res.Body.Close()
 	got, _ := io.ReadAll(res.Body)
-	want := "msg_a\tpayments\ttx-a\t2\t0\t1\nmsg_b\t-\t-\t1\t1\t0\nmsg_c\tpayments\ttx?c?\t2\t0\t1\n"
+	want := "msg_a\tpayments\ttx-a\t2\t0\t1\tpayment.recorded\t-\nmsg_b\t-\t-\t1\t1\t0\t-\t-\nmsg_c\tpayments\ttx?c?\t2\t0\t1\tpayment.recorded\t-\n"
 	if string(got) != want {
 		t.Errorf("deliveries\n%q, want\n%q", got, want)
 	}
@@ -361,8 +362,19 @@ func TestOtherEventsAreProcessedWhenAccepted(t *testing.T) {
 	if s.Other != 2 || s.Delivered != 2 || s.WebhookIDs != 1 || s.Payments != 0 || s.Malformed != 0 || len(r.Attempts()) != 0 {
 		t.Errorf("stats %+v (attempts kept without KeepAttempts: %d)", s, len(r.Attempts()))
 	}
-	if ev := s.Events["msg_d"]; ev.Deliveries != 2 || ev.TransactionID != "" {
+	if ev := s.Events["msg_d"]; ev.Deliveries != 2 || ev.TransactionID != "" || ev.Type != "disbursement.paid" {
 		t.Errorf("event %+v", ev)
+	}
+	order := []byte(`{"type":"order.paid","data":{"order_id":"ord-1","status":"paid","version":2}}`)
+	if got := post(t, url, signed(t, "msg_o", order), order); got != http.StatusNoContent {
+		t.Fatalf("answer %d, want 204", got)
+	}
+	if ev := r.Stats().Events["msg_o"]; ev.Type != "order.paid" || ev.OrderID != "ord-1" || ev.Deliveries != 1 {
+		t.Errorf("order event %+v, want its type and order_id", ev)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteDeliveries(&buf); err != nil || !strings.Contains(buf.String(), "msg_o\t-\t-\t1\t0\t1\torder.paid\tord-1\n") {
+		t.Errorf("WriteDeliveries = %q, %v: want the order's line with its type and order_id", buf.String(), err)
 	}
 }
 
