@@ -42,6 +42,23 @@ type Fetcher interface {
 	Fetch(ctx context.Context, ref string) (body []byte, status string, err error)
 }
 
+// ErrUnsupportedPointer is returned by an OrderFinder asked to search by a
+// member its provider's API cannot search by.
+var ErrUnsupportedPointer = errors.New("provider: the provider's API cannot search payments by that member")
+
+// An OrderFinder is a Fetcher that can also find the payments naming an
+// order, so that an order still awaiting payment whose payment's webhook
+// was lost, and whose checkout never synced it, is found although nobody
+// knows the payment's id. Implementing it is optional.
+type OrderFinder interface {
+	// FindByOrder returns the refs (the ids Fetch takes) of the payments
+	// whose webhook body names orderID at pointer (RFC 6901 tokens, the
+	// source's orders pointer); ErrUnsupportedPointer when the provider's
+	// API cannot search by that member. A refused request wraps
+	// ErrRefused.
+	FindByOrder(ctx context.Context, pointer []string, orderID string) ([]string, error)
+}
+
 // A Confirmer is a Provider without a status API whose payments are
 // confirmed by the shop's backend posting the provider's synchronous
 // answer (Adyen's /payments response). Implementing it is optional.

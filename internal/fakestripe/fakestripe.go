@@ -2,7 +2,11 @@
 // reconciliation and sync read: GET /v1/payment_intents/{id}
 // (https://docs.stripe.com/api/payment_intents/retrieve: a PaymentIntent
 // stored with PutPaymentIntent, else the data.object of the newest
-// payment_intent.* event of that id, else 404 resource_missing), and
+// payment_intent.* event of that id, else 404 resource_missing),
+// GET /v1/payment_intents/search (https://docs.stripe.com/api/payment_intents/search,
+// the query metadata['key']:'value' only: the PaymentIntents stored with
+// PutPaymentIntent whose metadata holds it, as
+// {"object":"search_result","data":[...],"has_more":false}), and
 // GET /v1/events (https://docs.stripe.com/api/events/list),
 // newest first, filtered by type (type, or types[] / types[0]...) and created[gte] /
 // created[gt], paginated by limit (default 10, at most 100) and
@@ -21,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,11 +181,45 @@ func (a *API) paymentIntent(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(pi)
 }
 
+// metadataQuery is the one search query the fake understands.
+var metadataQuery = regexp.MustCompile(`^metadata\['([A-Za-z0-9_-]+)'\]:'((?:[^'\\]|\\.)*)'$`)
+
+// search answers GET /v1/payment_intents/search.
+func (a *API) search(w http.ResponseWriter, r *http.Request) {
+	m := metadataQuery.FindStringSubmatch(r.URL.Query().Get("query"))
+	if m == nil {
+		stripeError(w, http.StatusBadRequest, "invalid_request_error",
+			"the fake searches by metadata['key']:'value' only")
+		return
+	}
+	key, value := m[1], strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(m[2])
+	a.mu.Lock()
+	ids := make([]string, 0, len(a.intents))
+	for id := range a.intents {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	data := []json.RawMessage{}
+	for _, id := range ids {
+		var pi struct {
+			Metadata map[string]string `json:"metadata"`
+		}
+		if json.Unmarshal(a.intents[id], &pi) == nil && pi.Metadata[key] == value {
+			data = append(data, a.intents[id])
+		}
+	}
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "search_result", "data": data, "has_more": false,
+		"next_page": nil, "url": "/v1/payment_intents/search"})
+}
+
 // New returns a fake that accepts the secret key key.
 func New(key string) *API {
 	a := &API{key: key, mux: http.NewServeMux()}
 	a.mux.HandleFunc("GET /v1/events", a.list)
 	a.mux.HandleFunc("GET /v1/payment_intents/{id}", a.paymentIntent)
+	a.mux.HandleFunc("GET /v1/payment_intents/search", a.search)
 	return a
 }
 

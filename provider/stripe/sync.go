@@ -80,11 +80,83 @@ func (f fetcher) Fetch(ctx context.Context, ref string) ([]byte, string, error) 
 	return body, pi.Status, err
 }
 
+// FindByOrder finds the PaymentIntents whose metadata names orderID with
+// Stripe's search (GET /v1/payment_intents/search, the query
+// metadata['key']:'orderID'), for a pointer into a PaymentIntent's
+// metadata (/data/object/metadata/<key>, the default order_id); any other
+// pointer is provider.ErrUnsupportedPointer. Stripe's search index lags
+// writes by up to a minute, which the janitor's PendingAfter covers; its
+// first page (100 PaymentIntents) is read.
+func (f fetcher) FindByOrder(ctx context.Context, pointer []string, orderID string) ([]string, error) {
+	if len(pointer) != 4 || pointer[0] != "data" || pointer[1] != "object" || pointer[2] != "metadata" ||
+		!searchable(pointer[3]) {
+		return nil, fmt.Errorf("%w: stripe searches PaymentIntents by /data/object/metadata/<key> only, not /%s",
+			provider.ErrUnsupportedPointer, strings.Join(pointer, "/"))
+	}
+	raw, err := f.api.Search(ctx, "metadata['"+pointer[3]+"']:'"+searchQuote(orderID)+"'")
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Object string `json:"object"`
+		Data   []struct {
+			ID       string            `json:"id"`
+			Object   string            `json:"object"`
+			Metadata map[string]string `json:"metadata"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.Object != "search_result" {
+		return nil, errors.New("stripe: GET /v1/payment_intents/search: the answer is not a search result")
+	}
+	var ids []string
+	for _, pi := range res.Data {
+		// The search matches on the metadata; what it finds must say so.
+		if pi.Object == "payment_intent" && pi.ID != "" && pi.Metadata[pointer[3]] == orderID {
+			ids = append(ids, pi.ID)
+		}
+	}
+	return ids, nil
+}
+
+// searchable reports whether a metadata key can be named in a search
+// query: letters, digits, '_' and '-'.
+func searchable(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, c := range key {
+		if !(c == '_' || c == '-' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// searchQuote escapes a value for a single-quoted string of Stripe's
+// search query language (https://docs.stripe.com/search#search-query-language):
+// a quote or a backslash is preceded by a backslash.
+func searchQuote(v string) string {
+	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v)
+}
+
 // PaymentIntent returns the PaymentIntent id as Stripe's API answers it
 // (https://docs.stripe.com/api/payment_intents/retrieve): an error wrapping
 // provider.ErrNoSuchPayment for a 404, provider.ErrRefused for another
 // 4xx, or the error of a request that failed.
 func (c API) PaymentIntent(ctx context.Context, id string) (json.RawMessage, error) {
+	return c.get(ctx, "/v1/payment_intents/"+url.PathEscape(id), "stripe: GET /v1/payment_intents/"+id)
+}
+
+// Search returns the first page (100) of the PaymentIntents query finds
+// (https://docs.stripe.com/api/payment_intents/search), with
+// PaymentIntent's errors.
+func (c API) Search(ctx context.Context, query string) (json.RawMessage, error) {
+	q := url.Values{"query": {query}, "limit": {"100"}}
+	return c.get(ctx, "/v1/payment_intents/search?"+q.Encode(), "stripe: GET /v1/payment_intents/search")
+}
+
+// get GETs path from the API, what naming it in errors.
+func (c API) get(ctx context.Context, path, what string) (json.RawMessage, error) {
 	client := c.HTTP
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Second}
@@ -93,8 +165,7 @@ func (c API) PaymentIntent(ctx context.Context, id string) (json.RawMessage, err
 	if base == "" {
 		base = DefaultURL
 	}
-	what := "stripe: GET /v1/payment_intents/" + id
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/payment_intents/"+url.PathEscape(id), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,5 +94,71 @@ func TestAPISettingsAreCheckedWithTheSource(t *testing.T) {
 		if tc.ok != (err == nil) || err != nil && (!errors.As(err, &se) || se.Key != tc.key) {
 			t.Errorf("%s: %s = %s: %v", tc.name, tc.key, tc.value, err)
 		}
+	}
+}
+
+// TestFindByOrderSearchesThePaymentIntentsMetadata: the fetcher finds the
+// PaymentIntents whose metadata names an order (quotes and backslashes in
+// the order id escaped in Stripe's query language), by the default
+// pointer or another metadata key, and refuses a pointer Stripe cannot
+// search by without asking the API.
+func TestFindByOrderSearchesThePaymentIntentsMetadata(t *testing.T) {
+	t.Parallel()
+	const key = "sk_test_find"
+	api := fakestripe.New(key)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	f, err := stripe.Provider{}.NewFetcher(provider.ListerConfig{Source: "stripe", URL: srv.URL, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finder, ok := f.(provider.OrderFinder)
+	if !ok {
+		t.Fatal("the stripe fetcher is no provider.OrderFinder")
+	}
+	odd := `ord-'7'\x`
+	for _, p := range []fakestripe.Payment{
+		{ID: "pi_a", Metadata: map[string]string{"order_id": "ord-1"}},
+		{ID: "pi_b", Metadata: map[string]string{"order_id": "ord-1"}},
+		{ID: "pi_c", Metadata: map[string]string{"order_id": "ord-2", "cart": "c-9"}},
+		{ID: "pi_d", Metadata: map[string]string{"order_id": odd}},
+		{ID: "pi_e"},
+	} {
+		p.Amount, p.Currency, p.Created = 1200, "jpy", time.Now()
+		api.PutPaymentIntent(fakestripe.PaymentIntent(p, "succeeded"))
+	}
+	orderID := []string{"data", "object", "metadata", "order_id"}
+	for _, tc := range []struct {
+		pointer []string
+		order   string
+		want    []string
+	}{
+		{orderID, "ord-1", []string{"pi_a", "pi_b"}},
+		{orderID, "ord-2", []string{"pi_c"}},
+		{orderID, odd, []string{"pi_d"}},
+		{orderID, "ord-nobody", nil},
+		{[]string{"data", "object", "metadata", "cart"}, "c-9", []string{"pi_c"}},
+	} {
+		got, err := finder.FindByOrder(t.Context(), tc.pointer, tc.order)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%v = %q: %v, %v; want %v", tc.pointer, tc.order, got, err, tc.want)
+		}
+	}
+	before := api.Requests()
+	for _, p := range [][]string{
+		{"data", "object", "description"},
+		{"data", "object", "metadata", "it's"},
+		{"metadata", "order_id"},
+	} {
+		if _, err := finder.FindByOrder(t.Context(), p, "ord-1"); !errors.Is(err, provider.ErrUnsupportedPointer) {
+			t.Errorf("%v: %v, want ErrUnsupportedPointer", p, err)
+		}
+	}
+	if n := api.Requests() - before; n != 0 {
+		t.Errorf("%d requests for pointers Stripe cannot search by, want none", n)
+	}
+	bad, _ := stripe.Provider{}.NewFetcher(provider.ListerConfig{Source: "stripe", URL: srv.URL, Key: "sk_test_wrong"})
+	if _, err := bad.(provider.OrderFinder).FindByOrder(t.Context(), orderID, "ord-1"); !errors.Is(err, provider.ErrRefused) {
+		t.Errorf("a wrong key: %v, want ErrRefused", err)
 	}
 }
