@@ -48,7 +48,7 @@ func (c *ReconcileConfig) settings() []setting {
 			}},
 		{env: "PAYLOCK_RECONCILE_WINDOW", flag: "reconcile-window", def: "72h", usage: "how far back the periodic reconciliation lists the provider's events",
 			parse: durationAtLeast(&c.Window, time.Minute)},
-		{env: "PAYLOCK_SYNC_PENDING_AFTER", flag: "sync-pending-after", def: "0", usage: "sync from the provider's API, on the River leader, each payment of a source with a status API (a stripe source with api_key_env) still pending or authorized this long after its last change, such as 1h or 2d; 0: off",
+		{env: "PAYLOCK_SYNC_PENDING_AFTER", flag: "sync-pending-after", def: "0", usage: "sync from the provider's API, on the River leader, each payment of a source with a status API (a stripe source with api_key_env) still pending or authorized this long after its last change, and, with orders on, the payments found at the provider of each order still awaiting this long after its registration, such as 1h or 2d; 0: off",
 			parse: func(v string) error {
 				d, err := parseDuration(v)
 				if err != nil {
@@ -60,7 +60,7 @@ func (c *ReconcileConfig) settings() []setting {
 				c.SyncPendingAfter = d
 				return nil
 			}},
-		{env: "PAYLOCK_SYNC_RATE", flag: "sync-rate", def: "5", usage: "how many payments per second the PAYLOCK_SYNC_PENDING_AFTER janitor syncs at most (provider API calls)",
+		{env: "PAYLOCK_SYNC_RATE", flag: "sync-rate", def: "5", usage: "how many provider API calls (syncs and order searches) per second the PAYLOCK_SYNC_PENDING_AFTER janitor makes at most",
 			parse: func(v string) error {
 				r, err := strconv.ParseFloat(v, 64)
 				if err != nil || math.IsNaN(r) || r <= 0 || r > 1000 {

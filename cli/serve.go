@@ -150,7 +150,7 @@ func (s *serving) startPipeline(ctx context.Context) error {
 		return err
 	}
 	stopJobs, err := startJobs(ctx, cfg, s.st, s.logger, jobObservers{payout: payoutAttempts.Observe, forward: forwards.Observe,
-		reconcile: reconcileWorker(cfg, s.sources, s.h, s.reg, s.logger), janitor: janitor(cfg, s.sync, s.st.Payments(), s.logger),
+		reconcile: reconcileWorker(cfg, s.sources, s.h, s.reg, s.logger), janitor: janitor(cfg, s.sync, s.st, s.logger),
 		orders: ordersWorker(cfg, s.st, s.reg, s.logger)})
 	if err != nil {
 		return err

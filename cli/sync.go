@@ -95,9 +95,10 @@ func outcomeOf(r reconcile.SyncResult) admin.SyncOutcome {
 }
 
 // janitor is serve's and the worker's sync of unsettled payments
-// (PAYLOCK_SYNC_PENDING_AFTER); nil when that is off, or no source has a
-// status API (logged).
-func janitor(cfg Config, s *reconcile.Sync, payments *store.Payments, logger *slog.Logger) *reconcile.Janitor {
+// (PAYLOCK_SYNC_PENDING_AFTER), and of the payments of stuck orders when
+// orders are on; nil when that is off, or no source has a status API
+// (logged).
+func janitor(cfg Config, s *reconcile.Sync, st *store.Store, logger *slog.Logger) *reconcile.Janitor {
 	if cfg.Reconcile.SyncPendingAfter == 0 {
 		return nil
 	}
@@ -107,6 +108,14 @@ func janitor(cfg Config, s *reconcile.Sync, payments *store.Payments, logger *sl
 	}
 	logger.Info("syncing unsettled payments periodically on the River leader",
 		slog.Duration("pending_after", cfg.Reconcile.SyncPendingAfter), slog.Float64("rate", cfg.Reconcile.SyncRate))
-	return &reconcile.Janitor{Sync: s, Payments: payments, PendingAfter: cfg.Reconcile.SyncPendingAfter,
+	j := &reconcile.Janitor{Sync: s, Payments: st.Payments(), PendingAfter: cfg.Reconcile.SyncPendingAfter,
 		Rate: cfg.Reconcile.SyncRate, Logger: logger}
+	// With orders on, it also looks for the payments of the orders still
+	// awaiting payment that no payment names (docs/checkout.md).
+	if cfg.Orders.Interval > 0 {
+		if specs, err := sourceShapes(cfg); err == nil {
+			j.Orders, j.OrderPointers = st.Orders(), orderPointers(specs)
+		}
+	}
+	return j
 }

@@ -560,3 +560,48 @@ sources:
 		t.Errorf("with the source's key and URL: exit %d, want 1 recording pi_missing\n%s", code, out)
 	}
 }
+
+// TestJanitorFindsTheLostPaymentOfAnOrderStillAwaiting: an order
+// registered two hours ago whose PaymentIntent succeeded at Stripe, but
+// whose webhook was lost and whose checkout never synced, is looked for by
+// its metadata (Stripe's search) on the janitor's first run, its payment
+// recorded and the order paid, with one order.paid message; an order
+// registered a minute ago is not looked for yet.
+func TestJanitorFindsTheLostPaymentOfAnOrderStillAwaiting(t *testing.T) {
+	t.Parallel()
+	e := setupSync(t)
+	ctx := t.Context()
+	for _, id := range []string{"ord-lost", "ord-recent"} {
+		if _, _, err := e.st.Orders().RegisterOrder(ctx, store.OrderRegistration{OrderID: id, Amount: 5100, Currency: "JPY"}); err != nil {
+			t.Fatal(err)
+		}
+		e.api.PutPaymentIntent(fakestripe.PaymentIntent(fakestripe.Payment{ID: "pi_" + id, Amount: 5100, Currency: "jpy",
+			Created: time.Now(), Metadata: map[string]string{"order_id": id}}, "succeeded"))
+	}
+	if _, err := e.st.Pool().Exec(ctx, `UPDATE orders SET created_at = now() - interval '2 hours' WHERE order_id = 'ord-lost'`); err != nil {
+		t.Fatal(err)
+	}
+	e.env["PAYLOCK_SYNC_PENDING_AFTER"] = "1h"
+	e.env["PAYLOCK_SYNC_RATE"] = "5"
+	e.env["PAYLOCK_ORDERS_INTERVAL"] = "200ms"
+	e.env["PAYLOCK_FORWARD_URL"] = "https://orders.internal/paylock"
+	startServe(t, e.env, serveOptions{})
+	status := func(id string) string {
+		o, err := e.st.Orders().GetOrder(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(o.Status)
+	}
+	testkit.WaitFor(t, 30*time.Second, "the lost order paid", func() bool { return status("ord-lost") == "paid" })
+	testkit.WaitFor(t, 10*time.Second, "the janitor's first run", func() bool {
+		return testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = 'sync_unsettled_payments' AND state = 'completed'`) > 0
+	})
+	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM payments WHERE transaction_id = 'pi_ord-recent'`); n != 0 || status("ord-recent") != "awaiting" {
+		t.Errorf("ord-recent: %d payments, %s; want none looked for yet (registered within PAYLOCK_SYNC_PENDING_AFTER)", n, status("ord-recent"))
+	}
+	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'type' = 'order.paid'`,
+		store.ForwardKind); n != 1 {
+		t.Errorf("%d order.paid messages; want 1", n)
+	}
+}

@@ -58,7 +58,7 @@ func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Lis
 		if err != nil {
 			return err
 		}
-		obs.janitor = janitor(cfg, sy, st.Payments(), logger)
+		obs.janitor = janitor(cfg, sy, st, logger)
 	}
 	rcfg, closeSinks, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
 	if err != nil {

@@ -289,3 +289,33 @@ func (s *Orders) ListOrders(ctx context.Context, l OrderList) ([]Order, error) {
 	}
 	return out, nil
 }
+
+// stuckOrdersSQL: registered orders still awaiting payment (or expired
+// unpaid) that no payment names, registered in [$2, $1), newest first: the
+// orders whose payment's webhook may have been lost.
+const stuckOrdersSQL = `SELECT o.order_id FROM orders o
+WHERE o.status IN ('awaiting', 'expired') AND o.amount IS NOT NULL
+  AND o.created_at < $1 AND o.created_at >= $2
+  AND NOT EXISTS (SELECT 1 FROM order_payments p WHERE p.order_id = o.order_id)
+ORDER BY o.created_at DESC, o.order_id DESC
+LIMIT $3`
+
+// StuckOrders returns at most limit ids of the orders registered in
+// [since, before) that are still awaiting payment, or expired, with no
+// payment naming them: the orders whose payment's webhook may have been
+// lost, for the sync janitor to look for at the provider. The newest come
+// first. Errors wrap ErrUnavailable when the database failed transiently.
+func (s *Orders) StuckOrders(ctx context.Context, before, since time.Time, limit int) ([]string, error) {
+	if limit <= 0 || !since.Before(before) {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, stuckOrdersSQL, before, since, limit)
+	if err != nil {
+		return nil, translate("list stuck orders", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, translate("list stuck orders", err)
+	}
+	return out, nil
+}

@@ -104,3 +104,50 @@ func TestListOrdersPagesNewestFirstAndFilters(t *testing.T) {
 		t.Fatalf("since an hour from now: %+v, %v", later, err)
 	}
 }
+
+// TestStuckOrdersAreTheUnpaidOnesNoPaymentNamesInTheWindow: the janitor's
+// list holds the registered orders awaiting (or expired) with no payment
+// linked, registered in [since, before), newest first, and no other.
+func TestStuckOrdersAreTheUnpaidOnesNoPaymentNamesInTheWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	now := time.Now()
+	for i, id := range []string{"old", "stuck-1", "stuck-2", "expired", "linked", "paid", "unregistered", "young"} {
+		if _, _, err := b.store.Orders().RegisterOrder(ctx, OrderRegistration{OrderID: id, Amount: 1000, Currency: "JPY"}); err != nil {
+			t.Fatal(err)
+		}
+		// created an hour apart, "old" first, "young" a minute ago
+		at := now.Add(time.Duration(i-7) * time.Hour)
+		if id == "old" {
+			at = now.Add(-30 * 24 * time.Hour)
+		}
+		if id == "young" {
+			at = now.Add(-time.Minute)
+		}
+		if _, err := b.admin.Exec(ctx, `UPDATE orders SET created_at = $2 WHERE order_id = $1`, id, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`UPDATE orders SET status = 'expired' WHERE order_id = 'expired'`,
+		`UPDATE orders SET status = 'paid', amount_paid = 1000 WHERE order_id = 'paid'`,
+		`UPDATE orders SET status = 'unregistered', amount = NULL, currency = NULL WHERE order_id = 'unregistered'`,
+		`INSERT INTO order_payments (source, transaction_id, order_id, payment_version) VALUES ('stripe', 'pi_1', 'linked', 1)`,
+	} {
+		if _, err := b.admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	before, since := now.Add(-10*time.Minute), now.Add(-7*24*time.Hour)
+	got, err := b.store.Orders().StuckOrders(ctx, before, since, 10)
+	if want := []string{"expired", "stuck-2", "stuck-1"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("StuckOrders = %v, %v; want %v", got, err, want)
+	}
+	if got, err := b.store.Orders().StuckOrders(ctx, before, since, 2); err != nil || len(got) != 2 || got[0] != "expired" {
+		t.Errorf("limit 2: %v, %v", got, err)
+	}
+	if got, err := b.store.Orders().StuckOrders(ctx, since, before, 10); err != nil || got != nil {
+		t.Errorf("an empty window: %v, %v", got, err)
+	}
+}
