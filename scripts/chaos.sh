@@ -869,7 +869,7 @@ forward_json() {
 # with a Stripe source whose status API is syncrace's fake Stripe API
 # (api_key_env, api_url), an admin listener each, orders on
 # (PAYLOCK_ORDERS_INTERVAL) and forwarding to a fakereceiver that takes
-# every message type (--other-events) and has scenario 7's faults.
+# every message type (--other-events) and drops SR_DROP of its answers.
 # cmd/syncrace registers SR_ORDERS orders, one per PaymentIntent, then for
 # each calls the sync on one replica and delivers the signed
 # payment_intent.succeeded webhook to another at the same instant (the
@@ -879,7 +879,7 @@ forward_json() {
 # PaymentIntent one row, each order paid by it alone, and at the receiver
 # exactly one payment.recorded per PaymentIntent, one order.paid per order
 # and no other message of the run's orders (cmd/syncrace's package doc).
-SR_ORDERS=50
+SR_ORDERS=50 SR_DROP=0.05
 SR_WAIT=${CHAOS_SYNC_WAIT:-120} # seconds for the receiver to hold every message after the race
 SR_SETTINGS=(PAYLOCK_ORDERS_INTERVAL=1s PAYLOCK_FORWARD_TIMEOUT=2s PAYLOCK_WORKER_POLL=200ms)
 
@@ -903,7 +903,9 @@ run_syncrace() {
   printf '%s\n' "sources:" "  stripe:" "    adapter: stripe" "    signature: stripe" \
     "    secrets_env: STRIPE_WEBHOOK_SECRETS" "    api_key_env: STRIPE_SYNC_KEY" \
     "    api_url: http://127.0.0.1:$sp" >"$work/$id.sources.yaml"
-  start_receiver --other-events
+  # The receiver's own faults are scenario 7's business: here it drops a
+  # few answers only, so that what the verdict waits on is the race.
+  start_receiver --other-events --fail-first 0 --drop-rate "$SR_DROP"
   export PAYLOCK_FORWARD_URL="http://127.0.0.1:$rc_port/paylock/events" PAYLOCK_SOURCES_FILE="$work/$id.sources.yaml" "${SR_SETTINGS[@]}"
   restart_replicas
   say "  $id: replicas restarted with a Stripe source, an admin listener each, orders and forwarding on (${SR_SETTINGS[*]})"
@@ -1003,7 +1005,7 @@ report() {
     echo "- scenarios 9 and 10: the replicas restart with PAYLOCK_FORWARD_URL naming the broker and no PAYLOCK_FORWARD_SECRETS (${BRK_SETTINGS[*]}); \`pspsim\` sends $BRK_TXS transactions × $BRK_DELIVERIES deliveries at $BRK_RATE deliveries/s; 9: a throwaway \`nats-server -js\`, the stream created by paylock (\`create=true&duplicates=10m\`), killed with SIGKILL a third into the storm and restarted on its store 3s later (longer than an attempt); 10: \`kfakebroker --brokers 3 --partitions 6 --drop-acks $BRK_DROP_ACKS\`, replica 2 SIGKILLed a quarter into the storm. After the storm, $BRK_CHANGED of the run's payments get $BRK_CHANGES refunds each (paylock's own body, one round after another, so versions 2 to $((BRK_CHANGES + 1))), 9 killing nats-server again during the second round and restarting it just before the third (10's lost acks go on). Within ${BRK_WAIT}s the broker must hold a message of every payment and every change; each payment's versions must be non-decreasing as the broker holds them (\`brokerdump --order\`: stream order, partition offset order). Their **duplicates** add the messages under a wrong id (and, for NATS, a webhook-id held twice); their **lost**, payments the broker does not hold"
   fi
   if grep -q '^13'$'\x1f' "$work/results"; then
-    echo "- scenario 13: the replicas restart with a Stripe source whose status API (\`api_key_env\`, \`api_url\`) is \`syncrace\`'s fake Stripe API, an admin listener each, ${SR_SETTINGS[*]} and forwarding to \`fakereceiver --other-events --fail-first $FWD_FAIL_FIRST --drop-rate $FWD_DROP\`. \`syncrace\` registers $SR_ORDERS orders (\`POST /admin/api/v1/orders\`), one per PaymentIntent (\`metadata.order_id\`), then for each calls \`POST /admin/api/v1/payments/stripe/<pi>/sync\` on one replica and delivers the signed \`payment_intent.succeeded\` webhook to the next at the same instant, the pairs spread over 4s, each side retried on the next replica until answered 2xx (a 4xx other than 409 is a refusal). Within ${SR_WAIT}s the receiver must hold a message of every PaymentIntent and every order. Its **deliveries** are the syncs and webhooks; its **rows**, the PaymentIntents recorded; its **duplicates**, PaymentIntents with more than one row or \`payment.recorded\` webhook-id, orders with more than one \`order.paid\` webhook-id or payment, and any other message of the run's orders (\`order.double_paid\`, \`order.overpaid\`...); its **lost**, PaymentIntents without a row or a \`payment.recorded\`, orders without an \`order.paid\` or not \`paid\` by their PaymentIntent alone (admin API), and syncs or webhooks never acknowledged"
+    echo "- scenario 13: the replicas restart with a Stripe source whose status API (\`api_key_env\`, \`api_url\`) is \`syncrace\`'s fake Stripe API, an admin listener each, ${SR_SETTINGS[*]} and forwarding to \`fakereceiver --other-events --drop-rate $SR_DROP\`. \`syncrace\` registers $SR_ORDERS orders (\`POST /admin/api/v1/orders\`), one per PaymentIntent (\`metadata.order_id\`), then for each calls \`POST /admin/api/v1/payments/stripe/<pi>/sync\` on one replica and delivers the signed \`payment_intent.succeeded\` webhook to the next at the same instant, the pairs spread over 4s, each side retried on the next replica until answered 2xx (a 4xx other than 409 is a refusal). Within ${SR_WAIT}s the receiver must hold a message of every PaymentIntent and every order. Its **deliveries** are the syncs and webhooks; its **rows**, the PaymentIntents recorded; its **duplicates**, PaymentIntents with more than one row or \`payment.recorded\` webhook-id, orders with more than one \`order.paid\` webhook-id or payment, and any other message of the run's orders (\`order.double_paid\`, \`order.overpaid\`...); its **lost**, PaymentIntents without a row or a \`payment.recorded\`, orders without an \`order.paid\` or not \`paid\` by their PaymentIntent alone (admin API), and syncs or webhooks never acknowledged"
   fi
   echo
   echo "| scenario | deliveries | retries | rows | duplicates | lost | verdict | non-2xx answers | ack p99 / max |"
