@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/paylock/paylock/internal/latency"
 )
 
 // Summary is what a run came to, printed for people and, with --json, for
@@ -35,8 +34,8 @@ type Summary struct {
 	Rejected   int `json:"rejected"`
 	// Latency is per answered attempt; AckLatency per acknowledged delivery,
 	// from its first attempt to its 2xx, retries included.
-	Latency    Percentiles `json:"latency_ms"`
-	AckLatency Percentiles `json:"ack_latency_ms"`
+	Latency    latency.Percentiles `json:"latency_ms"`
+	AckLatency latency.Percentiles `json:"ack_latency_ms"`
 
 	// Verified is false when the database could not be read; the rows
 	// fields are then meaningless and the verdict fails.
@@ -62,33 +61,6 @@ type Summary struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// Percentiles of a latency distribution, in milliseconds.
-type Percentiles struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-	N   int     `json:"n"`
-}
-
-// percentiles uses the nearest-rank method; ds is sorted in place.
-func percentiles(ds []time.Duration) Percentiles {
-	if len(ds) == 0 {
-		return Percentiles{}
-	}
-	slices.Sort(ds)
-	rank := func(p float64) float64 {
-		i := int(p*float64(len(ds))+0.999999) - 1 // ceil(p·n) - 1
-		i = min(max(i, 0), len(ds)-1)
-		return ms(ds[i])
-	}
-	return Percentiles{P50: rank(0.50), P90: rank(0.90), P99: rank(0.99), Max: ms(ds[len(ds)-1]), N: len(ds)}
-}
-
-func ms(d time.Duration) float64 {
-	return float64(d.Microseconds()) / 1000
-}
-
 // dbCheck is what the database says about a run's transactions.
 type dbCheck struct {
 	Verified bool
@@ -109,8 +81,8 @@ func summarize(t *tally, db dbCheck, deliveries int) Summary {
 		Retries:        max(t.attempts-firstAttempts(t), 0),
 		FirstAttempt:   t.firstAttempt,
 		Answers:        t.answers,
-		Latency:        percentiles(t.latencies),
-		AckLatency:     percentiles(t.ackLatencies),
+		Latency:        latency.Of(t.latencies),
+		AckLatency:     latency.Of(t.ackLatencies),
 		Verified:       db.Verified,
 	}
 	for class, n := range t.answers {
@@ -240,12 +212,4 @@ func deliveriesPer(s Summary) int {
 		return 0
 	}
 	return s.Deliveries / s.Transactions
-}
-
-func (p Percentiles) String() string {
-	if p.N == 0 {
-		return "-"
-	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "ms" }
-	return fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s", f(p.P50), f(p.P90), f(p.P99), f(p.Max))
 }

@@ -38,23 +38,6 @@ func TestAmountsAreDeterministicPerSeedAndDifferPerTransaction(t *testing.T) {
 	}
 }
 
-func TestPercentilesUseNearestRank(t *testing.T) {
-	var ds []time.Duration
-	for i := 100; i >= 1; i-- { // unsorted on purpose
-		ds = append(ds, time.Duration(i)*time.Millisecond)
-	}
-	p := percentiles(ds)
-	if p.P50 != 50 || p.P90 != 90 || p.P99 != 99 || p.Max != 100 || p.N != 100 {
-		t.Fatalf("percentiles = %+v", p)
-	}
-	if one := percentiles([]time.Duration{3 * time.Millisecond}); one.P50 != 3 || one.P99 != 3 {
-		t.Fatalf("one sample: %+v", one)
-	}
-	if none := percentiles(nil); none != (Percentiles{}) {
-		t.Fatalf("no samples: %+v", none)
-	}
-}
-
 // run builds a tally the way deliveries fill it: tx, attempt number, class.
 type step struct {
 	tx, n int

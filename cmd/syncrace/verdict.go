@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/paylock/paylock/internal/latency"
 )
 
 // Pair is one PaymentIntent of the run and the order it names.
@@ -122,36 +124,16 @@ type Result struct {
 	// PaymentIntents without a row or a payment.recorded message, orders
 	// without an order.paid message or not paid, and syncs or webhooks never
 	// acknowledged.
-	Duplicates        int            `json:"duplicates"`
-	Lost              int            `json:"lost"`
-	SignatureFailures int            `json:"signature_failures"`
-	Conflicts         int            `json:"conflicts"`
-	SettleSeconds     float64        `json:"settle_seconds"`
-	StripeRequests    int            `json:"stripe_api_requests"`
-	Verdict           string         `json:"verdict"`
-	Reasons           []string       `json:"reasons,omitempty"`
-	Answers           map[string]int `json:"answers"`
-	AckLatency        Percentiles    `json:"ack_latency_ms"`
-}
-
-// Percentiles of the time from a delivery's first attempt to its 2xx, in
-// milliseconds (nearest rank).
-type Percentiles struct {
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
-func percentiles(ds []time.Duration) Percentiles {
-	if len(ds) == 0 {
-		return Percentiles{}
-	}
-	slices.Sort(ds)
-	rank := func(p float64) float64 {
-		i := min(max(int(p*float64(len(ds))+0.999999)-1, 0), len(ds)-1)
-		return float64(ds[i].Microseconds()) / 1000
-	}
-	return Percentiles{P50: rank(0.5), P99: rank(0.99), Max: float64(ds[len(ds)-1].Microseconds()) / 1000}
+	Duplicates        int                 `json:"duplicates"`
+	Lost              int                 `json:"lost"`
+	SignatureFailures int                 `json:"signature_failures"`
+	Conflicts         int                 `json:"conflicts"`
+	SettleSeconds     float64             `json:"settle_seconds"`
+	StripeRequests    int                 `json:"stripe_api_requests"`
+	Verdict           string              `json:"verdict"`
+	Reasons           []string            `json:"reasons,omitempty"`
+	Answers           map[string]int      `json:"answers"`
+	AckLatency        latency.Percentiles `json:"ack_latency_ms"`
 }
 
 // judge decides the verdict from what the run saw.
@@ -226,7 +208,7 @@ func (r *Result) judgeDeliveries(ds []Delivery) map[string]bool {
 			}
 		}
 	}
-	r.AckLatency = percentiles(acks)
+	r.AckLatency = latency.Of(acks)
 	return unacked
 }
 
