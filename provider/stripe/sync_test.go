@@ -15,12 +15,10 @@ import (
 	"github.com/paylock/paylock/provider/stripe"
 )
 
-// TestFetchTurnsEachPaymentIntentStatusIntoTheEventItsWebhookWouldBe:
-// what the adapter reads from a fetched PaymentIntent is what its webhook
-// carries, under the event id sync:<pi>:<status>; a status that is not
-// final is no body.
-func TestFetchTurnsEachPaymentIntentStatusIntoTheEventItsWebhookWouldBe(t *testing.T) {
-	t.Parallel()
+// fetcherOf serves a fake Stripe API and returns it, a stripe source's
+// fetcher of it with its key, and its URL.
+func fetcherOf(t *testing.T) (*fakestripe.API, provider.Fetcher, string) {
+	t.Helper()
 	const key = "sk_test_fetch"
 	api := fakestripe.New(key)
 	srv := httptest.NewServer(api)
@@ -29,6 +27,16 @@ func TestFetchTurnsEachPaymentIntentStatusIntoTheEventItsWebhookWouldBe(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
+	return api, f, srv.URL
+}
+
+// TestFetchTurnsEachPaymentIntentStatusIntoTheEventItsWebhookWouldBe:
+// what the adapter reads from a fetched PaymentIntent is what its webhook
+// carries, under the event id sync:<pi>:<status>; a status that is not
+// final is no body.
+func TestFetchTurnsEachPaymentIntentStatusIntoTheEventItsWebhookWouldBe(t *testing.T) {
+	t.Parallel()
+	api, f, url := fetcherOf(t)
 	a, err := stripe.Provider{}.New(provider.Config{Source: "stripe", Rules: payload.NewRules("", nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +75,7 @@ func TestFetchTurnsEachPaymentIntentStatusIntoTheEventItsWebhookWouldBe(t *testi
 	if _, _, err := f.Fetch(t.Context(), "pi_nobody"); !errors.Is(err, provider.ErrNoSuchPayment) {
 		t.Errorf("an unknown PaymentIntent: %v, want ErrNoSuchPayment", err)
 	}
-	bad, _ := stripe.Provider{}.NewFetcher(provider.ListerConfig{Source: "stripe", URL: srv.URL, Key: "sk_test_wrong"})
+	bad, _ := stripe.Provider{}.NewFetcher(provider.ListerConfig{Source: "stripe", URL: url, Key: "sk_test_wrong"})
 	if _, _, err := bad.Fetch(t.Context(), "pi_fetch_succeeded"); !errors.Is(err, provider.ErrRefused) {
 		t.Errorf("a wrong key: %v, want ErrRefused", err)
 	}
@@ -104,14 +112,7 @@ func TestAPISettingsAreCheckedWithTheSource(t *testing.T) {
 // search by without asking the API.
 func TestFindByOrderSearchesThePaymentIntentsMetadata(t *testing.T) {
 	t.Parallel()
-	const key = "sk_test_find"
-	api := fakestripe.New(key)
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	f, err := stripe.Provider{}.NewFetcher(provider.ListerConfig{Source: "stripe", URL: srv.URL, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, f, url := fetcherOf(t)
 	finder, ok := f.(provider.OrderFinder)
 	if !ok {
 		t.Fatal("the stripe fetcher is no provider.OrderFinder")
@@ -157,7 +158,7 @@ func TestFindByOrderSearchesThePaymentIntentsMetadata(t *testing.T) {
 	if n := api.Requests() - before; n != 0 {
 		t.Errorf("%d requests for pointers Stripe cannot search by, want none", n)
 	}
-	bad, _ := stripe.Provider{}.NewFetcher(provider.ListerConfig{Source: "stripe", URL: srv.URL, Key: "sk_test_wrong"})
+	bad, _ := stripe.Provider{}.NewFetcher(provider.ListerConfig{Source: "stripe", URL: url, Key: "sk_test_wrong"})
 	if _, err := bad.(provider.OrderFinder).FindByOrder(t.Context(), orderID, "ord-1"); !errors.Is(err, provider.ErrRefused) {
 		t.Errorf("a wrong key: %v, want ErrRefused", err)
 	}
