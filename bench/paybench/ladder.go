@@ -253,7 +253,7 @@ func (rp *report) ladderSection() {
 	rows := ladderRows(r.Ladder, r.LadderPgbench)
 	rp.p("## 7. The hot path, attributed (issue #34): the floor ladder")
 	rp.p("")
-	rp.p("One server per rung, each adding one feature of paylock's hot path to the rung above it, under the same")
+	rp.p("One server per rung, each adding one feature of paylock's hot path to the rung before it, under the same")
 	rp.p("load: %d senders posting unique deliveries, every one signed (a rung that checks no signature ignores the", r.Config.Senders)
 	rp.p("headers), %s warm-up + %s measured, %d repetitions, the rungs bottom up in odd repetitions and top down",
 		r.Config.Warmup, r.Config.LadderMeasure, r.Config.LadderReps)
@@ -262,7 +262,7 @@ func (rp *report) ladderSection() {
 	rp.p("with the features above the rung left out; the shipped binary has no such switch); the last is `paylock serve`.")
 	rp.p("**CPU** is the rung's process from `/proc` over the measured phase, per acknowledged delivery; **allocs**")
 	rp.p("are `go_memstats_mallocs_total` (heap objects, tiny ones included) over the same phase, per delivery; the")
-	rp.p("**price** columns are a rung's median minus the one above it. Ratios are medians of per-repetition ratios.")
+	rp.p("**price** columns are a rung's median minus that of the rung before it (the row above). Ratios are medians of per-repetition ratios.")
 	rp.p("")
 	rp.p("| rung | adds | deliveries/s | ÷ bare floor | ÷ pgbench floor | paylock CPU / delivery | price | allocs / delivery | price | p50 | non-2xx |")
 	rp.p("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
