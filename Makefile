@@ -23,9 +23,12 @@ image: ## the OCI image (Containerfile, FROM scratch) built with buildah from di
 mutate: ## apply each listed mutation (internal/mutate) and run the tests that must fail; any survivor fails; writes docs/mutations.md (not in CI: it takes minutes)
 	scripts/mutate.sh
 
-.PHONY: bench
-bench: ## measure paylock against its floors and write BENCHMARKS.md (about 6 minutes)
+.PHONY: bench bench-ladder
+bench: ## measure paylock against its floors and write BENCHMARKS.md (about 11 minutes, the floor ladder included)
 	scripts/bench.sh
+
+bench-ladder: ## the floor ladder alone: each feature of the hot path against the bare floor and pgbench, printed (about 4 minutes)
+	scripts/bench.sh --only ladder
 
 .PHONY: chaos
 chaos: ## kill, stop and cut paylock's replicas, Redis and Postgres under a PSP storm; write docs/reliability.md (about 3 minutes)

@@ -48,7 +48,7 @@ func (h *Handler) admitReading(r *http.Request) (*admission, *http.Request, bool
 		h.noteShed()
 		return nil, r, false
 	}
-	h.cfg.Metrics.stage("reading", 1)
+	h.cfg.Metrics.stageReading(1)
 	a := &admission{h: h, reading: true}
 	return a, r.WithContext(context.WithValue(r.Context(), admissionKey{}, a)), true
 }
@@ -71,7 +71,7 @@ func (a *admission) bodyRead() {
 	if a.reading {
 		a.reading = false
 		<-a.h.reading
-		a.h.cfg.Metrics.stage("reading", -1)
+		a.h.cfg.Metrics.stageReading(-1)
 	}
 }
 
@@ -90,7 +90,7 @@ func (a *admission) run() error {
 	select {
 	case a.h.inflight <- struct{}{}:
 		a.running = true
-		a.h.cfg.Metrics.stage("processing", 1)
+		a.h.cfg.Metrics.stageProcessing(1)
 		return nil
 	default:
 		a.h.noteShed()
@@ -106,7 +106,7 @@ func (a *admission) done() {
 	if a.running {
 		a.running = false
 		<-a.h.inflight
-		a.h.cfg.Metrics.stage("processing", -1)
+		a.h.cfg.Metrics.stageProcessing(-1)
 	}
 }
 

@@ -223,6 +223,7 @@ type Handler struct {
 	refusals *ratelog.Limiter // bounds the log lines of refused signatures, per source
 	sources  map[string]*source
 	trace    tracing
+	waitOpts []lock.ObtainOption // obtain's, when it waits (waitOptions)
 }
 
 // New returns the HTTP handler for cfg's sources. It returns an error for a
@@ -244,6 +245,7 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 		refusals: ratelog.New(refusalLogEvery, refusalLogBurst),
 		sources:  make(map[string]*source, len(cfg.Sources)),
 		trace:    newTracing(cfg),
+		waitOpts: waitOptions(cfg.LockWait),
 	}
 	names := make([]string, 0, len(cfg.Sources))
 	for _, s := range cfg.Sources {

@@ -38,6 +38,9 @@ type Metrics struct {
 	stages           *prometheus.GaugeVec
 	deliveryDrops    *prometheus.CounterVec
 	ignored          *prometheus.CounterVec
+	// reading and processing are the stages' series, bound once: every
+	// delivery moves each of them twice.
+	reading, processing prometheus.Gauge
 	// children caches the per-delivery series by their labels, so that
 	// observe neither hashes label values nor formats a status code on
 	// every delivery. Its keys are bounded: sources are configured, results
@@ -54,6 +57,8 @@ const (
 	famSigVerified
 	famDBWrites
 	famIgnored
+	famLockObtain
+	famLockRelease
 )
 
 // seriesKey names one child series: its family and label values.
@@ -159,8 +164,8 @@ func (m *Metrics) webhookMetrics() {
 		Name: "paylock_webhook_deliveries_open",
 		Help: "Webhook deliveries holding a slot, by stage: reading (their body, at most PAYLOCK_MAX_READING) or processing (at most PAYLOCK_MAX_INFLIGHT).",
 	}, []string{"stage"})
-	m.stages.WithLabelValues("reading")
-	m.stages.WithLabelValues("processing")
+	m.reading = m.stages.WithLabelValues("reading")
+	m.processing = m.stages.WithLabelValues("processing")
 	m.dbWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_db_write_attempts_total",
 		Help: "Database write transactions attempted, by source.",
@@ -250,9 +255,9 @@ func (m *Metrics) LockObserver() func(lock.Event) {
 		}
 		switch e.Kind {
 		case lock.EventObtain:
-			m.lockObtain.WithLabelValues(e.Outcome).Inc()
+			m.counter(seriesKey{family: famLockObtain, label: e.Outcome}, m.lockObtain, e.Outcome).Inc()
 		case lock.EventRelease:
-			m.lockRelease.WithLabelValues(e.Outcome).Inc()
+			m.counter(seriesKey{family: famLockRelease, label: e.Outcome}, m.lockRelease, e.Outcome).Inc()
 			m.lockHold.Observe(e.Held.Seconds())
 		case lock.EventRefresh:
 			m.lockRefresh.WithLabelValues(e.Outcome).Inc()
@@ -274,10 +279,17 @@ func (m *Metrics) sources(names []string) {
 	}
 }
 
-// stage counts a delivery entering (+1) or leaving (-1) a stage.
-func (m *Metrics) stage(name string, delta float64) {
+// stageReading and stageProcessing count a delivery entering (+1) or
+// leaving (-1) a stage.
+func (m *Metrics) stageReading(delta float64) {
 	if m != nil {
-		m.stages.WithLabelValues(name).Add(delta)
+		m.reading.Add(delta)
+	}
+}
+
+func (m *Metrics) stageProcessing(delta float64) {
+	if m != nil {
+		m.processing.Add(delta)
 	}
 }
 

@@ -460,6 +460,9 @@ func requestID(r *http.Request) string {
 	return id
 }
 
+// logAttrsMax is how many attributes logDelivery adds at most.
+const logAttrsMax = 15
+
 // logDelivery writes the one line of a delivery: info for 2xx, warn for 4xx
 // refusals, error for a mismatch or a 5xx. It never carries the body or a
 // secret.
@@ -468,7 +471,11 @@ func (h *Handler) logDelivery(ctx context.Context, o outcome, took time.Duration
 	if o.result == "mismatch" {
 		level = slog.LevelError
 	}
-	attrs := append(o.attrs,
+	// One record, sized once: the source's own attributes and at most
+	// logAttrsMax of the line's.
+	attrs := make([]slog.Attr, 0, len(o.attrs)+logAttrsMax)
+	attrs = append(attrs, o.attrs...)
+	attrs = append(attrs,
 		slog.String("source", o.source),
 		slog.String("request_id", o.requestID),
 	)

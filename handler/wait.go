@@ -21,6 +21,16 @@ type held struct {
 // backoff, so that replicas waiting on one key do not poll in step.
 var busyPolling = lock.ExponentialBackoff(10*time.Millisecond, 250*time.Millisecond)
 
+// waitOptions is how obtain waits on a busy key for at most wait: the
+// strategies are values, so one slice serves every delivery (built once in
+// New, not per delivery). None when wait is 0.
+func waitOptions(wait time.Duration) []lock.ObtainOption {
+	if wait <= 0 {
+		return nil
+	}
+	return []lock.ObtainOption{lock.WithRetry(lock.MaxWait(busyPolling, wait))}
+}
+
 // obtain takes key. With wait, it polls up to LockWait while another
 // request holds the key (the retry strategy is the lock's; the policy, how
 // long, is the handler's). It returns a nil lock and nil error when Redis is
@@ -30,8 +40,8 @@ var busyPolling = lock.ExponentialBackoff(10*time.Millisecond, 250*time.Millisec
 // key was busy at least once.
 func (h *Handler) obtain(ctx context.Context, key string, o *outcome, wait bool) (lk *held, waited bool, err error) {
 	var opts []lock.ObtainOption
-	if wait && h.cfg.LockWait > 0 {
-		opts = append(opts, lock.WithRetry(lock.MaxWait(busyPolling, h.cfg.LockWait)))
+	if wait {
+		opts = h.waitOpts // nil when LockWait is 0
 	}
 	start := time.Now()
 	l, err := h.locker.Obtain(ctx, key, h.cfg.LockTTL, opts...)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: scripts/bench.sh [paybench run flags...]
+# Usage: scripts/bench.sh [--only ladder] [paybench run flags...]
 #
 # Measures paylock against its floors and writes BENCHMARKS.md (make bench):
 # makes sure Redis and Postgres are reachable (reusing REDIS_URL /
@@ -8,7 +8,11 @@
 # `paybench run`, which creates a database of its own on the server, runs
 # the lock benchmarks, the handler's BenchmarkPaymentDelivery (-count 6),
 # pgbench and paylock replicas under load, drops the database and renders
-# the report. Takes about seven minutes.
+# the report, then the floor ladder (bench/ladderd's rungs and paylock
+# serve against pgbench, about four minutes). Takes about eleven minutes.
+#
+# --only ladder runs the floor ladder alone (make bench-ladder, about four
+# minutes) and prints its section instead of writing BENCHMARKS.md.
 #
 # Extra arguments go to paybench run, e.g. -reps 1 -measure 5s -rounds 1
 # -handler-count 1 for a quick look, or -profile-dir /tmp/prof to keep CPU
@@ -19,11 +23,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+only=
+if [[ ${1:-} == --only ]]; then
+  [[ ${2:-} == ladder ]] || { echo "usage: scripts/bench.sh [--only ladder] [paybench run flags...]" >&2; exit 2; }
+  only=ladder
+  shift 2
+fi
+
 if ! command -v pgbench >/dev/null 2>&1; then
   echo "pgbench is not installed: install it (apt-get install postgresql-client)" >&2
   exit 1
 fi
-if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then
+if [[ -z $only ]] && ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then
   echo "nats-server is not installed: install it (apt-get install nats-server); the forward throughput by sink needs it" >&2
   exit 1
 fi
@@ -43,13 +54,28 @@ fi
 
 echo "== build" >&2
 go build -o "$work/paylock" ./cmd/paylock
-go test -c -o "$work/lock.test" ./lock
-go test -c -o "$work/handler.test" ./handler
 (
   cd bench
   GOFLAGS=-mod=mod go build -o "$work/paybench" ./paybench
-  GOFLAGS=-mod=mod go test -c -o "$work/locks.test" ./locks
+  GOFLAGS=-mod=mod go build -o "$work/ladderd" ./ladderd
 )
+
+if [[ $only == ladder ]]; then
+  echo "== run (paybench run -only ladder)" >&2
+  "$work/paybench" run -only ladder \
+    -paylock "$work/paylock" -ladderd "$work/ladderd" \
+    -database-url "$DATABASE_URL" -redis-url "$REDIS_URL" \
+    -out "$work/ladder.md" \
+    -commit "$commit" \
+    -command "make bench-ladder${*:+ (scripts/bench.sh --only ladder $*)}" \
+    "$@"
+  cat "$work/ladder.md"
+  exit 0
+fi
+
+go test -c -o "$work/lock.test" ./lock
+go test -c -o "$work/handler.test" ./handler
+(cd bench && GOFLAGS=-mod=mod go test -c -o "$work/locks.test" ./locks)
 
 echo "== run (paybench run)" >&2
 "$work/paybench" run \
@@ -57,6 +83,7 @@ echo "== run (paybench run)" >&2
   -lock-test "$work/lock.test" -lock-dir "$root/lock" \
   -locks-test "$work/locks.test" -locks-dir "$root/bench/locks" \
   -handler-test "$work/handler.test" -handler-dir "$root/handler" \
+  -ladderd "$work/ladderd" \
   -database-url "$DATABASE_URL" -redis-url "$REDIS_URL" \
   -out "$root/BENCHMARKS.md" \
   -commit "$commit" \

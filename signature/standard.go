@@ -4,9 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,21 +32,60 @@ func standardMAC(key []byte, id, ts string, body []byte) []byte {
 }
 
 func (v *Verifier) verifyStandard(h http.Header, body []byte) (Result, error) {
-	id, ts, t, sigs, err := v.standardHeaders(h)
+	sc := standardScratches.Get().(*standardScratch)
+	defer standardScratches.Put(sc)
+	id, ts, t, sigs, err := v.standardHeaders(h, sc)
 	if err != nil {
 		return Result{}, err
 	}
-	i := v.match(sigs, func(key []byte) []byte { return standardMAC(key, id, ts, body) })
-	if i < 0 {
-		return Result{}, ErrNoMatch
+	sc.signed = append(append(append(append(sc.signed[:0], id...), '.'), ts...), '.')
+	for i := range v.secrets {
+		m := v.macs[i].Get().(hash.Hash)
+		m.Reset()
+		_, _ = m.Write(sc.signed)
+		_, _ = m.Write(body)
+		want := m.Sum(sc.sum[:0])
+		v.macs[i].Put(m)
+		for _, sig := range sigs {
+			if len(sig) == macSize && hmac.Equal(sig, want) {
+				return Result{ID: id, Timestamp: t, SecretIndex: i}, nil
+			}
+		}
 	}
-	return Result{ID: id, Timestamp: t, SecretIndex: i}, nil
+	return Result{}, ErrNoMatch
+}
+
+// standardScratch is where one check of a Standard Webhooks delivery
+// decodes its signatures and lays out the signed content's prefix; pooled,
+// so that a check allocates nothing of its own (issue #34's ladder showed
+// the signature's allocations per delivery).
+type standardScratch struct {
+	raw    [maxSignatures][macSize + 1]byte // base64's DecodedLen of 44 characters is 33
+	views  [maxSignatures][]byte
+	src    [44]byte // one v1 signature as sent, for base64's Decode
+	signed []byte   // id + "." + ts + "."
+	sum    [macSize]byte
+}
+
+var standardScratches = sync.Pool{New: func() any { return new(standardScratch) }}
+
+// newMACPools returns, per secret, a pool of HMAC-SHA256 states keyed with
+// it: a state is Reset before each use, which restores its keyed start
+// without hashing the key again. The states hold what the secret derives
+// (the padded keys), in this process's memory as the secret itself is.
+func newMACPools(secrets []Secret) []*sync.Pool {
+	pools := make([]*sync.Pool, len(secrets))
+	for i, s := range secrets {
+		key := s.k.key()
+		pools[i] = &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
+	}
+	return pools
 }
 
 // standardHeaders checks everything of a Standard Webhooks delivery but its
 // MAC: it returns the id, the timestamp as sent and parsed, and the decoded
-// v1 signatures.
-func (v *Verifier) standardHeaders(h http.Header) (id, ts string, t time.Time, sigs [][]byte, err error) {
+// v1 signatures (views into sc).
+func (v *Verifier) standardHeaders(h http.Header, sc *standardScratch) (id, ts string, t time.Time, sigs [][]byte, err error) {
 	id, err = header(h, HeaderWebhookID, maxIDBytes)
 	if err != nil {
 		return "", "", time.Time{}, nil, err
@@ -61,7 +102,7 @@ func (v *Verifier) standardHeaders(h http.Header) (id, ts string, t time.Time, s
 	if err != nil {
 		return "", "", time.Time{}, nil, err
 	}
-	sigs, err = parseStandardSignature(sigHeader)
+	sigs, err = parseStandardSignatureInto(sigHeader, sc)
 	if err != nil {
 		return "", "", time.Time{}, nil, err
 	}
@@ -79,11 +120,17 @@ func (v *Verifier) standardHeaders(h http.Header) (id, ts string, t time.Time, s
 // version, or a v1 signature that is not 44 characters of standard base64
 // for 32 bytes. Runs of spaces count as one.
 func parseStandardSignature(s string) ([][]byte, error) {
+	return parseStandardSignatureInto(s, new(standardScratch))
+}
+
+// parseStandardSignatureInto is parseStandardSignature decoding into sc:
+// the signatures it returns are views into sc, valid until sc is reused.
+func parseStandardSignatureInto(s string, sc *standardScratch) ([][]byte, error) {
 	const name = HeaderWebhookSignature
 	if len(s) > maxHeaderBytes {
 		return nil, malformed("%s: %d bytes, more than %d", name, len(s), maxHeaderBytes)
 	}
-	var sigs [][]byte
+	sigs := sc.views[:0]
 	entries := 0
 	for entry := range strings.SplitSeq(s, " ") {
 		if entry == "" {
@@ -104,14 +151,15 @@ func parseStandardSignature(s string) ([][]byte, error) {
 		if len(sig) != standardEncoding.EncodedLen(macSize) {
 			return nil, malformed("%s: v1 signature is not %d base64 characters", name, standardEncoding.EncodedLen(macSize))
 		}
-		raw, err := standardEncoding.DecodeString(sig)
+		raw := sc.raw[len(sigs)][:]
+		n, err := standardEncoding.Decode(raw, sc.src[:copy(sc.src[:], sig)])
 		if err != nil {
 			return nil, malformed("%s: v1 signature is not base64", name)
 		}
-		if len(raw) != macSize {
-			return nil, malformed("%s: v1 signature is %d bytes, not %d", name, len(raw), macSize)
+		if n != macSize {
+			return nil, malformed("%s: v1 signature is %d bytes, not %d", name, n, macSize)
 		}
-		sigs = append(sigs, raw)
+		sigs = append(sigs, raw[:macSize])
 	}
 	return sigs, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,6 +41,7 @@ type Verifier struct {
 	secrets   []Secret
 	tolerance time.Duration
 	now       func() time.Time
+	macs      []*sync.Pool // SchemeStandard: per secret, keyed HMAC states (newMACPools)
 }
 
 // NewVerifier returns a Verifier for scheme that accepts a signature made
@@ -70,12 +72,16 @@ func NewVerifier(scheme Scheme, secrets []Secret, tolerance time.Duration) (*Ver
 	if tolerance == 0 {
 		tolerance = DefaultTolerance
 	}
-	return &Verifier{
+	v := &Verifier{
 		scheme:    scheme,
 		secrets:   append([]Secret(nil), secrets...),
 		tolerance: tolerance,
 		now:       time.Now,
-	}, nil
+	}
+	if scheme == SchemeStandard {
+		v.macs = newMACPools(v.secrets)
+	}
+	return v, nil
 }
 
 // WithClock returns a copy of v that reads the time from now (time.Now when
@@ -153,10 +159,12 @@ func (v *Verifier) Precheck(h http.Header) error {
 	var err error
 	switch v.scheme {
 	case SchemeStandard:
+		sc := standardScratches.Get().(*standardScratch)
 		var sigs [][]byte
-		if _, _, _, sigs, err = v.standardHeaders(h); err == nil && len(sigs) == 0 {
+		if _, _, _, sigs, err = v.standardHeaders(h, sc); err == nil && len(sigs) == 0 {
 			err = ErrNoMatch
 		}
+		standardScratches.Put(sc)
 	case SchemeStripe:
 		var sigs [][]byte
 		if _, _, sigs, err = v.stripeHeader(h); err == nil && len(sigs) == 0 {

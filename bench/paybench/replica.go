@@ -30,6 +30,7 @@ type replica struct {
 // replicaConfig says how to start a replica.
 type replicaConfig struct {
 	Binary      string
+	Args        []string // nil: serve
 	DatabaseURL string
 	RedisURL    string
 	Secret      string // PAYLOCK_WEBHOOK_SECRETS; "" runs with PAYLOCK_ALLOW_UNSIGNED=true
@@ -90,7 +91,11 @@ func startReplica(ctx context.Context, rc replicaConfig) (*replica, error) {
 		env = append(env, "PAYLOCK_WEBHOOK_SECRETS=", "PAYLOCK_ALLOW_UNSIGNED=true")
 	}
 	env = append(env, rc.Extra...)
-	cmd := exec.Command(rc.Binary, "serve")
+	args := rc.Args
+	if args == nil {
+		args = []string{"serve"}
+	}
+	cmd := exec.Command(rc.Binary, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

@@ -140,6 +140,15 @@ func durMs(d time.Duration) float64 { return float64(d) / float64(time.Milliseco
 
 func renderReport(r *results) string {
 	rp := &report{r: r, hot: newHotPath(r.Config.Senders)}
+	if r.Config.Only == "ladder" {
+		// The ladder alone (scripts/bench.sh --only ladder): its section,
+		// under the same header, and nothing the run did not measure.
+		var out strings.Builder
+		rp.header(&out)
+		rp.ladderSection()
+		out.WriteString(rp.b.String())
+		return out.String()
+	}
 	body := rp.sections()
 	var out strings.Builder
 	rp.header(&out)
@@ -221,6 +230,7 @@ func (rp *report) sections() string {
 	rp.repsSection()
 	rp.sinkSection()
 	rp.traceSection()
+	rp.ladderSection()
 	return rp.b.String()
 }
 
@@ -659,6 +669,9 @@ func (rp *report) method(out *strings.Builder) {
 	w("  round; then `BenchmarkPaymentDelivery` (`-count` runs in one invocation); then every webhook")
 	w("  repetition runs pgbench (the INSERT, then `BEGIN; INSERT; COMMIT`), then each scenario (lock on,")
 	w("  lock off; 0 %%, 50 %%, 95 %% duplicates).")
+	w("- The floor ladder (section 7) runs last but the sinks, on a database of its own: pgbench, then each rung")
+	w("  (`bench/ladderd -step <rung>`, then `paylock serve`), per repetition; `scripts/bench.sh --only ladder`")
+	w("  (`make bench-ladder`) runs it alone and prints it.")
 	w("- Profiles: `paybench run -profile-dir DIR` saves a CPU profile (from the replica's")
 	w("  `/debug/pprof/profile`) and an allocation profile of every replica run.")
 }

@@ -49,9 +49,15 @@ type runConfig struct {
 	Benchtime  string
 	Unsigned   bool
 	PgbenchTx  bool   // also run pgbench with BEGIN, INSERT, COMMIT
-	Only       string // "", "locks", "handler", "webhooks" or "sinks"
+	Only       string // "", "locks", "handler", "webhooks", "sinks" or "ladder"
 	Scenarios  string // comma-separated scenario names; "" runs them all
 	ReplicaEnv string // comma-separated NAME=value settings added to every replica
+
+	// Ladderd is bench/ladderd's binary; the floor ladder (ladder.go) runs
+	// LadderReps repetitions of LadderMeasure per rung.
+	Ladderd       string
+	LadderReps    int
+	LadderMeasure time.Duration
 
 	// SinkBacklog, SinkRate and SinkConcurrency size section 5 (sinks.go).
 	SinkBacklog, SinkRate, SinkConcurrency int
@@ -187,7 +193,9 @@ type results struct {
 	Pgbench           []pgbenchRun
 	PgbenchTx         []pgbenchRun // BEGIN, INSERT, COMMIT: for information
 	Webhooks          []webhookRun
-	Sinks             []sinkRun // section 5 (sinks.go)
+	Sinks             []sinkRun    // section 5 (sinks.go)
+	Ladder            []ladderRun  // section 7 (ladder.go)
+	LadderPgbench     []pgbenchRun // the ladder's floor, per repetition
 	ReplicaEnv        string
 	PgbenchCommand    string
 	Notes             []string
@@ -218,7 +226,10 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&c.Benchtime, "benchtime", "1s", "-test.benchtime of each lock benchmark round")
 	fs.BoolVar(&c.Unsigned, "unsigned", false, "send unsigned deliveries (PAYLOCK_ALLOW_UNSIGNED=true) instead of signed ones")
 	fs.BoolVar(&c.PgbenchTx, "pgbench-tx", true, "also run pgbench with BEGIN, INSERT, COMMIT (for information)")
-	fs.StringVar(&c.Only, "only", "", "run only locks, handler, webhooks or sinks (for profiling by hand; the report then lacks the rest)")
+	fs.StringVar(&c.Only, "only", "", "run only locks, handler, webhooks, sinks or ladder (for profiling by hand; the report then lacks the rest)")
+	fs.StringVar(&c.Ladderd, "ladderd", "", "bench/ladderd binary, for the floor ladder (section 7; skipped without it)")
+	fs.IntVar(&c.LadderReps, "ladder-reps", 2, "repetitions of the floor ladder")
+	fs.DurationVar(&c.LadderMeasure, "ladder-measure", 8*time.Second, "measured duration of each rung of the floor ladder")
 	fs.IntVar(&c.SinkBacklog, "sink-backlog", 2000, "sinks: payments recorded before the forward worker starts, drained")
 	fs.IntVar(&c.SinkRate, "sink-rate", 200, "sinks: payments per second recorded while the worker runs, for the lag")
 	fs.IntVar(&c.SinkConcurrency, "sink-concurrency", forward.DefaultConcurrency, "sinks: the forward worker's concurrency (PAYLOCK_FORWARD_CONCURRENCY; its default)")
@@ -233,22 +244,26 @@ func runAll(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.Paylock == "" && (c.Only == "" || c.Only == "webhooks") {
+	if c.Paylock == "" && (c.Only == "" || c.Only == "webhooks" || c.Only == "ladder") {
 		return errors.New("-paylock is required")
 	}
 	if c.DatabaseURL == "" || c.RedisURL == "" {
 		return errors.New("-database-url and -redis-url (DATABASE_URL, REDIS_URL) are required")
 	}
-	if c.Reps < 1 || c.Rounds < 1 || c.Senders < 1 || c.HandlerCount < 1 || c.Measure < time.Second {
-		return errors.New("-reps, -rounds, -senders and -handler-count must be at least 1, -measure at least 1s")
+	if c.Reps < 1 || c.Rounds < 1 || c.Senders < 1 || c.HandlerCount < 1 || c.LadderReps < 1 || c.Measure < time.Second || c.LadderMeasure < time.Second {
+		return errors.New("-reps, -rounds, -senders, -handler-count and -ladder-reps must be at least 1, -measure and -ladder-measure at least 1s")
 	}
 	switch c.Only {
 	case "", "locks", "handler", "webhooks", "sinks":
+	case "ladder":
+		if c.Ladderd == "" {
+			return errors.New("-only ladder needs -ladderd")
+		}
 	default:
-		return fmt.Errorf("-only %q: want locks, handler, webhooks or sinks", c.Only)
+		return fmt.Errorf("-only %q: want locks, handler, webhooks, sinks or ladder", c.Only)
 	}
 	c.Paylock, c.LockTest, c.LocksTest = absPath(c.Paylock), absPath(c.LockTest), absPath(c.LocksTest)
-	c.HandlerTest = absPath(c.HandlerTest)
+	c.HandlerTest, c.Ladderd = absPath(c.HandlerTest), absPath(c.Ladderd)
 	c.Out, c.JSON, c.ProfileDir = absPath(c.Out), absPath(c.JSON), absPath(c.ProfileDir)
 	if c.ProfileDir != "" {
 		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
@@ -278,6 +293,11 @@ func runAll(ctx context.Context, args []string) error {
 	}
 	if c.Only == "" || c.Only == "webhooks" {
 		if err := runWebhooks(ctx, c, dir, r); err != nil {
+			return err
+		}
+	}
+	if (c.Only == "" || c.Only == "ladder") && c.Ladderd != "" {
+		if err := runLadder(ctx, c, dir, r); err != nil {
 			return err
 		}
 	}
@@ -365,19 +385,19 @@ func runHandlerBench(ctx context.Context, c runConfig, r *results) error {
 	return nil
 }
 
-// runWebhooks creates the benchmark database, runs the repetitions of
-// pgbench and of every scenario, and drops the database.
-func runWebhooks(ctx context.Context, c runConfig, dir string, r *results) (err error) {
-	db, err := newPG(c.DatabaseURL, c.DBName)
+// withBenchDB creates the database name on the server, migrates it with
+// paylock migrate, runs fn on it and drops it.
+func withBenchDB(ctx context.Context, c runConfig, name string, fn func(db *pg) error) (err error) {
+	db, err := newPG(c.DatabaseURL, name)
 	if err != nil {
 		return err
 	}
 	if err := db.create(ctx); err != nil {
-		return fmt.Errorf("create database %s: %w", c.DBName, err)
+		return fmt.Errorf("create database %s: %w", name, err)
 	}
 	defer func() {
 		if derr := db.drop(context.WithoutCancel(ctx)); derr != nil && err == nil {
-			err = fmt.Errorf("drop database %s: %w", c.DBName, derr)
+			err = fmt.Errorf("drop database %s: %w", name, derr)
 		}
 	}()
 	mig := exec.CommandContext(ctx, c.Paylock, "migrate")
@@ -385,7 +405,17 @@ func runWebhooks(ctx context.Context, c runConfig, dir string, r *results) (err 
 	if out, err := mig.CombinedOutput(); err != nil {
 		return fmt.Errorf("paylock migrate: %w\n%s", err, out)
 	}
+	return fn(db)
+}
 
+// runWebhooks creates the benchmark database, runs the repetitions of
+// pgbench and of every scenario, and drops the database.
+func runWebhooks(ctx context.Context, c runConfig, dir string, r *results) error {
+	return withBenchDB(ctx, c, c.DBName, func(db *pg) error { return runWebhookReps(ctx, c, db, dir, r) })
+}
+
+// runWebhookReps runs the repetitions of pgbench and of every scenario on db.
+func runWebhookReps(ctx context.Context, c runConfig, db *pg, dir string, r *results) error {
 	secretText, secret := "", (*signature.Secret)(nil)
 	if !c.Unsigned {
 		s, sec, err := newSecret()
