@@ -72,3 +72,8 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 	}
 	return adapter{rules: cfg.Rules}, nil
 }
+
+// OrderPointer is where a Checkout.com payment names the merchant's order:
+// data.reference, the reference the payment was requested with
+// (provider.OrderNamer).
+func (Provider) OrderPointer() string { return "/data/reference" }
