@@ -350,6 +350,11 @@ func SignAdyenNotification(secret Secret, body []byte) ([]byte, error) {
 	if secret.k == nil || secret.k.scheme != SchemeAdyen {
 		panic("signature: SignAdyenNotification with a secret not parsed for the adyen scheme")
 	}
+	return signAdyen(secret.k.key(), body)
+}
+
+// signAdyen is SignAdyenNotification with the key's bytes.
+func signAdyen(key, body []byte) ([]byte, error) {
 	items, err := parseAdyen(body)
 	if err != nil {
 		return nil, err
@@ -378,7 +383,7 @@ func SignAdyenNotification(secret Secret, body []byte) ([]byte, error) {
 			extra = map[string]any{}
 			item[adyenAdditional] = extra
 		}
-		extra[adyenSignatureName] = encodeStandard(adyenMAC(secret.k.key(), &items[i]))
+		extra[adyenSignatureName] = encodeStandard(adyenMAC(key, &items[i]))
 	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)

@@ -1,7 +1,19 @@
 // Package signature verifies the signatures that payment service providers
 // put on their webhooks, on the raw body bytes, before anything is decoded.
 //
-// Three schemes are supported, all HMAC-SHA256:
+// Schemes are registered by name ([RegisterScheme], as database/sql's
+// drivers are): this package registers the three below, and a provider
+// whose deliveries are signed another way registers its own from its
+// package's init function, described by a [SchemeSpec] (how its secrets
+// parse and their minimum strength, how a delivery's headers and raw body
+// verify, whether it signs a timestamp, how it signs). [ParseSecrets],
+// [NewVerifier], [Sign] and [Schemes] reach every registered scheme alike;
+// an unknown name is refused with [ErrUnknownScheme]. What stays here is
+// shared by all: secret lists and rotation, [Secret]'s redaction, the
+// constant-time comparison ([Check.Match]), bounded headers
+// ([SingleHeader]) and the timestamp window ([Check.Time]).
+//
+// The three schemes shipped here are all HMAC-SHA256:
 //
 //   - [SchemeStandard], the Standard Webhooks specification: headers
 //     webhook-id, webhook-timestamp (unix seconds) and webhook-signature (a

@@ -3,7 +3,6 @@ package signature
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,8 @@ import (
 // Scheme names a webhook signing scheme.
 type Scheme string
 
-// The supported schemes.
+// The schemes this package ships; providers register others
+// (RegisterScheme).
 const (
 	// SchemeStandard is the Standard Webhooks scheme (webhook-id,
 	// webhook-timestamp and webhook-signature headers).
@@ -27,20 +27,6 @@ const (
 	// one signature per notification item, inside the JSON body.
 	SchemeAdyen Scheme = "adyen"
 )
-
-// Schemes returns the supported schemes: SchemeStandard, SchemeStripe and
-// SchemeAdyen, in that order.
-func Schemes() []Scheme { return []Scheme{SchemeStandard, SchemeStripe, SchemeAdyen} }
-
-// ParseScheme returns the Scheme named by s, or an error naming the accepted
-// values.
-func ParseScheme(s string) (Scheme, error) {
-	switch sc := Scheme(s); sc {
-	case SchemeStandard, SchemeStripe, SchemeAdyen:
-		return sc, nil
-	}
-	return "", fmt.Errorf("signature: unknown scheme %q (want %q, %q or %q)", s, SchemeStandard, SchemeStripe, SchemeAdyen)
-}
 
 const standardSecretPrefix = "whsec_"
 
@@ -67,20 +53,31 @@ type secretKey struct {
 	// key returns the HMAC key, which callers must not modify. It is a
 	// closure so that printing by reflection cannot reach the bytes.
 	key func() []byte
+	// token, when not nil, returns the static credential the scheme also
+	// checks (SchemeSpec.ParseSecret), kept as key is.
+	token func() []byte
 }
 
-func newSecret(scheme Scheme, key []byte) Secret {
+func newSecret(scheme Scheme, key []byte) Secret { return newSecretToken(scheme, key, nil) }
+
+// newSecretToken is a Secret holding key and token (nil: none).
+func newSecretToken(scheme Scheme, key, token []byte) Secret {
 	sum := sha256.Sum256(key)
-	return Secret{k: &secretKey{
+	k := &secretKey{
 		scheme:      scheme,
 		fingerprint: hex.EncodeToString(sum[:4]),
 		key:         func() []byte { return key },
-	}}
+	}
+	if token != nil {
+		k.token = func() []byte { return token }
+	}
+	return Secret{k: k}
 }
 
 // ParseSecrets parses a comma-separated list of secrets for scheme, as found
 // in configuration. Entries are trimmed of spaces; an empty entry (or an
-// empty list) is an error.
+// empty list) is an error, and so is an unknown scheme ([ErrUnknownScheme]).
+// Each entry is parsed by the scheme's SchemeSpec.ParseSecret:
 //
 // For SchemeStandard each entry loses an optional "whsec_" prefix and the
 // rest is decoded as standard, padded base64; the decoded bytes, which must
@@ -88,11 +85,12 @@ func newSecret(scheme Scheme, key []byte) Secret {
 // key as they are, "whsec_" included, as Stripe's own libraries use them.
 // For SchemeAdyen each entry is an HMAC key as Adyen's Customer Area shows
 // it, hex digits in either case (64 of them for Adyen's 32-byte keys); the
-// decoded bytes are the key.
+// decoded bytes are the key. A provider's scheme documents its own.
 //
 // Error messages give the entry's position, never its text.
 func ParseSecrets(scheme Scheme, csv string) ([]Secret, error) {
-	if _, err := ParseScheme(string(scheme)); err != nil {
+	spec, err := lookupScheme(scheme)
+	if err != nil {
 		return nil, err
 	}
 	parts := strings.Split(csv, ",")
@@ -102,28 +100,11 @@ func ParseSecrets(scheme Scheme, csv string) ([]Secret, error) {
 		if p == "" {
 			return nil, fmt.Errorf("signature: %s secret %d of %d is empty", scheme, i+1, len(parts))
 		}
-		switch scheme {
-		case SchemeStandard:
-			key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(p, standardSecretPrefix))
-			if err != nil {
-				// err names only an offset, but keep even that out: the
-				// message says what is wrong, not where in the secret.
-				return nil, fmt.Errorf("signature: %s secret %d of %d is not valid base64 after the %q prefix", scheme, i+1, len(parts), standardSecretPrefix)
-			}
-			if len(key) == 0 {
-				return nil, fmt.Errorf("signature: %s secret %d of %d decodes to an empty key", scheme, i+1, len(parts))
-			}
-			secrets = append(secrets, newSecret(scheme, key))
-		case SchemeStripe:
-			secrets = append(secrets, newSecret(scheme, []byte(p)))
-		case SchemeAdyen:
-			key, err := hex.DecodeString(p)
-			if err != nil {
-				// As above: what is wrong, not where.
-				return nil, fmt.Errorf("signature: %s secret %d of %d is not a hex HMAC key (an even number of hex digits)", scheme, i+1, len(parts))
-			}
-			secrets = append(secrets, newSecret(scheme, key))
+		key, token, err := spec.ParseSecret(p)
+		if err != nil {
+			return nil, fmt.Errorf("signature: %s secret %d of %d %v", scheme, i+1, len(parts), err)
 		}
+		secrets = append(secrets, newSecretToken(scheme, key, token))
 	}
 	return secrets, nil
 }
@@ -195,30 +176,23 @@ const MinKeyBytes = 16
 var ErrShortKey = errors.New("signature: secret too short")
 
 // CheckKeyLength returns an error wrapping ErrShortKey when the key of one
-// of secrets is shorter than MinKeyBytes once decoded (a Standard Webhooks
-// secret's base64 after "whsec_", an Adyen key's hex, a Stripe secret's
-// string as it is). The message gives the entry's position and length,
-// never its text.
+// of secrets is shorter than its scheme's minimum (SchemeSpec.MinKeyBytes,
+// by default MinKeyBytes) once decoded (a Standard Webhooks secret's base64
+// after "whsec_", an Adyen key's hex, a Stripe secret's string as it is).
+// The message gives the entry's position and length, never its text.
 func CheckKeyLength(secrets []Secret) error {
 	for i, s := range secrets {
 		if s.k == nil {
 			continue
 		}
-		if n := len(s.k.key()); n < MinKeyBytes {
+		spec, err := lookupScheme(s.k.scheme)
+		if err != nil {
+			return err // unreachable: ParseSecrets made s
+		}
+		if n := len(s.k.key()); n < spec.MinKeyBytes {
 			return fmt.Errorf("%w: %s secret %d of %d is a %d-byte key, want at least %d bytes (%s)",
-				ErrShortKey, s.k.scheme, i+1, len(secrets), n, MinKeyBytes, decodedAs(s.k.scheme))
+				ErrShortKey, s.k.scheme, i+1, len(secrets), n, spec.MinKeyBytes, spec.KeyFormat)
 		}
 	}
 	return nil
-}
-
-// decodedAs says how a scheme's secret becomes its key.
-func decodedAs(scheme Scheme) string {
-	switch scheme {
-	case SchemeStandard:
-		return "the base64 after whsec_, decoded"
-	case SchemeAdyen:
-		return "the hex key, decoded: 64 hex digits for Adyen's 32-byte keys"
-	}
-	return "the string as it is, whsec_ included"
 }

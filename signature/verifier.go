@@ -38,6 +38,7 @@ const (
 // concurrent use.
 type Verifier struct {
 	scheme    Scheme
+	spec      *SchemeSpec
 	secrets   []Secret
 	tolerance time.Duration
 	now       func() time.Time
@@ -49,10 +50,11 @@ type Verifier struct {
 // clock (DefaultTolerance when tolerance is 0). Adyen signs no timestamp:
 // for SchemeAdyen the tolerance must not be negative but is not used.
 //
-// It returns an error for an unknown scheme, no secrets, a zero Secret, a
+// It returns an error for an unknown scheme (wrapping [ErrUnknownScheme]), no secrets, a zero Secret, a
 // Secret parsed for another scheme, or a negative tolerance.
 func NewVerifier(scheme Scheme, secrets []Secret, tolerance time.Duration) (*Verifier, error) {
-	if _, err := ParseScheme(string(scheme)); err != nil {
+	spec, err := lookupScheme(scheme)
+	if err != nil {
 		return nil, err
 	}
 	if len(secrets) == 0 {
@@ -74,6 +76,7 @@ func NewVerifier(scheme Scheme, secrets []Secret, tolerance time.Duration) (*Ver
 	}
 	v := &Verifier{
 		scheme:    scheme,
+		spec:      spec,
 		secrets:   append([]Secret(nil), secrets...),
 		tolerance: tolerance,
 		now:       time.Now,
@@ -132,16 +135,13 @@ type Result struct {
 // h is looked up with [http.Header.Values], so its keys must be canonical,
 // as those of a request read by net/http are. A header repeated in h is
 // malformed.
+//
+// A provider's scheme verifies as its SchemeSpec.Verify says.
 func (v *Verifier) Verify(h http.Header, body []byte) (Result, error) {
-	switch v.scheme {
-	case SchemeStandard:
-		return v.verifyStandard(h, body)
-	case SchemeStripe:
-		return v.verifyStripe(h, body)
-	case SchemeAdyen:
-		return v.verifyAdyen(body)
+	if v.spec == nil {
+		return Result{}, fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
 	}
-	return Result{}, fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+	return v.spec.Verify(Check{Header: h, Body: body, v: v})
 }
 
 // Precheck refuses early, before the body is read, a delivery whose headers
@@ -155,26 +155,17 @@ func (v *Verifier) Verify(h http.Header, body []byte) (Result, error) {
 // Precheck computes no MAC and is cheap; it is an early refusal, not a
 // replacement: Verify checks everything again. For SchemeAdyen it returns
 // nil, since the signatures are in the body.
+//
+// A provider's scheme prechecks as its SchemeSpec.Precheck says (nothing
+// when it has none).
 func (v *Verifier) Precheck(h http.Header) error {
-	var err error
-	switch v.scheme {
-	case SchemeStandard:
-		sc := standardScratches.Get().(*standardScratch)
-		var sigs [][]byte
-		if _, _, _, sigs, err = v.standardHeaders(h, sc); err == nil && len(sigs) == 0 {
-			err = ErrNoMatch
-		}
-		standardScratches.Put(sc)
-	case SchemeStripe:
-		var sigs [][]byte
-		if _, _, sigs, err = v.stripeHeader(h); err == nil && len(sigs) == 0 {
-			err = ErrNoMatch
-		}
-	case SchemeAdyen:
-	default:
-		err = fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+	switch {
+	case v.spec == nil:
+		return fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+	case v.spec.Precheck == nil:
+		return nil
 	}
-	return err
+	return v.spec.Precheck(Check{Header: h, v: v})
 }
 
 // match returns the index of the first secret whose MAC over the signed
@@ -241,29 +232,32 @@ func parseTimestamp(name, s string) (int64, error) {
 // Sign returns the headers a PSP using scheme would send for body, signed
 // with secret at ts (which must not be before 1970). id is the webhook-id for
 // SchemeStandard and is ignored for SchemeStripe. It is used by
-// `paylock sign`, tests and the load simulator.
+// `paylock sign`, tests and the load simulator. A provider's scheme signs
+// as its SchemeSpec.Sign says.
 //
 // Sign panics if scheme is unknown or secret was not parsed for it (the zero
 // Secret included): [ParseSecrets] already refuses an unknown scheme, so
-// either is a programming error. It also panics for SchemeAdyen, which puts
-// no signature in headers: use [SignAdyenNotification].
+// either is a programming error. It also panics for SchemeAdyen, and any
+// scheme that puts no signature in headers (SchemeSpec.InBody): use
+// [SignAdyenNotification].
 func Sign(scheme Scheme, secret Secret, id string, ts time.Time, body []byte) http.Header {
 	if secret.k == nil || secret.k.scheme != scheme {
 		panic(fmt.Sprintf("signature: Sign(%q) with a secret not parsed for that scheme", scheme))
 	}
-	unix := strconv.FormatInt(ts.Unix(), 10)
-	h := make(http.Header)
-	switch scheme {
-	case SchemeStandard:
-		h.Set(HeaderWebhookID, id)
-		h.Set(HeaderWebhookTimestamp, unix)
-		h.Set(HeaderWebhookSignature, standardVersion+","+encodeStandard(standardMAC(secret.k.key(), id, unix, body)))
-	case SchemeStripe:
-		h.Set(HeaderStripeSignature, "t="+unix+","+stripeVersion+"="+encodeStripe(stripeMAC(secret.k.key(), unix, body)))
-	case SchemeAdyen:
-		panic("signature: Sign(adyen): Adyen signs inside the body; use SignAdyenNotification")
-	default:
+	spec, err := lookupScheme(scheme)
+	switch {
+	case err != nil:
 		panic(fmt.Sprintf("signature: Sign with unknown scheme %q", scheme))
+	case spec.InBody:
+		panic(fmt.Sprintf("signature: Sign(%s): %s signs inside the body; use SignAdyenNotification", scheme, scheme))
+	}
+	var token []byte
+	if secret.k.token != nil {
+		token = secret.k.token()
+	}
+	h, _, err := spec.Sign(secret.k.key(), token, id, ts, body)
+	if err != nil {
+		panic(fmt.Sprintf("signature: Sign(%s): %v", scheme, err))
 	}
 	return h
 }

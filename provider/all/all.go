@@ -7,8 +7,9 @@
 package all
 
 import (
-	_ "github.com/paylock/paylock/provider/adyen"  // "adyen"
-	_ "github.com/paylock/paylock/provider/mapped" // "mapped"
-	_ "github.com/paylock/paylock/provider/native" // "paylock"
-	_ "github.com/paylock/paylock/provider/stripe" // "stripe"
+	_ "github.com/paylock/paylock/provider/adyen"    // "adyen"
+	_ "github.com/paylock/paylock/provider/checkout" // "checkout"
+	_ "github.com/paylock/paylock/provider/mapped"   // "mapped"
+	_ "github.com/paylock/paylock/provider/native"   // "paylock"
+	_ "github.com/paylock/paylock/provider/stripe"   // "stripe"
 )

@@ -101,7 +101,7 @@ func checkSamples(t *testing.T, p provider.Provider, s provider.Samples) (signat
 
 // inBody reports whether scheme signs inside the body (Adyen) rather than
 // in headers.
-func inBody(scheme signature.Scheme) bool { return scheme == signature.SchemeAdyen }
+func inBody(scheme signature.Scheme) bool { return signature.SignsInBody(scheme) }
 
 // refusals are the provider's refused samples, then bodies no provider
 // accepts, built around its first delivery.
