@@ -7,27 +7,26 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/payload"
+	"github.com/paylock/paylock/provider"
 )
 
-// Where a source's payments name their order (package order links them):
-// an RFC 6901 pointer into the payment's stored payload. Each adapter has
-// its default; a source's orders: {pointer: ...} in the sources file
-// overrides it, and is the only way a mapped source links its payments.
-var defaultOrderPointers = map[string]string{
-	"stripe":                 "/data/object/metadata/order_id", // a Stripe Event: the PaymentIntent's or Charge's metadata
-	"adyen":                  "/merchantReference",             // the NotificationRequestItem
-	handler.PaymentsProvider: "/order_id",                      // paylock's flat body
-}
-
-// orderPointer is where s's payments name their order: the file's pointer,
-// else the adapter's default; "" when its payments name none.
+// orderPointer is where s's payments name their order (package order
+// links them): an RFC 6901 pointer into the payment's stored payload. The
+// sources file's orders: {pointer: ...} wins; else the adapter's provider
+// says (provider.OrderNamer), so that a provider brings its default in its
+// own package; "" when its payments name none (mapped, unless the file
+// says).
 func (s sourceSpec) orderPointer() string {
 	if s.OrderPointer != "" {
 		return s.OrderPointer
 	}
-	return defaultOrderPointers[s.Adapter]
+	if p, ok := provider.Lookup(s.Adapter); ok {
+		if n, ok := p.(provider.OrderNamer); ok {
+			return n.OrderPointer()
+		}
+	}
+	return ""
 }
 
 // orderPointers maps each source whose payments name their order to its

@@ -16,6 +16,7 @@ func TestEachSourceSaysWhereItsPaymentsNameTheirOrder(t *testing.T) {
     secrets_env: BETA_SECRETS
     fields: {transaction_id: /id, amount: /amount, currency: /currency}
     orders: {pointer: /order/ref}
+  cko: {adapter: checkout, signature: checkout, secrets_env: CKO_SECRETS}
 `
 	specs, _, _, err := sourcesSetup(t, file, map[string]string{
 		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret,
@@ -24,6 +25,7 @@ func TestEachSourceSaysWhereItsPaymentsNameTheirOrder(t *testing.T) {
 		"ADYEN_HMAC_KEYS":         adyenKey,
 		"ACME_WEBHOOK_SECRETS":    acmeSecret,
 		"BETA_SECRETS":            "whsec_YmV0YS1zZWNyZXQtMDEyMzQ1Njc4OQ==",
+		"CKO_SECRETS":             "cko-webhook-secret-key-0123456789",
 		"PAYLOCK_LOAN_SECRETS":    loansSecret,
 		"PAYLOCK_FORWARD_SECRETS": forwardSecret,
 	})
@@ -37,6 +39,7 @@ func TestEachSourceSaysWhereItsPaymentsNameTheirOrder(t *testing.T) {
 		"stripe-eu": "data/object/metadata/cart/id", // the file overrides the default; ~1 is a slash inside a token
 		"adyen":     "merchantReference",
 		"beta":      "order/ref",
+		"cko":       "data/reference", // the provider's own default (provider.OrderNamer)
 		// acme (mapped, no orders key) and loans name no order.
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {

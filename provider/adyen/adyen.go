@@ -42,6 +42,10 @@ func (Provider) Schemes() []signature.Scheme { return []signature.Scheme{signatu
 // recorded) unless a void (CANCELLATION, CANCEL_OR_REFUND) follows before
 // any CAPTURE; manual, it is money held (authorized), taken by CAPTUREs
 // only.
+// OrderPointer: an Adyen NotificationRequestItem names its order in
+// merchantReference (provider.OrderNamer).
+func (Provider) OrderPointer() string { return "/merchantReference" }
+
 func (Provider) Keys() []string {
 	return []string{keyAccounts, keyLive, keyCapture, provider.KeyBasicAuthEnv}
 }

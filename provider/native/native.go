@@ -34,6 +34,10 @@ func (Provider) Schemes() []signature.Scheme {
 }
 
 // Keys: the provider reads no setting of its own.
+// OrderPointer: paylock's flat body names its order in order_id
+// (provider.OrderNamer).
+func (Provider) OrderPointer() string { return "/order_id" }
+
 func (Provider) Keys() []string { return nil }
 
 // New returns the adapter of the flat body; it refuses any setting.

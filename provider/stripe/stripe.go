@@ -93,6 +93,10 @@ func (Provider) Schemes() []signature.Scheme {
 // api_key_env and api_url are its status API's (sync): the environment
 // variable holding the secret key, and the base URL (default
 // https://api.stripe.com).
+// OrderPointer: a Stripe Event names its order in the PaymentIntent's or
+// Charge's metadata (provider.OrderNamer).
+func (Provider) OrderPointer() string { return "/data/object/metadata/order_id" }
+
 func (Provider) Keys() []string { return []string{"events", provider.KeyAPIKeyEnv, provider.KeyAPIURL} }
 
 // New returns the adapter of s's events, or a *provider.SettingError for
