@@ -16,7 +16,14 @@ import (
 	"github.com/paylock/paylock/signature"
 )
 
-const signUsage = `Usage: paylock sign [--scheme standard|stripe|adyen] [--secret SECRET] [--id ID] [--curl URL] < body.json
+// signUsage is sign's help; its schemes are those registered
+// (signature.Schemes: the built-in ones and the providers').
+func signUsage() string {
+	names := make([]string, 0, 4)
+	for _, sc := range signature.Schemes() {
+		names = append(names, string(sc))
+	}
+	return `Usage: paylock sign [--scheme ` + strings.Join(names, "|") + `] [--secret SECRET] [--id ID] [--curl URL] < body.json
 
 Signs the body read on stdin as a PSP would and prints the signature headers,
 or with --curl a ready curl command that sends it. The secret defaults to the
@@ -24,6 +31,7 @@ first of PAYLOCK_WEBHOOK_SECRETS and the scheme to PAYLOCK_SIGNATURE_SCHEME.
 With --scheme adyen (a hex HMAC key) every notification item is signed in
 the body itself: the signed body is printed, or sent by the curl command.
 `
+}
 
 // signOpts are sign's flags.
 type signOpts struct {
@@ -69,17 +77,17 @@ func runSign(_ context.Context, e *env, args []string) int {
 func parseSign(args []string, getenv func(string) string, stdout, stderr io.Writer) (o signOpts, code int, ok bool) {
 	fs := flag.NewFlagSet("paylock sign", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.scheme, "scheme", getenv("PAYLOCK_SIGNATURE_SCHEME"), "standard, stripe or adyen")
+	fs.StringVar(&o.scheme, "scheme", getenv("PAYLOCK_SIGNATURE_SCHEME"), "a registered scheme: standard, stripe, adyen or a provider's (paylock sign -h lists them)")
 	fs.StringVar(&o.secret, "secret", "", "signing secret (default: first of PAYLOCK_WEBHOOK_SECRETS)")
 	fs.StringVar(&o.id, "id", "", "webhook-id for the standard scheme (default: a fresh msg_<uuid>)")
 	fs.Int64Var(&o.ts, "timestamp", 0, "unix seconds to sign with (default: now)")
 	fs.StringVar(&o.curlURL, "curl", "", "print a curl command posting the body to this URL")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, signUsage)
+			fmt.Fprint(stdout, signUsage())
 			return o, exitOK, false
 		}
-		fmt.Fprintf(stderr, "paylock sign: %v\n%s", err, signUsage)
+		fmt.Fprintf(stderr, "paylock sign: %v\n%s", err, signUsage())
 		return o, exitUsage, false
 	}
 	if o.scheme == "" {
