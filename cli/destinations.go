@@ -164,7 +164,7 @@ func parseDestination(name string, raw json.RawMessage, getenv func(string) stri
 	for _, h := range slices.Sorted(maps.Keys(headers)) {
 		hv, err := headerValue(headers[h], getenv, withSecrets)
 		if err != nil {
-			return fail("headers."+h, fmt.Errorf("%w: %v", forward.ErrHeader, err))
+			return fail("headers."+h, fmt.Errorf("%w: %w", forward.ErrHeader, err))
 		}
 		if p.Headers == nil {
 			p.Headers = map[string]forward.HeaderValue{}
