@@ -97,16 +97,7 @@ func parseDestination(name string, raw json.RawMessage, getenv func(string) stri
 		}
 	}
 	var d fileDestination
-	decode := func(k string, dst any, want string) error {
-		raw, ok := keys[k]
-		if !ok {
-			return nil
-		}
-		if err := json.Unmarshal(raw, dst); err != nil {
-			return destinationError("", name, k, errors.New(want))
-		}
-		return nil
-	}
+	decode := destinationDecoder(name, keys)
 	if err := decode("url", &d.URL, "want a string"); err != nil {
 		return d, err
 	}
@@ -126,9 +117,38 @@ func parseDestination(name string, raw json.RawMessage, getenv func(string) stri
 	if err := decode("filter", &p.Filter, "want a string: an expression over type and data"); err != nil {
 		return d, err
 	}
+	if err := parseAttempts(name, keys, p); err != nil {
+		return d, err
+	}
+	if err := parseDelivery(name, keys, d.URL, p, getenv, withSecrets); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// destinationDecoder decodes key k of destination name into dst; its
+// error (want) names the key.
+func destinationDecoder(name string, keys map[string]json.RawMessage) func(k string, dst any, want string) error {
+	return func(k string, dst any, want string) error {
+		raw, ok := keys[k]
+		if !ok {
+			return nil
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return destinationError("", name, k, errors.New(want))
+		}
+		return nil
+	}
+}
+
+// parseAttempts decodes a destination's retry, max_attempts and timeout
+// into p.
+func parseAttempts(name string, keys map[string]json.RawMessage, p *forward.Policy) error {
+	decode := destinationDecoder(name, keys)
+	fail := func(key string, err error) error { return destinationError("", name, key, err) }
 	var retry []string
 	if err := decode("retry", &retry, "want a list of durations ([1s, 10s, 1m])"); err != nil {
-		return d, err
+		return err
 	}
 	if _, ok := keys["retry"]; ok && len(retry) == 0 {
 		return fail("retry", fmt.Errorf("%w: empty (omit the key for the default backoff)", forward.ErrRetry))
@@ -141,14 +161,14 @@ func parseDestination(name string, raw json.RawMessage, getenv func(string) stri
 		p.Retry = append(p.Retry, v)
 	}
 	if err := decode("max_attempts", &p.MaxAttempts, "want a whole number"); err != nil {
-		return d, err
+		return err
 	}
 	if _, ok := keys["max_attempts"]; ok && p.MaxAttempts < 1 {
 		return fail("max_attempts", fmt.Errorf("%w: %d: want 1 or more", forward.ErrRetry, p.MaxAttempts))
 	}
 	var timeout string
 	if err := decode("timeout", &timeout, "want a duration (10s)"); err != nil {
-		return d, err
+		return err
 	}
 	if timeout != "" {
 		v, err := time.ParseDuration(timeout)
@@ -157,9 +177,17 @@ func parseDestination(name string, raw json.RawMessage, getenv func(string) stri
 		}
 		p.Timeout = v
 	}
+	return nil
+}
+
+// parseDelivery decodes a destination's headers and secrets_env into p,
+// reading their variables with getenv when withSecrets.
+func parseDelivery(name string, keys map[string]json.RawMessage, rawURL string, p *forward.Policy, getenv func(string) string, withSecrets bool) error {
+	decode := destinationDecoder(name, keys)
+	fail := func(key string, err error) error { return destinationError("", name, key, err) }
 	var headers map[string]json.RawMessage
 	if err := decode("headers", &headers, "want a map of header name to {env: VARIABLE} or a string"); err != nil {
-		return d, err
+		return err
 	}
 	for _, h := range slices.Sorted(maps.Keys(headers)) {
 		hv, err := headerValue(headers[h], getenv, withSecrets)
@@ -172,11 +200,11 @@ func parseDestination(name string, raw json.RawMessage, getenv func(string) stri
 		p.Headers[h] = hv
 	}
 	if err := decode("secrets_env", &p.SecretsEnv, "want a string: the variable holding the destination's whsec_ secrets"); err != nil {
-		return d, err
+		return err
 	}
 	if _, ok := keys["secrets_env"]; ok {
-		if !forward.NeedsSignature(d.URL) {
-			return fail("secrets_env", fmt.Errorf("%w: a %s destination is not signed with secrets of its own: only http(s) ones are", forward.ErrConfig, schemeOf(d.URL)))
+		if !forward.NeedsSignature(rawURL) {
+			return fail("secrets_env", fmt.Errorf("%w: a %s destination is not signed with secrets of its own: only http(s) ones are", forward.ErrConfig, schemeOf(rawURL)))
 		}
 		if p.SecretsEnv == "" {
 			return fail("secrets_env", errors.New("empty (omit the key to sign with PAYLOCK_FORWARD_SECRETS)"))
@@ -193,7 +221,7 @@ func parseDestination(name string, raw json.RawMessage, getenv func(string) stri
 			p.Secrets = secrets
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // errDestinationEnv is wrapped when a variable a destination names
