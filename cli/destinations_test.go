@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/store"
 )
 
 var ledgerSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("ledger-forward-secret-0123456789"))
@@ -160,4 +164,46 @@ func mergeEnv(a, b map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// serve routes each payment to the destinations of its source's
+// forward_to that take it: the big one only to the destination whose
+// filter asks for it, signed with that destination's own secret and
+// carrying its header.
+func TestServeForwardsEachPaymentToTheDestinationsThatTakeIt(t *testing.T) {
+	t.Parallel()
+	all, allURL := newForwardReceiver(t)
+	big := testkit.StartReceiver(t, testkit.ReceiverConfig{Verifier: testkit.Verifier(t, signature.SchemeStandard, ledgerSecret)})
+	file := "destinations:\n  big:\n    url: " + big.URL + "\n    secrets_env: LEDGER_FORWARD_SECRETS\n" +
+		"    types: [payment.recorded]\n    filter: 'data.amount >= 1000'\n    retry: [50ms]\n    headers: {X-Api-Key: {env: LEDGER_API_KEY}}\n" +
+		"sources:\n  payments:\n    forward_to: [default, big]\n"
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := forwardEnv(t, allURL)
+	env["PAYLOCK_SOURCES_FILE"], env["LEDGER_FORWARD_SECRETS"], env["LEDGER_API_KEY"] = path, ledgerSecret, "k-123"
+	base := startServe(t, env, serveOptions{}).base
+	for _, body := range []string{`{"transaction_id":"tx-small","amount":700,"currency":"EUR"}`, `{"transaction_id":"tx-big","amount":1500,"currency":"EUR"}`} {
+		res, err := http.Post(base+"/webhooks/payments", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("payment: %d", res.StatusCode)
+		}
+	}
+	testkit.WaitFor(t, 15*time.Second, "the forwards", func() bool { return len(all.Attempts()) == 2 && len(big.Attempts()) == 1 })
+	time.Sleep(300 * time.Millisecond) // room for a forward that should not exist
+	if n := len(big.Attempts()); n != 1 {
+		t.Fatalf("big received %d, want tx-big's only", n)
+	}
+	a := big.Attempts()[0]
+	if a.Err != nil || a.Header.Get("X-Api-Key") != "k-123" || a.Header.Get(signature.HeaderWebhookID) != store.PaymentForwardID("payments", "tx-big") {
+		t.Errorf("big got %s (verify: %v, X-Api-Key %q)", a.Header.Get(signature.HeaderWebhookID), a.Err, a.Header.Get("X-Api-Key"))
+	}
+	if _, bad := received(all); bad != 0 || len(all.Attempts()) != 2 {
+		t.Errorf("default: %d forwards, %d unverified; want both payments, verified", len(all.Attempts()), bad)
+	}
 }
