@@ -207,3 +207,28 @@ func TestServeForwardsEachPaymentToTheDestinationsThatTakeIt(t *testing.T) {
 		t.Errorf("default: %d forwards, %d unverified; want both payments, verified", len(all.Attempts()), bad)
 	}
 }
+
+func FuzzDestinations(f *testing.F) {
+	f.Add([]byte(routedFile))
+	f.Add([]byte("destinations: {a: {url: 'kafka://127.0.0.1:9092/t', types: ['*'], filter: 'type == \"order.paid\"'}}"))
+	f.Add([]byte("destinations: {a: {url: 'https://x.internal/', retry: [1s, 0s], max_attempts: -3, headers: {'Bad Name': x}}}"))
+	f.Add([]byte("destinations: {a: {url: 'https://x.internal/', secrets_env: LEDGER_FORWARD_SECRETS, headers: {X: {env: NOPE}}}}"))
+	f.Add([]byte("destinations: [a, b]"))
+	env := envMap(map[string]string{"LEDGER_FORWARD_SECRETS": ledgerSecret, "LEDGER_API_KEY": "k-123"})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dests, err := parseDestinations("/etc/paylock/sources.yaml", data, env, true)
+		if err != nil {
+			var se *sourceError
+			msg := err.Error()
+			if !errors.As(err, &se) || strings.Contains(msg, "\n") || strings.Contains(msg, strings.TrimPrefix(ledgerSecret, "whsec_")) || strings.Contains(msg, "k-123") {
+				t.Fatalf("error %T %q: want one line naming the file, no secret", err, msg)
+			}
+			return
+		}
+		for name, d := range dests {
+			if err := checkForwardURL(d.URL); err != nil || !destinationName.MatchString(name) {
+				t.Fatalf("accepted destination %q with URL %q: %v", name, forward.Redact(d.URL), err)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -390,5 +391,29 @@ func TestAnOlderJobWithoutFingerprintStillDelivers(t *testing.T) {
 	jobs, err := b.store.Outbox().PaymentForwards(context.Background(), "acme", "tx-old")
 	if err != nil || len(jobs) != 1 || jobs[0].Args.Fingerprint != "" {
 		t.Fatalf("jobs %+v, %v: want one without a fingerprint", jobs, err)
+	}
+}
+
+// Every filter example of docs/routing.md compiles.
+func TestTheDocumentedFilterExamplesCompile(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docs/routing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(raw), "```text\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/routing.md has no ```text block of filter examples")
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		n++
+		if _, err := forward.NewRouter(forward.Destinations{"d": "https://d.example/"}, map[string]forward.Policy{"d": {Filter: line}}, true); err != nil {
+			t.Errorf("%q: %v", line, err)
+		}
+	}
+	if n < 3 {
+		t.Errorf("%d examples", n)
 	}
 }
