@@ -19,7 +19,7 @@ import (
 
 // destinationKeys are the keys of one destination of the sources file's
 // destinations map.
-var destinationKeys = []string{"url", "secrets_env", "types", "filter", "retry", "max_attempts", "timeout", "headers"}
+var destinationKeys = []string{"url", "secrets_env", "types", "filter", "retry", "max_attempts", "timeout", "headers", "concurrency", "rate"}
 
 // destinationName is a destination's name: like a source's.
 var destinationName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -141,8 +141,8 @@ func destinationDecoder(name string, keys map[string]json.RawMessage) func(k str
 	}
 }
 
-// parseAttempts decodes a destination's retry, max_attempts and timeout
-// into p.
+// parseAttempts decodes a destination's retry, max_attempts, timeout,
+// concurrency and rate into p.
 func parseAttempts(name string, keys map[string]json.RawMessage, p *forward.Policy) error {
 	decode := destinationDecoder(name, keys)
 	fail := func(key string, err error) error { return destinationError("", name, key, err) }
@@ -176,6 +176,18 @@ func parseAttempts(name string, keys map[string]json.RawMessage, p *forward.Poli
 			return fail("timeout", fmt.Errorf("%q: want a positive duration (10s)", timeout))
 		}
 		p.Timeout = v
+	}
+	if err := decode("concurrency", &p.Concurrency, "want a whole number"); err != nil {
+		return err
+	}
+	if _, ok := keys["concurrency"]; ok && p.Concurrency < 1 {
+		return fail("concurrency", fmt.Errorf("%w: %d: want 1 or more deliveries in flight per replica", forward.ErrConfig, p.Concurrency))
+	}
+	if err := decode("rate", &p.Rate, "want a number of messages per second"); err != nil {
+		return err
+	}
+	if _, ok := keys["rate"]; ok && p.Rate <= 0 {
+		return fail("rate", fmt.Errorf("%w: %v: want messages per second per replica above 0", forward.ErrConfig, p.Rate))
 	}
 	return nil
 }

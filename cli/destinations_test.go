@@ -30,6 +30,8 @@ const routedFile = `destinations:
     retry: [1s, 10s, 1m, 10m]
     max_attempts: 20
     timeout: 10s
+    concurrency: 8
+    rate: 50
     headers: {X-Api-Key: {env: LEDGER_API_KEY}}
   analytics:
     url: nats://127.0.0.1:4222/payments
@@ -81,7 +83,7 @@ func TestTheSourcesFileDefinesDestinationsAndWhereEachSourceForwards(t *testing.
 	}
 	p := r.Policies["ledger"]
 	if !slices.Equal(p.Retry, []time.Duration{time.Second, 10 * time.Second, time.Minute, 10 * time.Minute}) ||
-		p.MaxAttempts != 20 || p.Timeout != 10*time.Second || len(p.Secrets) != 1 ||
+		p.MaxAttempts != 20 || p.Timeout != 10*time.Second || len(p.Secrets) != 1 || p.Concurrency != 8 || p.Rate != 50 ||
 		p.Headers["X-Api-Key"] != (forward.HeaderValue{Env: "LEDGER_API_KEY", Value: "k-123"}) {
 		t.Errorf("ledger's policy %+v", p)
 	}
@@ -135,6 +137,8 @@ func TestBadDestinationsAreRefusedAtStartUp(t *testing.T) {
 			"  stripe2:\n    adapter: stripe\n    signature: stripe\n    secrets_env: STRIPE2_SECRETS\n    forward_url: https://x.internal/\n",
 			mergeEnv(env, map[string]string{"STRIPE2_SECRETS": "whsec_stripe2-test-secret-0123456789", "PAYLOCK_FORWARD_SECRETS": forwardSecret}), forward.ErrDestinationTaken, "destinations.stripe2"},
 		{"forward_to with forward_url", edit("    forward_to:", "    forward_url: https://x.internal/\n    forward_to:"), env, nil, "not both"},
+		{"concurrency of zero", edit("    concurrency: 8", "    concurrency: 0"), env, forward.ErrConfig, "destinations.ledger.concurrency"},
+		{"a rate that is no number", edit("    rate: 50", "    rate: fast"), env, nil, "destinations.ledger.rate"},
 		{"an unknown key", edit("    timeout: 10s", "    timeout: 10s\n    timout: 5s"), env, nil, "destinations.ledger.timout"},
 	}
 	for _, c := range cases {

@@ -59,6 +59,13 @@ type Policy struct {
 	MaxAttempts int
 	// Timeout bounds one delivery; 0: Config.Timeout.
 	Timeout time.Duration
+	// Concurrency caps the destination's deliveries in flight at once in
+	// one process (a replica), within Config.Concurrency; 0: no cap of its
+	// own. Rate caps the deliveries it starts per second in one process;
+	// 0: none. A job over either waits (snoozed, no attempt spent). They
+	// are tuning, not definition: not part of the fingerprint.
+	Concurrency int
+	Rate        float64
 	// Headers are added to each message's headers, by name.
 	Headers map[string]HeaderValue
 	// SecretsEnv names the variable holding Secrets, the destination's own
@@ -188,6 +195,12 @@ func compileRoute(name, rawURL string, p Policy, defaultSigned bool) (*route, er
 	}
 	if p.MaxAttempts < 0 || p.MaxAttempts > 1000 {
 		return nil, fmt.Errorf("%w: max_attempts %d: want 1 to 1000", ErrRetry, p.MaxAttempts)
+	}
+	if p.Concurrency < 0 || p.Concurrency > 10000 {
+		return nil, fmt.Errorf("%w: concurrency %d: want 1 to 10000", ErrConfig, p.Concurrency)
+	}
+	if p.Rate < 0 || p.Rate > 100000 || p.Rate != p.Rate {
+		return nil, fmt.Errorf("%w: rate %v: want a number of messages per second above 0, at most 100000", ErrConfig, p.Rate)
 	}
 	if p.Timeout < 0 {
 		return nil, fmt.Errorf("%w: timeout %v: want a positive duration", ErrConfig, p.Timeout)

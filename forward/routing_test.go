@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +43,8 @@ func TestNewRouterRefusesBadPolicies(t *testing.T) {
 		{"negative max attempts", httpURL, forward.Policy{MaxAttempts: -1}, forward.ErrRetry},
 		{"a header paylock sets itself", httpURL, forward.Policy{Headers: map[string]forward.HeaderValue{"Webhook-Signature": {Value: "x"}}}, forward.ErrHeader},
 		{"a header holding a line break", httpURL, forward.Policy{Headers: map[string]forward.HeaderValue{"X-Key": {Value: "a\r\nb"}}}, forward.ErrHeader},
+		{"negative concurrency", httpURL, forward.Policy{Concurrency: -1}, forward.ErrConfig},
+		{"negative rate", httpURL, forward.Policy{Rate: -0.5}, forward.ErrConfig},
 		{"secrets_env on a broker", natsURL, forward.Policy{SecretsEnv: "LEDGER_FORWARD_SECRETS"}, forward.ErrConfig},
 	}
 	for _, c := range cases {
@@ -415,5 +420,72 @@ func TestTheDocumentedFilterExamplesCompile(t *testing.T) {
 	}
 	if n < 3 {
 		t.Errorf("%d examples", n)
+	}
+}
+
+// A destination's concurrency and rate hold in a replica: with
+// concurrency 1 no two of its deliveries overlap; with rate 10/s, ten
+// deliveries take most of a second; another destination is not held back.
+func TestADestinationsConcurrencyAndRateHoldInAReplica(t *testing.T) {
+	t.Parallel()
+	type server struct {
+		inFlight, peak atomic.Int64
+		mu             sync.Mutex
+		at             []time.Time
+		url            string
+	}
+	start := func(delay time.Duration) *server {
+		s := &server{}
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := s.inFlight.Add(1)
+			defer s.inFlight.Add(-1)
+			for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+			}
+			s.mu.Lock()
+			s.at = append(s.at, time.Now())
+			s.mu.Unlock()
+			time.Sleep(delay)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(ts.Close)
+		s.url = ts.URL
+		return s
+	}
+	one, paced, free := start(50*time.Millisecond), start(0), start(50*time.Millisecond)
+	dests := forward.Destinations{"one": one.url, "paced": paced.url, "free": free.url}
+	policies := map[string]forward.Policy{"one": {Concurrency: 1}, "paced": {Rate: 10}}
+	b, r := routedSetup(t, dests, policies, nil)
+	route := r.Route([]string{"one", "paced", "free"})
+	const n = 10
+	for i := range n {
+		if _, err := b.store.Payments().RecordPaymentFunc(context.Background(), payment(fmt.Sprintf("tx-limit-%d", i)), b.store.Outbox().ForwardRecordHookTo(route)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(s *server) int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.at)
+	}
+	testkit.Eventually(t, 30*time.Second, "every destination got every payment", func(context.Context) error {
+		if a, b, c := count(one), count(paced), count(free); a < n || b < n || c < n {
+			return fmt.Errorf("one %d, paced %d, free %d", a, b, c)
+		}
+		return nil
+	})
+	if p := one.peak.Load(); p != 1 {
+		t.Errorf("concurrency 1: %d deliveries in flight at once", p)
+	}
+	if p := free.peak.Load(); p < 2 {
+		t.Errorf("the destination without a cap had at most %d in flight: held back by another's", p)
+	}
+	paced.mu.Lock()
+	spread := paced.at[n-1].Sub(paced.at[0])
+	paced.mu.Unlock()
+	if spread < 800*time.Millisecond {
+		t.Errorf("rate 10/s: %d deliveries within %v", n, spread)
+	}
+	if got := b.outcomes.list(); len(got) != 3*n {
+		t.Errorf("%d attempts, want %d: a job held by a cap spends none", len(got), 3*n)
 	}
 }

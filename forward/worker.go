@@ -172,6 +172,9 @@ type Worker struct {
 	sinks *sinkSet
 	// router holds each destination's policy and fingerprint.
 	router *Router
+	// limits hold the destinations' Concurrency and Rate, by name; a
+	// destination without either has none.
+	limits map[string]*limiter
 	// tracer and prop trace attempts (trace.go).
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
@@ -228,7 +231,13 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if cfg.Reads > 0 && cfg.Reads < cfg.Concurrency {
 		st = capped{Store: st, sem: make(chan struct{}, cfg.Reads)}
 	}
-	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router,
+	limits := map[string]*limiter{}
+	for name, p := range cfg.Policies {
+		if l := newLimiter(p); l != nil {
+			limits[name] = l
+		}
+	}
+	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router, limits: limits,
 		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}, nil
 }
 
@@ -302,6 +311,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	if err := w.inOrder(ctx, job); err != nil {
 		return err
 	}
+	release, wait := w.limits[a.Destination].admit(time.Now())
+	if release == nil {
+		return river.JobSnooze(wait)
+	}
+	defer release()
 	ctx, span := w.startAttempt(ctx, a, job.Attempt)
 	ev := Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
 	defer func() { endAttempt(span, ev) }()
