@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,21 +21,76 @@ import (
 )
 
 // routeForwards names the destinations of cfg and specs (forward.NewRoutes)
-// for the payment sources; loans and payouts forward nothing of their own.
-func routeForwards(cfg Config, specs []sourceSpec) (forward.Routes, error) {
+// for the payment sources, adds the sources file's destinations with their
+// policies, routes each source to its forward_to, and compiles the router
+// (types, filters, fingerprints); loans and payouts forward nothing of
+// their own. withSecrets reads the variables the destinations name
+// (secrets_env, headers): the worker needs them, a process that only
+// enqueues does not. Every error is a *sourceError naming the file, the
+// source or destination, and the field.
+func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Routes, error) {
 	var sources []forward.SourceURL
 	for _, s := range specs {
 		if s.Adapter != handler.ProviderLoans && s.Adapter != handler.ProviderPayouts {
 			sources = append(sources, forward.SourceURL{Source: s.Name, URL: s.ForwardURL})
 		}
 	}
+	file := cfg.Sources.File
 	r, err := forward.NewRoutes(cfg.Forward.URL, sources)
 	var de *forward.DestinationError
 	if errors.As(err, &de) {
-		return forward.Routes{}, &sourceError{File: cfg.Sources.File, Source: de.Source, Field: "forward_url",
+		return forward.Routes{}, &sourceError{File: file, Source: de.Source, Field: "forward_url",
 			Err: fmt.Errorf("the forward destination %q is PAYLOCK_FORWARD_URL's: rename the source, or give it the same URL", de.Source)}
 	}
-	return r, err
+	if err != nil {
+		return forward.Routes{}, err
+	}
+	data, err := readSourcesFile(file)
+	if err != nil {
+		return forward.Routes{}, err
+	}
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	dests, err := parseDestinations(file, data, getenv, withSecrets)
+	if err != nil {
+		return forward.Routes{}, err
+	}
+	signed := len(cfg.Forward.Secrets) > 0
+	for _, name := range slices.Sorted(maps.Keys(dests)) {
+		d := dests[name]
+		if _, taken := r.Destinations[name]; taken {
+			owner := "PAYLOCK_FORWARD_URL's"
+			if name != forward.DefaultDestination {
+				owner = "source " + strconv.Quote(name) + "'s forward_url"
+			}
+			return forward.Routes{}, destinationError(file, name, "", fmt.Errorf("%w: the name is %s", forward.ErrDestinationTaken, owner))
+		}
+		if forward.NeedsSignature(d.URL) && d.Policy.SecretsEnv == "" && !signed {
+			return forward.Routes{}, destinationError(file, name, "url", errors.New("an http(s) destination is signed: set PAYLOCK_FORWARD_SECRETS, or secrets_env"))
+		}
+		r.Destinations[name], r.Policies[name] = d.URL, d.Policy
+	}
+	if r.Router, err = forward.NewRouter(r.Destinations, r.Policies, signed); err != nil {
+		return forward.Routes{}, &sourceError{File: file, Field: "destinations", Err: err}
+	}
+	for _, s := range specs {
+		if len(s.ForwardTo) == 0 {
+			continue
+		}
+		if s.Adapter == handler.ProviderLoans || s.Adapter == handler.ProviderPayouts {
+			return forward.Routes{}, &sourceError{File: file, Source: s.Name, Field: "forward_to", Err: errors.New("loans and payouts forward nothing of their own")}
+		}
+		if err := r.Router.Check(s.ForwardTo); err != nil {
+			if slices.Contains(s.ForwardTo, forward.DefaultDestination) && cfg.Forward.URL == "" {
+				err = fmt.Errorf("%w; default is PAYLOCK_FORWARD_URL, which is not set", err)
+			}
+			return forward.Routes{}, &sourceError{File: file, Source: s.Name, Field: "forward_to", Err: err}
+		}
+		r.ForwardTo[s.Name], r.BySource[s.Name] = slices.Clone(s.ForwardTo), s.ForwardTo[0]
+	}
+	return r, nil
 }
 
 // forwardSpecs are the sources the forward worker routes by
@@ -125,7 +182,7 @@ func forwarding(cfg Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	routes, err := routeForwards(cfg, specs)
+	routes, err := routeForwards(cfg, specs, false)
 	return len(routes.Destinations) > 0, err
 }
 
@@ -134,12 +191,12 @@ func forwarding(cfg Config) (bool, error) {
 // stopped); observe, when not nil, sees every attempt
 // (paylock_forward_total{outcome}). It signs with the first of
 // PAYLOCK_FORWARD_SECRETS when they are set.
-func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe func(forward.Event)) (*forward.Worker, error) {
+func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe func(forward.Event), mismatch func(string)) (*forward.Worker, error) {
 	specs, err := forwardSpecs(cfg)
 	if err != nil {
 		return nil, err
 	}
-	routes, err := routeForwards(cfg, specs)
+	routes, err := routeForwards(cfg, specs, true)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +210,8 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 		Secret:       secret,
 		OtherSecrets: others,
 		Destinations: routes.Destinations,
+		Policies:     routes.Policies,
+		Mismatch:     mismatch,
 		Timeout:      cfg.Forward.Timeout,
 		Concurrency:  cfg.Forward.Concurrency,
 		// A quarter of the pool the intake shares: PAYLOCK_FORWARD_CONCURRENCY

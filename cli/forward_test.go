@@ -280,7 +280,7 @@ func TestForwardDestinationsAreNamedAfterTheirSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := routeForwards(cfg, specs)
+	r, err := routeForwards(cfg, specs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,14 +294,14 @@ func TestForwardDestinationsAreNamedAfterTheirSource(t *testing.T) {
 	if specs, _, _, err = sourcesSetup(t, clash, env); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := routeForwards(cfg, specs); err == nil || !strings.Contains(err.Error(), `"default"`) || !strings.Contains(err.Error(), "forward_url") {
+	if _, err := routeForwards(cfg, specs, false); err == nil || !strings.Contains(err.Error(), `"default"`) || !strings.Contains(err.Error(), "forward_url") {
 		t.Errorf("a source named default with its own forward_url: %v; want an error naming it and forward_url", err)
 	}
 	same := strings.Replace(clash, "https://other.internal/x", "https://all.internal/paylock", 1)
 	if specs, _, _, err = sourcesSetup(t, same, env); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := routeForwards(cfg, specs); err != nil {
+	if _, err := routeForwards(cfg, specs, false); err != nil {
 		t.Errorf("a source named default forwarding to PAYLOCK_FORWARD_URL itself: %v", err)
 	}
 }

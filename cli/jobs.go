@@ -37,6 +37,9 @@ func newPayoutWorker(cfg Config, st *store.Store, logger *slog.Logger, observe f
 type jobObservers struct {
 	payout  func(payout.Event)
 	forward func(forward.Event)
+	// forwardMismatch counts forward jobs left to another replica
+	// (forward.Metrics.Mismatch); nil: not counted.
+	forwardMismatch func(destination string)
 	// reconcile is serve's periodic reconciliation (reconcileWorker); nil:
 	// none.
 	reconcile *reconcile.Worker
@@ -80,7 +83,7 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 		return nil, nil, err
 	}
 	if withForward {
-		fw, err := newForwardWorker(cfg, st, logger, obs.forward)
+		fw, err := newForwardWorker(cfg, st, logger, obs.forward, obs.forwardMismatch)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -38,7 +38,7 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 	if err := forwardSecretsApart(cfg.Forward.Secrets, specs); err != nil {
 		return nil, forward.Routes{}, err
 	}
-	routes, err := routeForwards(cfg, specs)
+	routes, err := routeForwards(cfg, specs, false)
 	if err != nil {
 		return nil, forward.Routes{}, err
 	}
@@ -77,7 +77,7 @@ func pipelineSources(cfg Config) ([]handler.Source, forward.Routes, error) {
 	if err != nil {
 		return nil, forward.Routes{}, err
 	}
-	routes, err := routeForwards(cfg, specs)
+	routes, err := routeForwards(cfg, specs, false)
 	if err != nil {
 		return nil, forward.Routes{}, err
 	}
@@ -116,14 +116,16 @@ func sourceVerifier(spec sourceSpec, tolerance time.Duration) (*signature.Verifi
 }
 
 // forwardOnRecord makes each source that forwards insert every newly
-// recorded payment's forward job, and the forward job of every change of
-// state its lifecycle events make, naming the source's destination, in the
-// recording transaction (store.Outbox.ForwardRecordHook, ForwardChangeHook).
+// recorded payment's forward jobs, and the forward jobs of every change of
+// state its lifecycle events make, one per destination of the source's
+// forward_to whose types and filter take the message, in the recording
+// transaction (store.Outbox.ForwardRecordHookTo, ForwardChangeHookTo).
 func forwardOnRecord(sources []handler.Source, routes forward.Routes, st *store.Store) {
 	for i := range sources {
-		if dest := routes.BySource[sources[i].Name]; dest != "" {
-			sources[i].OnRecord = st.Outbox().ForwardRecordHook(dest)
-			sources[i].OnChange = st.Outbox().ForwardChangeHook(dest)
+		if dests := routes.ForwardTo[sources[i].Name]; len(dests) > 0 && routes.Router != nil {
+			route := routes.Router.Route(dests)
+			sources[i].OnRecord = st.Outbox().ForwardRecordHookTo(route)
+			sources[i].OnChange = st.Outbox().ForwardChangeHookTo(route)
 		}
 	}
 }

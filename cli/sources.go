@@ -62,6 +62,10 @@ type sourceSpec struct {
 	Secrets    sourceSecrets     // never printed; a []string for the signature package (strings.Join(s.Secrets, ","))
 	Settings   provider.Settings // the provider's own keys from the file (events, fields, ...), as raw JSON
 	ForwardURL string            // this source's forward target; "": PAYLOCK_FORWARD_URL, if any
+	// ForwardTo names the destinations (the file's destinations, or
+	// default: PAYLOCK_FORWARD_URL) this source's messages go to; nil:
+	// ForwardURL's, or default.
+	ForwardTo []string
 	// OrderPointer is the file's orders.pointer: where this source's
 	// payments name their order; "" takes the adapter's default
 	// (orderPointer).
@@ -427,7 +431,7 @@ type rawSource struct {
 
 // commonKeys are the keys every source may have in the file; a provider
 // adds its own (provider.Provider.Keys).
-var commonKeys = []string{"adapter", "signature", "secrets_env", "forward_url", "orders"}
+var commonKeys = []string{"adapter", "signature", "secrets_env", "forward_url", "forward_to", "orders"}
 
 // sourceKeys are the keys a source of some adapter may have in the file:
 // the common keys and every registered provider's own.
@@ -455,11 +459,11 @@ func parseSourcesFile(data []byte) ([]rawSource, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(j, &top); err != nil || top == nil {
-		return nil, errors.New("want a map with one key, sources")
+		return nil, errors.New("want a map with the keys sources and destinations")
 	}
 	for k := range top {
-		if k != "sources" {
-			return nil, fmt.Errorf("unknown key %q (want sources)", k)
+		if k != "sources" && k != "destinations" {
+			return nil, fmt.Errorf("unknown key %q (want sources, destinations)", k)
 		}
 	}
 	raw, ok := top["sources"]
@@ -546,6 +550,19 @@ func applySource(base sourceSpec, rs rawSource) (sourceSpec, *sourceError) {
 	}
 	if se := str("forward_url", &s.ForwardURL); se != nil {
 		return s, se
+	}
+	if raw, ok := rs.keys["forward_to"]; ok {
+		if err := json.Unmarshal(raw, &s.ForwardTo); err != nil || len(s.ForwardTo) == 0 {
+			return s, fail("forward_to", errors.New("want a list of destination names ([ledger, analytics])"))
+		}
+		for i, d := range s.ForwardTo {
+			if slices.Contains(s.ForwardTo[:i], d) || d == "" {
+				return s, fail("forward_to", fmt.Errorf("%q: named twice, or empty", d))
+			}
+		}
+		if rs.has["forward_url"] {
+			return s, fail("forward_to", errors.New("a source has forward_url or forward_to, not both: name the URL as a destination"))
+		}
 	}
 	if raw, ok := rs.keys["orders"]; ok {
 		p, err := parseOrders(raw)

@@ -62,12 +62,17 @@ type sinkSet struct {
 	closed bool
 }
 
-// openSinks opens every destination's sink. Its errors wrap ErrConfig and
+// openSinks opens every destination's sink, each with its policy's
+// timeout when it has one. Its errors wrap ErrConfig and
 // name the destination, its URL redacted.
-func openSinks(dests Destinations, cfg SinkConfig) (*sinkSet, error) {
+func openSinks(dests Destinations, policies map[string]Policy, cfg SinkConfig) (*sinkSet, error) {
 	s := &sinkSet{cfg: cfg, dests: dests, named: map[string]Sink{}, byURL: map[string]Sink{}}
 	for _, name := range dests.Names() {
-		sink, err := OpenSink(dests[name], cfg)
+		own := cfg
+		if t := policies[name].Timeout; t > 0 {
+			own.Timeout = t
+		}
+		sink, err := OpenSink(dests[name], own)
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("%w: destination %q (%s): %v", ErrConfig, name, Redact(dests[name]), err)

@@ -77,10 +77,18 @@ func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time
 	}
 	m := Message{ID: a.ID, Type: a.Type, Timestamp: now, Key: messageKey(a), Body: body,
 		Header: map[string]string{HeaderID: a.ID, HeaderTimestamp: strconv.FormatInt(now.Unix(), 10)}}
-	if !signs(w.cfg.Secret) {
+	secrets := append([]signature.Secret{w.cfg.Secret}, w.cfg.OtherSecrets...)
+	if rt := w.router.route(a.Destination); rt != nil {
+		for name, h := range rt.policy.Headers {
+			m.Header[strings.ToLower(name)] = h.Value
+		}
+		if len(rt.policy.Secrets) > 0 {
+			secrets = rt.policy.Secrets // the destination's own (secrets_env)
+		}
+	}
+	if !signs(secrets[0]) {
 		return m, nil // unsigned: a broker destination, which authenticates paylock itself
 	}
-	secrets := append([]signature.Secret{w.cfg.Secret}, w.cfg.OtherSecrets...)
 	for k, v := range signature.SignStandard(secrets, a.ID, now, body) {
 		m.Header[strings.ToLower(k)] = v[0]
 	}
@@ -101,15 +109,31 @@ func messageKey(a store.ForwardArgs) string {
 // body builds what a forward job sends. Errors wrap store.ErrNotFound when
 // the payment is gone.
 func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) {
-	switch {
-	case a.Type == store.ForwardPaymentRecorded:
-		p, err := w.st.Payment(ctx, a.Source, a.TransactionID)
+	var p *store.Payment
+	if a.Type == store.ForwardPaymentRecorded {
+		got, err := w.st.Payment(ctx, a.Source, a.TransactionID)
 		if err != nil {
 			return nil, err
 		}
+		p = &got
+	}
+	d, err := messageData(a, p, w.cfg.Verified, w.cfg.Unsigned)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(envelope{Type: a.Type, Data: d})
+}
+
+// messageData is the data of a's message: for payment.recorded, of the
+// payment p as recorded (its payload passed through verified, and the
+// members unsigned names, when set). Errors wrap store.ErrNotFound when
+// the job lacks its subject.
+func messageData(a store.ForwardArgs, p *store.Payment, verified func(string, []byte) []byte, unsigned func(string, []byte) []string) (any, error) {
+	switch {
+	case a.Type == store.ForwardPaymentRecorded && p != nil:
 		payload := json.RawMessage(p.Payload)
-		if w.cfg.Verified != nil {
-			payload = w.cfg.Verified(p.Source, p.Payload)
+		if verified != nil {
+			payload = verified(p.Source, p.Payload)
 		}
 		if !json.Valid(payload) {
 			payload = json.RawMessage("null")
@@ -123,21 +147,21 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 			d.Status, d.AmountRefunded, d.Dispute, d.Version = st.Status, st.AmountRefunded, dispute(st.Dispute), st.Version
 			d.AmountAuthorized, d.AmountCaptured = st.Authorized(), st.Captured()
 		}
-		if w.cfg.Unsigned != nil {
-			d.Unauthenticated = w.cfg.Unsigned(p.Source, p.Payload)
+		if unsigned != nil {
+			d.Unauthenticated = unsigned(p.Source, p.Payload)
 		}
-		return json.Marshal(envelope{Type: a.Type, Data: d})
+		return d, nil
 	case strings.HasPrefix(a.Type, "payment.") && a.State != nil:
 		st := a.State
-		return json.Marshal(envelope{Type: a.Type, Data: changeData{
+		return changeData{
 			Source: a.Source, TransactionID: a.TransactionID, Status: st.Status, Amount: st.Amount, Currency: st.Currency,
 			AmountAuthorized: st.Authorized(), AmountCaptured: st.Captured(), AmountRefunded: st.AmountRefunded,
 			Dispute: dispute(st.Dispute), Version: st.Version, EventID: st.EventID,
-		}})
+		}, nil
 	case strings.HasPrefix(a.Type, store.ForwardDisbursementPrefix) && a.Disbursement != nil:
-		return json.Marshal(envelope{Type: a.Type, Data: a.Disbursement})
+		return a.Disbursement, nil
 	case strings.HasPrefix(a.Type, store.ForwardOrderPrefix) && a.Order != nil:
-		return json.Marshal(envelope{Type: a.Type, Data: a.Order})
+		return a.Order, nil
 	}
 	return nil, fmt.Errorf("%w: forward job of type %q without its subject", store.ErrNotFound, a.Type)
 }

@@ -9,11 +9,14 @@ var outcomes = []Outcome{OutcomeDelivered, OutcomeFailedAttempt, OutcomeDiscarde
 // Metrics counts forward attempts, paylock_forward_total{outcome} and
 // paylock_forward_destination_total{destination,outcome}, and times the
 // delivered ones' lag, paylock_forward_lag_seconds; its Observe
-// method is a Config.Observe.
+// method is a Config.Observe. It counts the jobs left to another replica,
+// paylock_forward_destination_mismatch_total{destination}; its Mismatch
+// method is a Config.Mismatch.
 type Metrics struct {
 	total         *prometheus.CounterVec
 	byDestination *prometheus.CounterVec
 	lag           prometheus.Histogram
+	mismatch      *prometheus.CounterVec
 }
 
 // NewMetrics registers the forward counters with reg, every outcome of
@@ -29,12 +32,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name:    "paylock_forward_lag_seconds",
 		Help:    "Time from a forward job's creation (in the transaction that recorded its payment or change) to the destination's success: how far the outbox runs behind the intake.",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 900},
-	})}
-	reg.MustRegister(m.total, m.byDestination, m.lag)
+	}), mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_forward_destination_mismatch_total",
+		Help: "Forward jobs this replica left to another (snoozed, no attempt spent) because the destination they name is defined otherwise here, or not at all: its fingerprint (URL, scheme, signing, types, filter, header names) differs from the job's. Replicas disagree on the sources file.",
+	}, []string{"destination"})}
+	reg.MustRegister(m.total, m.byDestination, m.lag, m.mismatch)
 	for _, o := range outcomes {
 		m.total.WithLabelValues(string(o))
 	}
 	return m
+}
+
+// Mismatch counts a job left to another replica (Config.Mismatch).
+func (m *Metrics) Mismatch(destination string) {
+	m.mismatch.WithLabelValues(destination).Inc()
 }
 
 // Observe counts ev's attempt.

@@ -6,10 +6,22 @@ import (
 )
 
 // Routes are where a deployment's forwards go: its destinations by name,
-// and the destination of each payment source that forwards.
+// and the destinations of each payment source that forwards.
 type Routes struct {
 	Destinations Destinations
-	BySource     map[string]string // source name -> destination name
+	// Policies are the destinations' routing and delivery settings (the
+	// sources file's destinations); a destination without one takes the
+	// zero Policy.
+	Policies map[string]Policy
+	// BySource is each forwarding source's first destination: where a
+	// replay of its payments goes (paylock forward replay, the console).
+	BySource map[string]string // source name -> destination name
+	// ForwardTo is every destination of each forwarding source, in order
+	// (forward_to; else BySource's alone).
+	ForwardTo map[string][]string
+	// Router routes each message to the destinations of ForwardTo that
+	// take it; nil until the caller builds it (NewRouter).
+	Router *Router
 }
 
 // SourceURL is a payment source and its own forward URL ("": none).
@@ -40,7 +52,7 @@ func (e *DestinationError) Unwrap() error { return ErrDestinationTaken }
 // named "default" whose URL is not defaultURL would make the name mean two
 // places: a *DestinationError.
 func NewRoutes(defaultURL string, sources []SourceURL) (Routes, error) {
-	r := Routes{Destinations: Destinations{}, BySource: map[string]string{}}
+	r := Routes{Destinations: Destinations{}, BySource: map[string]string{}, Policies: map[string]Policy{}, ForwardTo: map[string][]string{}}
 	if defaultURL != "" {
 		r.Destinations[DefaultDestination] = defaultURL
 	}
@@ -55,6 +67,9 @@ func NewRoutes(defaultURL string, sources []SourceURL) (Routes, error) {
 			r.Destinations[s.Source] = s.URL
 			r.BySource[s.Source] = s.Source
 		}
+	}
+	for src, d := range r.BySource {
+		r.ForwardTo[src] = []string{d}
 	}
 	return r, nil
 }

@@ -2,7 +2,9 @@ package forward
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,7 +35,14 @@ func signs(secret signature.Secret) bool { return secret.Fingerprint() != "" }
 // when there is no secret, naming it (its URL redacted), and a secret that
 // is not a Standard Webhooks one (the first or any of others). Errors wrap
 // ErrConfig.
-func checkSigning(secret signature.Secret, others []signature.Secret, dests Destinations) error {
+func checkSigning(secret signature.Secret, others []signature.Secret, dests Destinations, policies map[string]Policy) error {
+	for _, name := range slices.Sorted(maps.Keys(policies)) {
+		for i, o := range policies[name].Secrets {
+			if err := checkSecret(o, "#"+strconv.Itoa(i+1)); err != nil {
+				return fmt.Errorf("%w (destination %q, %s)", err, name, policies[name].SecretsEnv)
+			}
+		}
+	}
 	if signs(secret) {
 		if err := checkSecret(secret, "first"); err != nil {
 			return err
@@ -50,7 +59,7 @@ func checkSigning(secret signature.Secret, others []signature.Secret, dests Dest
 		return fmt.Errorf("%w: PAYLOCK_FORWARD_SECRETS: no secret to sign forwards with, and no broker destination", ErrConfig)
 	}
 	for _, name := range dests.Names() {
-		if NeedsSignature(dests[name]) {
+		if NeedsSignature(dests[name]) && len(policies[name].Secrets) == 0 {
 			return fmt.Errorf("%w: destination %q (%s) is an http(s) receiver: PAYLOCK_FORWARD_SECRETS must be set to sign what it receives", ErrConfig, name, Redact(dests[name]))
 		}
 	}

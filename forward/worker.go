@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -69,8 +70,18 @@ type Config struct {
 	// Destinations are the forward destinations, by name (see
 	// Destinations); each is opened once, by New, with its URL's sink.
 	Destinations Destinations
-	Timeout      time.Duration // one delivery, answer included; default 10s
-	Concurrency  int           // forwards in flight at once; default DefaultConcurrency
+	// Policies are the destinations' routing and delivery settings, by
+	// name (a destination without one takes the zero Policy): its own
+	// secrets, headers, timeout and retry schedule, and its fingerprint
+	// (routing.go). Every name must be one of Destinations'.
+	Policies map[string]Policy
+	// Mismatch, when set, is called (for metrics) each time a job is left
+	// to another replica because its destination's fingerprint is not
+	// this worker's (paylock_forward_destination_mismatch_total). It
+	// must be quick and safe for concurrent use.
+	Mismatch    func(destination string)
+	Timeout     time.Duration // one delivery, answer included; default 10s
+	Concurrency int           // forwards in flight at once; default DefaultConcurrency
 	// Reads, when positive and below Concurrency, caps the payment reads
 	// (Store.Payment) in flight at once: the workers share the database
 	// pool with the webhook intake, and when the database slows down,
@@ -159,6 +170,11 @@ type Worker struct {
 	st    Store
 	log   *slog.Logger
 	sinks *sinkSet
+	// router holds each destination's policy and fingerprint.
+	router *Router
+	// limits hold the destinations' Concurrency and Rate, by name; a
+	// destination without either has none.
+	limits map[string]*limiter
 	// tracer and prop trace attempts (trace.go).
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
@@ -174,11 +190,20 @@ var ErrConfig = errors.New("forward: invalid configuration")
 // a worker; Close closes the sinks. Its errors wrap ErrConfig and name the
 // bad setting.
 func New(cfg Config, st Store) (*Worker, error) {
-	if err := checkSigning(cfg.Secret, cfg.OtherSecrets, cfg.Destinations); err != nil {
+	if err := checkSigning(cfg.Secret, cfg.OtherSecrets, cfg.Destinations, cfg.Policies); err != nil {
+		return nil, err
+	}
+	router, err := NewRouter(cfg.Destinations, cfg.Policies, signs(cfg.Secret))
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
+	}
+	// An attempt's bound (AttemptTimeout) is the longest destination's.
+	base := cfg.Timeout
+	for _, p := range cfg.Policies {
+		cfg.Timeout = max(cfg.Timeout, p.Timeout)
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
@@ -192,7 +217,7 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	sinks, err := openSinks(cfg.Destinations, SinkConfig{Timeout: cfg.Timeout, TLS: cfg.TLS, Logger: cfg.Logger})
+	sinks, err := openSinks(cfg.Destinations, cfg.Policies, SinkConfig{Timeout: base, TLS: cfg.TLS, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +231,13 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if cfg.Reads > 0 && cfg.Reads < cfg.Concurrency {
 		st = capped{Store: st, sem: make(chan struct{}, cfg.Reads)}
 	}
-	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks,
+	limits := map[string]*limiter{}
+	for name, p := range cfg.Policies {
+		if l := newLimiter(p); l != nil {
+			limits[name] = l
+		}
+	}
+	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router, limits: limits,
 		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}, nil
 }
 
@@ -243,11 +274,15 @@ func (w *Worker) AddTo(rcfg *river.Config) error {
 func (w *Worker) Timeout(*river.Job[store.ForwardArgs]) time.Duration { return w.cfg.AttemptTimeout() }
 
 // NextRetry is when River runs a job again after a failed attempt: after
-// Config.Backoff, or the destination's RetryAfter when later; the zero time
-// (River's policy) when neither applies.
+// its destination's retry schedule (Policy.Retry, the last step
+// repeating), or else Config.Backoff; or the destination's RetryAfter when
+// later; the zero time (River's policy) when none applies.
 func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 	var at time.Time
-	if w.cfg.Backoff != nil {
+	if rt := w.router.route(job.Args.Destination); rt != nil && len(rt.policy.Retry) > 0 {
+		steps := rt.policy.Retry
+		at = time.Now().Add(steps[min(max(job.Attempt, 1), len(steps))-1])
+	} else if w.cfg.Backoff != nil {
 		at = time.Now().Add(w.cfg.Backoff(job.Attempt))
 	}
 	if ra, ok := w.retryAt.LoadAndDelete(job.ID); ok {
@@ -270,9 +305,17 @@ func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 // given up) when one was given up.
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
 	a := job.Args
+	if err := w.agrees(ctx, job); err != nil {
+		return err
+	}
 	if err := w.inOrder(ctx, job); err != nil {
 		return err
 	}
+	release, wait := w.limits[a.Destination].admit(time.Now())
+	if release == nil {
+		return river.JobSnooze(wait)
+	}
+	defer release()
 	ctx, span := w.startAttempt(ctx, a, job.Attempt)
 	ev := Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
 	defer func() { endAttempt(span, ev) }()
@@ -360,4 +403,35 @@ func (w *Worker) done(ctx context.Context, a store.ForwardArgs, ev Event) {
 	if w.cfg.Observe != nil {
 		w.cfg.Observe(ev)
 	}
+}
+
+// mismatchSnooze is how long a job whose destination this worker defines
+// otherwise waits before it is offered again (to any replica).
+const mismatchSnooze = 30 * time.Second
+
+// agrees returns nil when this worker may send job: it carries no
+// fingerprint (a job of an older paylock), or its destination's
+// fingerprint is this worker's. Otherwise the job is snoozed, without an
+// attempt, for a replica that agrees: it is never sent elsewhere. The
+// mismatch is logged and counted (Config.Mismatch).
+func (w *Worker) agrees(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
+	a := job.Args
+	if a.Fingerprint == "" {
+		return nil
+	}
+	mine := w.router.Fingerprint(a.Destination)
+	if mine == a.Fingerprint {
+		return nil
+	}
+	why := "this replica defines the destination otherwise"
+	if mine == "" {
+		why = "this replica has no such destination"
+	}
+	w.log.WarnContext(ctx, "forward left to another replica: destination mismatch", slog.Int64("job_id", job.ID),
+		slog.String("webhook_id", a.ID), slog.String("destination", a.Destination), slog.String("reason", why),
+		slog.String("job_fingerprint", a.Fingerprint), slog.String("fingerprint", mine))
+	if w.cfg.Mismatch != nil {
+		w.cfg.Mismatch(a.Destination)
+	}
+	return river.JobSnooze(mismatchSnooze + rand.N(mismatchSnooze/4))
 }

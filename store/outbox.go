@@ -72,9 +72,16 @@ const (
 type ForwardArgs struct {
 	// ID is the webhook-id of every attempt: PaymentForwardID or
 	// DisbursementForwardID. It is the job's unique key.
-	ID          string `json:"id" river:"unique"`
-	Type        string `json:"type"`
-	Destination string `json:"destination,omitempty"`
+	ID   string `json:"id" river:"unique"`
+	Type string `json:"type"`
+	// Destination is part of the unique key too: one message has one job
+	// per destination (ForwardRouter), each with its own attempts.
+	Destination string `json:"destination,omitempty" river:"unique"`
+	// Fingerprint is the destination's definition as the inserting
+	// process knew it (package forward's Router.Fingerprint: a hash, no
+	// secret): a worker whose definition differs leaves the job to one
+	// that agrees. "" in a job of an older paylock: any worker sends it.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// URL is an older job's destination URL; new jobs leave it empty.
 	URL           string                 `json:"url,omitempty"`
 	Source        string                 `json:"source,omitempty"`
@@ -225,6 +232,31 @@ func hash32(s string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// ForwardTarget is one destination a message is enqueued for.
+type ForwardTarget struct {
+	Destination string
+	Fingerprint string // ForwardArgs.Fingerprint; "": none
+	MaxAttempts int    // the job's attempts; 0: Config.ForwardMaxAttempts
+}
+
+// ForwardRouter picks the destinations of one message, whose job
+// arguments are a (Destination not yet set) in the transaction that makes
+// it; p is the payment of a payment.recorded message, nil for any other.
+// No target: the message is forwarded nowhere. Package forward's
+// Router.Route makes one from the destinations' types and filters.
+type ForwardRouter func(ctx context.Context, a ForwardArgs, p *Payment) ([]ForwardTarget, error)
+
+// ToDestination is the ForwardRouter of every message to destination,
+// with the store's max attempts and no fingerprint; "" routes nowhere.
+func ToDestination(destination string) ForwardRouter {
+	return func(context.Context, ForwardArgs, *Payment) ([]ForwardTarget, error) {
+		if destination == "" {
+			return nil, nil
+		}
+		return []ForwardTarget{{Destination: destination}}, nil
+	}
+}
+
 // Forward names a recorded payment to forward and where to.
 type Forward struct {
 	Source        string // "" is DefaultSource
@@ -281,6 +313,60 @@ func (s *Outbox) ForwardRecordHook(destination string) func(ctx context.Context,
 	}
 }
 
+// ForwardRecordHookTo is ForwardRecordHook for the destinations route
+// picks for each payment.recorded message: one job per destination, each
+// with its own attempts. A nil route returns nil.
+func (s *Outbox) ForwardRecordHookTo(route ForwardRouter) func(ctx context.Context, tx pgx.Tx, p Payment) error {
+	if route == nil {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx, p Payment) error {
+		if p.TransactionID == "" {
+			return fmt.Errorf("%w: a forward needs a transaction id", ErrForward)
+		}
+		source := p.Source
+		if source == "" {
+			source = DefaultSource
+		}
+		args := ForwardArgs{ID: PaymentForwardID(source, p.TransactionID), Type: ForwardPaymentRecorded,
+			Source: source, TransactionID: p.TransactionID, State: forwardedState(p.Lifecycle)}
+		return s.insertRouted(ctx, tx, args, &p, route)
+	}
+}
+
+// ForwardChangeHookTo is ForwardChangeHook for the destinations route
+// picks for each change's message. A nil route returns nil.
+func (s *Outbox) ForwardChangeHookTo(route ForwardRouter) func(ctx context.Context, tx pgx.Tx, c Change) error {
+	if route == nil {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx, c Change) error {
+		return s.insertRouted(ctx, tx, ForwardArgs{
+			ID: EventForwardID(c.Source, c.EventID), Type: c.Message,
+			Source: c.Source, TransactionID: c.TransactionID, State: forwardedState(&c),
+		}, nil, route)
+	}
+}
+
+// insertRouted inserts args's job once per target route picks for it.
+func (s *Outbox) insertRouted(ctx context.Context, tx pgx.Tx, args ForwardArgs, p *Payment, route ForwardRouter) error {
+	targets, err := route(ctx, args, p)
+	if err != nil {
+		return fmt.Errorf("store: route forward %s: %w", args.ID, err)
+	}
+	for _, t := range targets {
+		if t.Destination == "" {
+			return fmt.Errorf("%w: a forward target without a destination", ErrForward)
+		}
+		a := args
+		a.Destination, a.Fingerprint = t.Destination, t.Fingerprint
+		if err := s.insertForwardAttempts(ctx, tx, a, t.MaxAttempts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ForwardChangeHook returns the hook of an event's recording transaction
 // (RecordEvent's fn; a handler.Source's OnChange) that inserts the forward
 // job of the change of state it makes to destination: its type is the
@@ -299,7 +385,16 @@ func (s *Outbox) ForwardChangeHook(destination string) func(ctx context.Context,
 }
 
 func (s *Outbox) insertForward(ctx context.Context, tx pgx.Tx, args ForwardArgs) error {
-	opts := &river.InsertOpts{MaxAttempts: s.cfg.ForwardMaxAttempts}
+	return s.insertForwardAttempts(ctx, tx, args, 0)
+}
+
+// insertForwardAttempts inserts args's job with maxAttempts attempts (0:
+// Config.ForwardMaxAttempts).
+func (s *Outbox) insertForwardAttempts(ctx context.Context, tx pgx.Tx, args ForwardArgs, maxAttempts int) error {
+	if maxAttempts <= 0 {
+		maxAttempts = s.cfg.ForwardMaxAttempts
+	}
+	opts := &river.InsertOpts{MaxAttempts: maxAttempts}
 	batched := opts
 	if !tracingOff(s.cfg.TracerProvider) {
 		batched = withRowTrace(ctx, opts)

@@ -52,17 +52,21 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 			t.Fatalf("%d forward jobs after the duplicate, want 1", n)
 		}
 	})
-	t.Run("ASecondEnqueueOfTheSamePaymentIsSkipped", func(t *testing.T) {
+	enqueue := func(t *testing.T, destination string) {
+		t.Helper()
 		tx, err := b.store.pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: "stripe", TransactionID: "fwd-1", Destination: "elsewhere"}); err != nil {
+		if err := b.store.Outbox().EnqueueForwardTx(ctx, tx, Forward{Source: "stripe", TransactionID: "fwd-1", Destination: destination}); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+	t.Run("ASecondEnqueueOfTheSamePaymentToTheSameDestinationIsSkipped", func(t *testing.T) {
+		enqueue(t, forwardDest)
 		if jobs := b.forwardJobs(t); len(jobs) != 1 || jobs[0].Args.Destination != forwardDest {
 			t.Fatalf("jobs %+v: want the first one only", jobs)
 		}
@@ -73,6 +77,14 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 		}
 		if n := len(b.forwardJobs(t)); n != 1 {
 			t.Fatalf("%d forward jobs, want 1", n)
+		}
+	})
+	t.Run("AnotherDestinationGetsAJobOfItsOwnUnderTheSameWebhookID", func(t *testing.T) {
+		enqueue(t, "elsewhere")
+		enqueue(t, "elsewhere")
+		jobs := b.forwardJobs(t)
+		if len(jobs) != 2 || jobs[0].Args.ID != jobs[1].Args.ID || jobs[0].Args.Destination == jobs[1].Args.Destination {
+			t.Fatalf("jobs %+v: want one per destination, same webhook-id", jobs)
 		}
 	})
 }
@@ -275,5 +287,45 @@ func TestForwardJobsSinceListsOnlyTheJobsCreatedInTheWindow(t *testing.T) {
 	}
 	if jobs, err = b.store.Outbox().ForwardJobs(ctx, ForwardJobFilter{}); err != nil || len(jobs) != 2 {
 		t.Fatalf("no window: %d jobs, %v; want 2", len(jobs), err)
+	}
+}
+
+func TestARoutedPaymentEnqueuesOneJobPerTargetOrNothingWhenRoutingFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.ForwardMaxAttempts = 7 })
+	ctx := context.Background()
+	errRoute := errors.New("no such destination")
+	var seen *Payment
+	route := func(_ context.Context, a ForwardArgs, p *Payment) ([]ForwardTarget, error) {
+		if a.TransactionID == "routed-bad" {
+			return nil, errRoute
+		}
+		seen = p
+		return []ForwardTarget{{Destination: "ledger", Fingerprint: "fp1_a", MaxAttempts: 3}, {Destination: "analytics"}}, nil
+	}
+	if _, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("routed-1"), b.store.Outbox().ForwardRecordHookTo(route)); err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil || seen.TransactionID != "routed-1" || seen.Amount == 0 {
+		t.Errorf("the router saw payment %+v, want routed-1 as recorded", seen)
+	}
+	jobs := b.forwardJobs(t)
+	byDest := map[string]ForwardJob{}
+	for _, j := range jobs {
+		byDest[j.Args.Destination] = j
+	}
+	if l, a := byDest["ledger"], byDest["analytics"]; len(jobs) != 2 || l.MaxAttempts != 3 || l.Args.Fingerprint != "fp1_a" ||
+		a.MaxAttempts != 7 || a.Args.Fingerprint != "" || l.Args.ID != a.Args.ID {
+		t.Fatalf("jobs %+v: want ledger's (3 attempts, its fingerprint) and analytics' (the store's 7), one webhook-id", jobs)
+	}
+	_, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("routed-bad"), b.store.Outbox().ForwardRecordHookTo(route))
+	if !errors.Is(err, errRoute) {
+		t.Fatalf("record with a failing route: %v, want its error", err)
+	}
+	if _, err := b.store.Payments().Payment(ctx, DefaultSource, "routed-bad"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the payment whose routing failed: %v, want ErrNotFound (nothing written)", err)
+	}
+	if n := len(b.forwardJobs(t)); n != 2 {
+		t.Errorf("%d forward jobs, want 2", n)
 	}
 }
