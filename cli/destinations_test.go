@@ -13,6 +13,7 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -235,4 +236,53 @@ func FuzzDestinations(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOrderMessagesGoToTheDestinationsWhoseTypesTakeThem: a payment
+// source forwarding to a ledger (payment.*) and an order service
+// (order.*): the payment's payment.recorded goes to the ledger alone, its
+// order's order.paid to the order service alone, and nothing to
+// PAYLOCK_FORWARD_URL's default, which no source forwards to.
+func TestOrderMessagesGoToTheDestinationsWhoseTypesTakeThem(t *testing.T) {
+	t.Parallel()
+	all, allURL := newForwardReceiver(t)
+	ledger, ledgerURL := newForwardReceiver(t)
+	orders, ordersURL := newForwardReceiver(t)
+	file := "destinations:\n" +
+		"  ledger: {url: " + ledgerURL + ", types: [payment.*], retry: [50ms]}\n" +
+		"  orders: {url: " + ordersURL + ", types: [order.*], retry: [50ms]}\n" +
+		"sources:\n  payments:\n    forward_to: [ledger, orders]\n"
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := forwardEnv(t, allURL)
+	env["PAYLOCK_SOURCES_FILE"], env["PAYLOCK_ORDERS_INTERVAL"] = path, "200ms"
+	st := paylocktest.OpenStore(t, store.Config{URL: env["DATABASE_URL"]})
+	base := startServe(t, env, serveOptions{}).base
+	if _, _, err := st.Orders().RegisterOrder(t.Context(), store.OrderRegistration{OrderID: "ord-routed", Amount: 1500, Currency: "EUR"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Post(base+"/webhooks/payments", "application/json",
+		strings.NewReader(`{"transaction_id":"tx-routed","amount":1500,"currency":"EUR","order_id":"ord-routed"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("payment: %d", res.StatusCode)
+	}
+	testkit.WaitFor(t, 20*time.Second, "the forwards", func() bool {
+		return len(ledger.Attempts()) == 1 && len(orders.Attempts()) == 1
+	})
+	time.Sleep(300 * time.Millisecond) // room for a forward that should not exist
+	if got, bad := received(ledger); bad != 0 || !slices.Equal(got, []string{"payment.recorded"}) {
+		t.Errorf("ledger got %v (%d unverified), want the payment.recorded alone", got, bad)
+	}
+	if got, bad := received(orders); bad != 0 || !slices.Equal(got, []string{"order.paid"}) {
+		t.Errorf("orders got %v (%d unverified), want the order.paid alone", got, bad)
+	}
+	if n := len(all.Attempts()); n != 0 {
+		t.Errorf("default got %d forwards; no source forwards to it, so neither a payment's nor an order's message goes there", n)
+	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,18 +24,49 @@ func ordersAdmin(cfg Config, st *store.Store) admin.Orders {
 }
 
 // orderDeriver is where cfg's sources name their orders and where the
-// orders' messages go: PAYLOCK_FORWARD_URL's destination, when there is
-// one.
+// orders' messages go: the destinations of orderDestinations whose types
+// and filter take them.
 func orderDeriver(cfg Config) (store.OrderDeriver, error) {
 	specs, err := sourceShapes(cfg)
 	if err != nil {
 		return store.OrderDeriver{}, err
 	}
 	d := store.OrderDeriver{Links: orderPointers(specs)}
-	if cfg.Forward.URL != "" {
-		d.Destination = forward.DefaultDestination
+	routes, err := routeForwards(cfg, specs, false)
+	if err != nil {
+		return store.OrderDeriver{}, err
+	}
+	if names := orderDestinations(specs, routes); len(names) > 0 {
+		d.Route = routes.Router.Route(names)
 	}
 	return d, nil
+}
+
+// orderDestinations are the destinations an order.* message may go to:
+// every one a payment source names in its forward_to, and
+// PAYLOCK_FORWARD_URL's default when a source forwards there (one without
+// forward_to or forward_url). A source's own forward_url carries its own
+// payments' messages only. Each destination takes an order's message only
+// if its types and filter do.
+func orderDestinations(specs []sourceSpec, routes forward.Routes) []string {
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, s := range specs {
+		switch {
+		case len(s.ForwardTo) > 0:
+			for _, n := range s.ForwardTo {
+				add(n)
+			}
+		case routes.BySource[s.Name] == forward.DefaultDestination:
+			add(forward.DefaultDestination)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // paymentOrders is the sync's and the confirm's derivation of a payment's

@@ -50,7 +50,11 @@ type OrderDeriver struct {
 	// its payments' payloads name their order; sources not in it link
 	// nothing.
 	Links map[string][]string
-	// Destination is where order.* messages are forwarded; "": nowhere.
+	// Route, when set, picks the destinations of each order.* message (one
+	// job per destination, package forward's Router.Route over the
+	// destinations the sources forward to); else Destination is where they
+	// go, "": nowhere.
+	Route       ForwardRouter
 	Destination string
 	// Overlap is how far before the watermark each run reads again; 0 is
 	// DefaultOrderOverlap.
@@ -292,12 +296,16 @@ func (s *Orders) deriveOrder(ctx context.Context, tx pgx.Tx, d OrderDeriver, o O
 		WHERE order_id = $1`, o.OrderID, string(st.Status), st.AmountPaid, version); err != nil {
 		return false, err
 	}
-	if msg := st.Status.Message(); msg != "" && d.Destination != "" {
-		if err := s.outbox.insertForward(ctx, tx, ForwardArgs{
-			ID: OrderForwardID(o.OrderID, version), Type: msg, Destination: d.Destination,
+	if msg := st.Status.Message(); msg != "" && (d.Route != nil || d.Destination != "") {
+		route := d.Route
+		if route == nil {
+			route = ToDestination(d.Destination)
+		}
+		if err := s.outbox.insertRouted(ctx, tx, ForwardArgs{
+			ID: OrderForwardID(o.OrderID, version), Type: msg,
 			Order: &ForwardedOrder{OrderID: o.OrderID, Status: string(st.Status), Amount: o.Amount, Currency: o.Currency,
 				ExpiresAt: nullTime(o.ExpiresAt), AmountPaid: st.AmountPaid, Version: version, Payments: forwardedPayments(payments)},
-		}); err != nil {
+		}, nil, route); err != nil {
 			return false, err
 		}
 	}
