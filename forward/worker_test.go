@@ -408,14 +408,27 @@ func TestAJobInsertedWithAURLIsStillForwardedThere(t *testing.T) {
 		o := b.outcomes.list()
 		return len(o) > 0 && o[len(o)-1] == forward.OutcomeDelivered
 	})
+	// Every attempt went to the job's own URL (more than one when an
+	// attempt outlived the worker's 300ms timeout on a loaded machine),
+	// none to the configured destination.
 	got := rc.Attempts()
-	if len(got) != 1 || got[0].Err != nil || got[0].Header.Get("webhook-id") != args.ID {
-		t.Fatalf("deliveries at the job's own URL: %+v", got)
+	if len(got) == 0 {
+		t.Fatal("no delivery at the job's own URL")
+	}
+	for _, a := range got {
+		if a.Err != nil || a.Header.Get("webhook-id") != args.ID {
+			t.Fatalf("deliveries at the job's own URL: %+v", got)
+		}
+	}
+	if n := len(other.Attempts()); n != 0 {
+		t.Errorf("%d deliveries at the configured destination; want none", n)
 	}
 	b.outcomes.mu.Lock()
 	defer b.outcomes.mu.Unlock()
-	if ev := b.outcomes.all[0]; ev.Destination != forward.LegacyDestination {
-		t.Errorf("the attempt's destination %q, want %q", ev.Destination, forward.LegacyDestination)
+	for _, ev := range b.outcomes.all {
+		if ev.Destination != forward.LegacyDestination {
+			t.Errorf("an attempt's destination %q, want %q", ev.Destination, forward.LegacyDestination)
+		}
 	}
 }
 
