@@ -4,7 +4,7 @@
 // # Commands
 //
 // Main finds a command by the name typed after "paylock": serve, migrate,
-// worker, forward list|retry|replay, review list|show|resolve,
+// worker, forward list|destinations|retry|replay, review list|show|resolve,
 // deliveries list|show|replay, disbursements stuck, purge, reconcile [disbursements|payments], sign,
 // healthcheck and version. Most are a Command: its name and usage, its own
 // options (Opts: Parse takes its flags and arguments out of the command

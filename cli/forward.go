@@ -226,6 +226,7 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 
 const forwardUsage = `Usage:
   paylock forward list [--discarded] [--since T] [--limit N] [--json] [flags]
+  paylock forward destinations [--json] [flags]
   paylock forward retry <id>|--discarded [flags]
   paylock forward replay --source S (--since T [--until T] | --transaction ID) [--dry-run] [flags]
 
@@ -241,6 +242,10 @@ those created since T: an RFC 3339 time or a duration ago (72h, 3d,
 array of the jobs instead of the table (id, webhook_id, state, attempt,
 max_attempts, type, subject, source, transaction_id, loan_id, tranche,
 destination, created_at, last_attempt_at, finalized_at, last_error).
+
+destinations prints each destination with its state, backlog, failing
+and recently discarded jobs, lag and last error ("paylock forward
+destinations -h").
 
 retry puts forward job <id>, or with --discarded every discarded or
 cancelled one, back in the queue at once, with one more attempt if it had

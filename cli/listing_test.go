@@ -140,7 +140,7 @@ func TestTheDocsNameEachListsJSONFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for cmd, row := range map[string]any{
-		"forward list": forwardRow{}, "deliveries list": deliveryRow{}, "review list": reviewRow{},
+		"forward list": forwardRow{}, "forward destinations": destinationRow{}, "deliveries list": deliveryRow{}, "review list": reviewRow{},
 		"disbursements stuck": stuckRow{}, "reconcile [disbursements]": differenceRow{}, "reconcile payments": paymentsRow{},
 	} {
 		var tags []string

@@ -16,6 +16,8 @@ Usage:
                             and the forward worker (every serve runs it too when forwarding)
   paylock forward list [--discarded] [--limit N] [--json]
                             list forward jobs (recorded payments and disbursement changes sent on)
+  paylock forward destinations [--json]
+                            each destination: its state, backlog, failures, lag and last error
   paylock forward retry <id>|--discarded
                             put a discarded (or cancelled) forward back in the queue
   paylock forward replay --source S [--since 3d] [--transaction T] [--dry-run]
@@ -63,7 +65,7 @@ func commands() map[string]runner {
 		"reconcile": group{usage: reconcileUsage, dflt: reconcileCommand,
 			subs: map[string]runner{"payments": reconcilePaymentsCommand, "disbursements": reconcileCommand}},
 		"forward": group{usage: forwardUsage,
-			subs: map[string]runner{"list": forwardListCommand, "retry": forwardRetryCommand, "replay": replayCommand}},
+			subs: map[string]runner{"list": forwardListCommand, "destinations": forwardDestinationsCommand, "retry": forwardRetryCommand, "replay": replayCommand}},
 		"deliveries": group{usage: deliveriesUsage,
 			subs: map[string]runner{"list": deliveriesListCommand, "show": deliveriesShowCommand, "replay": deliveriesReplayCmd}},
 		"review": group{usage: reviewUsage,

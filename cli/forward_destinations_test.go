@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
+	"github.com/paylock/paylock/store"
+)
+
+// watchedFile defines two destinations, one with credentials in its URL.
+const watchedFile = `destinations:
+  ledger:
+    url: https://svc:hunter2@ledger.internal/hooks?token=abc123
+    secrets_env: LEDGER_FORWARD_SECRETS
+    types: ["payment.*"]
+    filter: 'data.amount >= 1000'
+    headers: {X-Api-Key: {env: LEDGER_API_KEY}}
+  analytics:
+    url: nats://127.0.0.1:4222/payments
+sources:
+  stripe:
+    adapter: stripe
+    signature: stripe
+    secrets_env: STRIPE_WEBHOOK_SECRETS
+    forward_to: [ledger, analytics]
+`
+
+func TestForwardDestinationsShowsEachDestinationsStateBacklogAndLastError(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sources.yaml")
+	if err := os.WriteFile(path, []byte(watchedFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"DATABASE_URL": testkit.Schema(t), "PAYLOCK_SOURCES_FILE": path, "PAYLOCK_LOG_LEVEL": "error",
+		"LEDGER_API_KEY": "header-value-secret", // never read, never printed
+	}
+	st := paylocktest.Migrated(t, env["DATABASE_URL"])
+	ctx := context.Background()
+	for i, dest := range []string{"ledger", "analytics", "gone"} {
+		p := store.Payment{Source: "stripe", TransactionID: "dst-" + dest, Amount: int64(1000 + i), Currency: "EUR", Payload: []byte(`{}`), EventID: "evt_" + dest}
+		if _, err := st.Payments().RecordPaymentForwarded(ctx, p, dest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ledger's job failed its first attempt; analytics' waits since 10 minutes.
+	testkit.Exec(t, st.Pool(), `UPDATE river_job SET state = 'retryable', attempt = 1, scheduled_at = now() + interval '1 minute',
+		errors = ARRAY['{"at":"2026-12-03T12:00:00Z","attempt":1,"error":"forward: the receiver answered 503\nbody: {\"card\":\"4242\"}"}']::jsonb[]
+		WHERE args->>'destination' = 'ledger'`)
+	testkit.Exec(t, st.Pool(), `UPDATE river_job SET created_at = now() - interval '10 minutes' WHERE args->>'destination' = 'analytics'`)
+
+	code, out, errOut := runCLI(env, "forward", "destinations")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	t.Logf("the table:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	wantLines := []string{
+		"NAME STATE BACKLOG FAILING DISCARDED_24H LAG URL TYPES FILTER SOURCES LAST_ERROR",
+		"analytics stalled 1 0 0 10m0s nats://127.0.0.1:4222/payments * - stripe -",
+		"ledger failing 1 1 0 0s https://xxxxx@ledger.internal/hooks?token=xxxxx payment.* data.amount >= 1000 stripe forward: the receiver answered 503",
+		"gone unknown 1 0 0 0s - - - - -",
+	}
+	if len(lines) != len(wantLines) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(wantLines), out)
+	}
+	for i, want := range wantLines {
+		if got := strings.Join(strings.Fields(lines[i]), " "); !strings.HasPrefix(got, want) {
+			t.Errorf("line %d: %q\nwant %q", i, got, want)
+		}
+	}
+	for _, secret := range []string{"hunter2", "abc123", "svc", "header-value-secret", "4242"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the table shows %q:\n%s", secret, out)
+		}
+	}
+
+	code, out, errOut = runCLI(env, "forward", "destinations", "--json")
+	var rows []destinationRow
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 3 {
+		t.Fatalf("--json: exit %d, %v, %d rows:\n%s%s", code, err, len(rows), out, errOut)
+	}
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	want := destinationRow{Name: "ledger", State: "failing", URL: "https://xxxxx@ledger.internal/hooks?token=xxxxx",
+		Types: []string{"payment.*"}, Filter: "data.amount >= 1000", Sources: []string{"stripe"}, Backlog: 1, Failing: 1,
+		LastError: "forward: the receiver answered 503", LastErrorAt: &at}
+	if !reflect.DeepEqual(rows[1], want) {
+		t.Errorf("--json ledger:\n%+v\nwant\n%+v", rows[1], want)
+	}
+	if rows[0].LagSeconds < 590 || rows[0].State != "stalled" || rows[2].State != "unknown" {
+		t.Errorf("--json analytics %+v, gone %+v: want stalled with lag ~600s, unknown", rows[0], rows[2])
+	}
+	var raw []map[string]any
+	_ = json.Unmarshal([]byte(out), &raw)
+	for _, f := range []string{"name", "state", "url", "types", "filter", "sources", "backlog", "failing", "discarded_24h", "lag_seconds", "last_error", "last_error_at"} {
+		if _, ok := raw[0][f]; !ok {
+			t.Errorf("--json: no field %q in %v", f, raw[0])
+		}
+	}
+}
+
+func TestDestinationStateIsFailingThenStalledThenHealthy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s    store.DestinationStats
+		want string
+	}{
+		{store.DestinationStats{}, "healthy"},
+		{store.DestinationStats{Backlog: 3, Lag: 4 * time.Minute}, "healthy"},
+		{store.DestinationStats{Backlog: 3, Lag: 6 * time.Minute}, "stalled"},
+		{store.DestinationStats{Backlog: 3, Failing: 1, Lag: time.Hour}, "failing"},
+		{store.DestinationStats{Discarded: 2}, "healthy"},
+	} {
+		if got := destinationState(tc.s); got != tc.want {
+			t.Errorf("destinationState(%+v) = %s, want %s", tc.s, got, tc.want)
+		}
+	}
+}
