@@ -310,7 +310,7 @@ func TestBadSourcesFileIsOneLineNamingTheFileTheSourceAndTheField(t *testing.T) 
 		{"orders pointer at the whole body", acmeWith(`orders: {pointer: ""}`), nil, "acme", "orders", "pointer: missing"},
 		{"orders on the loans source", "sources: {loans: {orders: {pointer: /order_id}}}", nil, "loans", "orders", "records no payments"},
 		{"secrets in the file", acmeWith("secrets: whsec_c2VjcmV0LWluLWZpbGU="), nil, "acme", "secrets", "secrets never live in the file"},
-		{"unknown adapter", "sources: {acme: {adapter: paypal, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "adapter", `unknown adapter "paypal"`},
+		{"unknown adapter", "sources: {acme: {adapter: acmepay, signature: standard, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "adapter", `unknown adapter "acmepay"`},
 		{"unknown scheme", "sources: {acme: {adapter: paylock, signature: hmac, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "signature", `unknown scheme "hmac"`},
 		{"missing adapter", "sources: {acme: {signature: standard, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "adapter", "missing"},
 		{"missing signature", "sources: {acme: {adapter: paylock, secrets_env: ACME_WEBHOOK_SECRETS}}", nil, "acme", "signature", "missing"},

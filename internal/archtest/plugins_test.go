@@ -23,6 +23,7 @@ var reachedByRegistry = []struct {
 	names   []string
 }{
 	{"provider/checkout", []string{"provider/checkout", "provider/all"}, []string{"checkout", "cko-signature"}},
+	{"provider/paypal", []string{"provider/paypal", "provider/all"}, []string{"paypal", "paypal-transmission-sig", "paypal-cert-url"}},
 }
 
 // TestPluginsAreReachedOnlyThroughTheirRegistry: adding Checkout.com edited

@@ -11,5 +11,6 @@ import (
 	_ "github.com/paylock/paylock/provider/checkout" // "checkout"
 	_ "github.com/paylock/paylock/provider/mapped"   // "mapped"
 	_ "github.com/paylock/paylock/provider/native"   // "paylock"
+	_ "github.com/paylock/paylock/provider/paypal"   // "paypal"
 	_ "github.com/paylock/paylock/provider/stripe"   // "stripe"
 )

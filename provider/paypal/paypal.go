@@ -1,0 +1,80 @@
+// Package paypal is the PayPal provider, registered as "paypal": PayPal's
+// webhook events (PAYMENT.CAPTURE.*, PAYMENT.AUTHORIZATION.*;
+// https://developer.paypal.com/api/rest/webhooks/event-names/) signed
+// with PayPal's own scheme, which this package registers with package
+// signature (Scheme: an RSA signature checked against the certificate at
+// PAYPAL-CERT-URL, fetched only from PayPal's hosts). Nothing outside
+// this package names either: paylock reaches them through the provider
+// and signature registries.
+//
+// One payment is one PayPal capture (the money moved): a capture's events
+// name it by its id, a refund by the capture it refunds (its link rel
+// "up"). An authorization (intent AUTHORIZE) is a payment of its own,
+// named by the authorization id: its CREATED and VOIDED events record
+// there; its capture is then the capture's payment.
+package paypal
+
+import (
+	"github.com/paylock/paylock/lifecycle"
+	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/signature"
+)
+
+func init() { provider.Register("paypal", Provider{}) }
+
+// Provider is PayPal.
+type Provider struct{}
+
+// payment says where an event's resource names its payment.
+type payment int
+
+const (
+	self   payment = iota // resource.id
+	upLink                // resource.links[rel=up]: the refunded capture
+)
+
+// record says what a PayPal event type records.
+type record struct {
+	kind    lifecycle.Kind
+	payment payment
+}
+
+// records are the event types paylock records. A completed capture is a
+// payment that succeeded (PayPal captures at once with intent CAPTURE);
+// a denied or declined one failed. A refund records on the capture it
+// refunds. A reversal is the capture's money taken back (a chargeback or
+// a PayPal-side reversal): a lost dispute, as lifecycle has no other
+// kind for it. An authorization created holds money; voided, it is
+// canceled.
+var records = []struct {
+	typ string
+	record
+}{
+	{"PAYMENT.CAPTURE.COMPLETED", record{kind: lifecycle.Succeeded}},
+	{"PAYMENT.CAPTURE.DENIED", record{kind: lifecycle.Failed}},
+	{"PAYMENT.CAPTURE.DECLINED", record{kind: lifecycle.Failed}},
+	{"PAYMENT.CAPTURE.REFUNDED", record{kind: lifecycle.Refund, payment: upLink}},
+	{"PAYMENT.CAPTURE.REVERSED", record{kind: lifecycle.DisputeLost, payment: upLink}},
+	{"PAYMENT.AUTHORIZATION.CREATED", record{kind: lifecycle.Authorized}},
+	{"PAYMENT.AUTHORIZATION.VOIDED", record{kind: lifecycle.Canceled}},
+}
+
+// Schemes is PayPal's own (Scheme).
+func (Provider) Schemes() []signature.Scheme { return []signature.Scheme{Scheme} }
+
+// Keys: none.
+func (Provider) Keys() []string { return nil }
+
+// New returns the adapter, or a *provider.SettingError for any setting.
+func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
+	if err := cfg.Settings.Only(); err != nil {
+		return nil, err
+	}
+	return adapter{rules: cfg.Rules}, nil
+}
+
+// OrderPointer is where a PayPal payment names the merchant's order:
+// resource.custom_id, the merchant's own id set on the purchase unit and
+// carried onto its captures and authorizations (invoice_id is an invoice
+// number, unique per PayPal account and often absent) (provider.OrderNamer).
+func (Provider) OrderPointer() string { return "/resource/custom_id" }
