@@ -107,7 +107,7 @@ func (o signOpts) sign(sc signature.Scheme, secret signature.Secret, body []byte
 		o.id = "msg_" + uuid.NewString()
 	}
 	h := http.Header{}
-	if sc == signature.SchemeAdyen {
+	if signature.SignsInBody(sc) {
 		var err error
 		if body, err = signature.SignAdyenNotification(secret, body); err != nil {
 			fmt.Fprintf(stderr, "paylock sign: %v\n", err)
@@ -118,7 +118,12 @@ func (o signOpts) sign(sc signature.Scheme, secret signature.Secret, body []byte
 			return exitOK
 		}
 	} else {
-		h = signature.Sign(sc, secret, o.id, when, body)
+		var err error
+		if h, err = signature.TrySign(sc, secret, o.id, when, body); err != nil {
+			// A scheme only its provider can sign with (paypal's RSA).
+			fmt.Fprintf(stderr, "paylock sign: %v\n", err)
+			return exitFail
+		}
 	}
 	names := make([]string, 0, len(h))
 	for k := range h {

@@ -143,3 +143,28 @@ func TestSignAdyenSignsEveryItemInTheBody(t *testing.T) {
 		t.Fatalf("curl command:\n%s", cmd)
 	}
 }
+
+// TestSignNeverPanicsForARegisteredScheme: paylock sign with every
+// registered scheme (a provider's too) prints headers or says why it
+// cannot sign (a scheme whose signatures only its provider can make), with
+// exit 1, and never panics.
+func TestSignNeverPanicsForARegisteredScheme(t *testing.T) {
+	body := `{"id":"evt-1"}` + "\n"
+	for _, sc := range signature.Schemes() {
+		if signature.SignsInBody(sc) {
+			continue // TestSignAdyenSignsEveryItemInTheBody
+		}
+		t.Run(string(sc), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Main(context.Background(), []string{"sign", "--scheme", string(sc), "--secret", "secret-of-twenty-four-by"},
+				envMap(nil), strings.NewReader(body), &out, &errb)
+			switch {
+			case code == 0 && out.Len() > 0:
+			case code == 1 && strings.HasPrefix(errb.String(), "paylock sign: ") && out.Len() == 0:
+			case code == 2 && strings.Contains(errb.String(), "secret"): // a secret in the wrong format for the scheme
+			default:
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+			}
+		})
+	}
+}

@@ -251,15 +251,43 @@ func Sign(scheme Scheme, secret Secret, id string, ts time.Time, body []byte) ht
 	case spec.InBody:
 		panic(fmt.Sprintf("signature: Sign(%s): %s signs inside the body; use SignAdyenNotification", scheme, scheme))
 	}
+	h, err := signWith(spec, secret, id, ts, body)
+	if err != nil {
+		panic(fmt.Sprintf("signature: Sign(%s): %v", scheme, err))
+	}
+	return h
+}
+
+// TrySign is Sign for a scheme that may be unable to sign (one whose
+// signatures only its provider can make, such as PayPal's RSA): the
+// scheme's error instead of a panic. It panics as Sign does on a secret
+// not parsed for scheme, an unknown scheme or one that signs in the body.
+func TrySign(scheme Scheme, secret Secret, id string, ts time.Time, body []byte) (http.Header, error) {
+	if secret.k == nil || secret.k.scheme != scheme {
+		panic(fmt.Sprintf("signature: TrySign(%q) with a secret not parsed for that scheme", scheme))
+	}
+	spec, err := lookupScheme(scheme)
+	switch {
+	case err != nil:
+		panic(fmt.Sprintf("signature: TrySign with unknown scheme %q", scheme))
+	case spec.InBody:
+		panic(fmt.Sprintf("signature: TrySign(%s): %s signs inside the body; use SignAdyenNotification", scheme, scheme))
+	}
+	h, err := signWith(spec, secret, id, ts, body)
+	if err != nil {
+		return nil, fmt.Errorf("signature: signing with %s: %w", scheme, err)
+	}
+	return h, nil
+}
+
+// signWith signs body with secret as spec says.
+func signWith(spec *SchemeSpec, secret Secret, id string, ts time.Time, body []byte) (http.Header, error) {
 	var token []byte
 	if secret.k.token != nil {
 		token = secret.k.token()
 	}
 	h, _, err := spec.Sign(secret.k.key(), token, id, ts, body)
-	if err != nil {
-		panic(fmt.Sprintf("signature: Sign(%s): %v", scheme, err))
-	}
-	return h
+	return h, err
 }
 
 // SignStandard returns the Standard Webhooks headers for body, signed at ts
