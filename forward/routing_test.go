@@ -485,6 +485,15 @@ func TestADestinationsConcurrencyAndRateHoldInAReplica(t *testing.T) {
 	if spread < 800*time.Millisecond {
 		t.Errorf("rate 10/s: %d deliveries within %v", n, spread)
 	}
+	// A receiver counts a delivery before it answers, the worker observes
+	// the attempt after: wait for the last outcomes, then for any extra.
+	testkit.Eventually(t, 10*time.Second, "every attempt observed", func(context.Context) error {
+		if got := len(b.outcomes.list()); got < 3*n {
+			return fmt.Errorf("%d attempts observed", got)
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond)
 	if got := b.outcomes.list(); len(got) != 3*n {
 		t.Errorf("%d attempts, want %d: a job held by a cap spends none", len(got), 3*n)
 	}

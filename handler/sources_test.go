@@ -243,7 +243,7 @@ func TestSourceConfigurationErrors(t *testing.T) {
 		want    string
 	}{
 		{"bad name", []handler.Source{{Name: "Stripe/v2", Provider: handler.PaymentsProvider}}, "URL-safe"},
-		{"unknown adapter", []handler.Source{{Name: "x", Provider: "paypal"}}, "unknown adapter"},
+		{"unknown adapter", []handler.Source{{Name: "x", Provider: "acmepay"}}, "unknown adapter"},
 		{"twice", []handler.Source{handler.PaymentsSource(nil), handler.PaymentsSource(nil)}, "twice"},
 		{"loans without a store", []handler.Source{{Name: "loans", Provider: handler.ProviderLoans}}, "Disbursements"},
 	} {
