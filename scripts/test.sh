@@ -46,6 +46,11 @@ fuzz_verdict() {
   echo "$execs execs, corpus $total for $seeds seeds"
 }
 
+# A new interesting input is minimized with at most 100 executions
+# (-fuzzminimizetime 100x; the default is up to 60s each): minimizing a
+# large input found early could otherwise take a target's whole time, and
+# its executions would not count.
+#
 # fuzz_all: fuzzes every target go test -list finds, one at a time; fails,
 # after trying them all, if any failed, stayed at its seed corpus, or ran
 # too few executions even when given PAYLOCK_FUZZTIME_RETRY (default 15s)
@@ -79,7 +84,7 @@ fuzz_all() {
     seeds=$(fuzz_seeds "$pkg" "$target")
     for time in "$fuzztime" "$retry"; do
       rc=0
-      go test -vet=off -run '^$' -fuzz "^$target\$" -fuzztime "$time" "$pkg" >"$log" 2>&1 || rc=3
+      go test -vet=off -run '^$' -fuzz "^$target\$" -fuzztime "$time" -fuzzminimizetime 100x "$pkg" >"$log" 2>&1 || rc=3
       [[ $rc -eq 0 ]] || break
       verdict=$(fuzz_verdict "$log" "$seeds") || rc=$?
       [[ $rc -eq 2 ]] || break
