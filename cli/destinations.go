@@ -19,7 +19,8 @@ import (
 
 // destinationKeys are the keys of one destination of the sources file's
 // destinations map.
-var destinationKeys = []string{"url", "secrets_env", "types", "filter", "retry", "max_attempts", "timeout", "headers", "concurrency", "rate"}
+var destinationKeys = []string{"url", "secrets_env", "types", "filter", "retry", "max_attempts", "timeout", "headers", "concurrency", "rate",
+	"park_after", "probe"}
 
 // destinationName is a destination's name: like a source's.
 var destinationName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -141,8 +142,41 @@ func destinationDecoder(name string, keys map[string]json.RawMessage) func(k str
 	}
 }
 
+// parseOperations reads the sources file's operations map (data; nil:
+// none): the destination the operator events go to ("": none). That it
+// is a destination is checked with the routes (routeForwards).
+func parseOperations(file string, data []byte) (string, error) {
+	if data == nil {
+		return "", nil
+	}
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return "", &sourceError{File: file, Err: err}
+	}
+	var top struct {
+		Operations json.RawMessage `json:"operations"`
+	}
+	if err := json.Unmarshal(j, &top); err != nil || top.Operations == nil {
+		return "", nil
+	}
+	var ops map[string]json.RawMessage
+	if err := json.Unmarshal(top.Operations, &ops); err != nil || ops == nil {
+		return "", &sourceError{File: file, Field: "operations", Err: errors.New("want a map with the key destination")}
+	}
+	for k := range ops {
+		if k != "destination" {
+			return "", &sourceError{File: file, Field: "operations." + k, Err: errors.New("unknown key (want destination)")}
+		}
+	}
+	var name string
+	if err := json.Unmarshal(ops["destination"], &name); err != nil || name == "" {
+		return "", &sourceError{File: file, Field: "operations.destination", Err: errors.New("want a destination's name: where destination.parked, destination.recovered, destination.failing and message.exhausted go")}
+	}
+	return name, nil
+}
+
 // parseAttempts decodes a destination's retry, max_attempts, timeout,
-// concurrency and rate into p.
+// concurrency, rate, park_after and probe into p.
 func parseAttempts(name string, keys map[string]json.RawMessage, p *forward.Policy) error {
 	decode := destinationDecoder(name, keys)
 	fail := func(key string, err error) error { return destinationError("", name, key, err) }
@@ -188,6 +222,23 @@ func parseAttempts(name string, keys map[string]json.RawMessage, p *forward.Poli
 	}
 	if _, ok := keys["rate"]; ok && p.Rate <= 0 {
 		return fail("rate", fmt.Errorf("%w: %v: want messages per second per replica above 0", forward.ErrConfig, p.Rate))
+	}
+	if err := decode("park_after", &p.ParkAfter, "want a whole number of consecutive failed attempts"); err != nil {
+		return err
+	}
+	if _, ok := keys["park_after"]; ok && (p.ParkAfter < 1 || p.ParkAfter > 1000) {
+		return fail("park_after", fmt.Errorf("%w: %d: want 1 to 1000 consecutive failed attempts (a destination is never left unparked: nothing is disabled silently)", forward.ErrConfig, p.ParkAfter))
+	}
+	var probe string
+	if err := decode("probe", &probe, "want a duration (2s)"); err != nil {
+		return err
+	}
+	if probe != "" {
+		v, err := time.ParseDuration(probe)
+		if err != nil || v <= 0 || v > forward.ProbeMost {
+			return fail("probe", fmt.Errorf("%w: %q: want a duration above 0, at most %v", forward.ErrConfig, probe, forward.ProbeMost))
+		}
+		p.Probe = v
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Ro
 	if err != nil {
 		return forward.Routes{}, err
 	}
+	if r.Operations, err = parseOperations(file, data); err != nil {
+		return forward.Routes{}, err
+	}
 	signed := len(cfg.Forward.Secrets) > 0
 	for _, name := range slices.Sorted(maps.Keys(dests)) {
 		d := dests[name]
@@ -74,6 +77,11 @@ func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Ro
 	}
 	if r.Router, err = forward.NewRouter(r.Destinations, r.Policies, signed); err != nil {
 		return forward.Routes{}, &sourceError{File: file, Field: "destinations", Err: err}
+	}
+	if r.Operations != "" {
+		if err := r.Router.Check([]string{r.Operations}); err != nil {
+			return forward.Routes{}, &sourceError{File: file, Field: "operations.destination", Err: err}
+		}
 	}
 	for _, s := range specs {
 		if len(s.ForwardTo) == 0 {
@@ -188,10 +196,13 @@ func forwarding(cfg Config) (bool, error) {
 
 // newForwardWorker builds the forward worker from cfg, with a sink open
 // for each destination (close it with Worker.Close once River has
-// stopped); observe, when not nil, sees every attempt
-// (paylock_forward_total{outcome}). It signs with the first of
-// PAYLOCK_FORWARD_SECRETS when they are set.
-func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe func(forward.Event), mismatch func(string)) (*forward.Worker, error) {
+// stopped); metrics, when not nil, count every attempt
+// (paylock_forward_total{outcome}), the jobs left to another replica and
+// the destinations' moves, and export their states. It signs with the
+// first of PAYLOCK_FORWARD_SECRETS when they are set. Its breaker keeps
+// the destinations' health in st, and sends the operator events to the
+// sources file's operations destination.
+func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, metrics *forward.Metrics) (*forward.Worker, error) {
 	specs, err := forwardSpecs(cfg)
 	if err != nil {
 		return nil, err
@@ -206,11 +217,20 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 		secret, others = cfg.Forward.Secrets[0], cfg.Forward.Secrets[1:]
 	}
 	logger.Info("forwarding", slog.Any("destinations", routes.Destinations.Redacted()), slog.Bool("signed", len(cfg.Forward.Secrets) > 0))
-	return forward.New(forward.Config{
+	var observe func(forward.Event)
+	var mismatch func(string)
+	var moved func(string, store.DestinationState)
+	if metrics != nil {
+		observe, mismatch, moved = metrics.Observe, metrics.Mismatch, metrics.Moved
+	}
+	w, err := forward.New(forward.Config{
 		Secret:       secret,
 		OtherSecrets: others,
 		Destinations: routes.Destinations,
 		Policies:     routes.Policies,
+		Health:       st.Outbox(),
+		Operations:   routes.Operations,
+		Moved:        moved,
 		Mismatch:     mismatch,
 		Timeout:      cfg.Forward.Timeout,
 		Concurrency:  cfg.Forward.Concurrency,
@@ -222,6 +242,10 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, observe 
 		Unsigned: unsignedMembers(cfg, specs),
 		Verified: verifiedPayloads(cfg, specs),
 	}, st.Payments())
+	if err == nil && metrics != nil {
+		metrics.Watch(w)
+	}
+	return w, err
 }
 
 const forwardUsage = `Usage:
@@ -229,6 +253,8 @@ const forwardUsage = `Usage:
   paylock forward destinations [--json] [flags]
   paylock forward retry <id>|--discarded [flags]
   paylock forward replay --source S (--since T [--until T] | --transaction ID) [--dry-run] [flags]
+  paylock forward resume <destination> [flags]
+  paylock forward recover <destination> --since T [--until T] [flags]
 
 list prints forward jobs, newest first (at most --limit, default 50): id,
 state, attempts, what is forwarded (source/transaction_id, or the loan and
@@ -253,6 +279,10 @@ used them all. The forward worker (serve, or "paylock worker") sends it.
 
 replay forwards stored payments again with their original webhook-ids
 ("paylock forward replay -h").
+
+resume brings a parked destination back at once and releases its waiting
+jobs ("paylock forward resume -h"); recover puts back what a destination
+gave up in a window ("paylock forward recover -h").
 
 The other flags are those of "paylock serve -h" (DATABASE_URL...).
 `

@@ -18,7 +18,8 @@ import (
 // (destinationState).
 const (
 	destinationHealthy = "healthy" // no job failing, none waiting longer than stalledAfter
-	destinationFailing = "failing" // some job's last attempt failed (retryable)
+	destinationFailing = "failing" // the breaker says so, or some job's last attempt failed (retryable)
+	destinationParked  = "parked"  // the breaker parked it: its jobs wait, kept, until a probe succeeds or "forward resume"
 	destinationStalled = "stalled" // nothing failing, yet the oldest pending job waits longer than stalledAfter
 	destinationUnknown = "unknown" // jobs name it, the configuration does not
 )
@@ -27,13 +28,16 @@ const (
 // wait before the destination is stalled.
 const stalledAfter = 5 * time.Minute
 
-// destinationState derives a configured destination's state from its jobs:
-// failing when a job is retryable (its last error says why); else stalled
-// when the oldest pending job is older than stalledAfter (no worker takes
-// them, or they are snoozed: a replica mismatch, a rate); else healthy.
-func destinationState(s store.DestinationStats) string {
+// destinationState derives a configured destination's state from its
+// breaker's (h: parked, failing) and its jobs: failing when a job is
+// retryable (its last error says why); else stalled when the oldest
+// pending job is older than stalledAfter (no worker takes them, or they
+// are snoozed: a replica mismatch, a rate); else healthy.
+func destinationState(s store.DestinationStats, h store.DestinationHealth) string {
 	switch {
-	case s.Failing > 0:
+	case h.State == store.DestinationParked:
+		return destinationParked
+	case h.State == store.DestinationFailing || s.Failing > 0:
 		return destinationFailing
 	case s.Lag > stalledAfter:
 		return destinationStalled
@@ -56,6 +60,10 @@ type destinationRow struct {
 	LagSeconds   int64      `json:"lag_seconds"`
 	LastError    string     `json:"last_error"`
 	LastErrorAt  *time.Time `json:"last_error_at"`
+	// StateSince is when the breaker last moved it (null: never), and
+	// NextProbeSeconds, parked, the wait until its next probe.
+	StateSince       *time.Time `json:"state_since"`
+	NextProbeSeconds *int64     `json:"next_probe_seconds"`
 }
 
 // destinationURL is rawURL fit to print: its userinfo, user name included, and
@@ -74,10 +82,15 @@ func destinationURL(rawURL string) string {
 // destinationRows joins the configured destinations (routes) with their
 // jobs' stats: one row per configured destination, then one per
 // destination only jobs name (unknown), by name.
-func destinationRows(routes forward.Routes, stats []store.DestinationStats) []destinationRow {
+// health is the breaker's rows (store.Outbox.DestinationHealth).
+func destinationRows(routes forward.Routes, stats []store.DestinationStats, health []store.DestinationHealth) []destinationRow {
 	byName := map[string]store.DestinationStats{}
 	for _, s := range stats {
 		byName[s.Destination] = s
+	}
+	healthOf := map[string]store.DestinationHealth{}
+	for _, h := range health {
+		healthOf[h.Destination] = h
 	}
 	var rows []destinationRow
 	for _, name := range slices.Sorted(maps.Keys(routes.Destinations)) {
@@ -91,9 +104,19 @@ func destinationRows(routes forward.Routes, stats []store.DestinationStats) []de
 				r.Sources = append(r.Sources, src)
 			}
 		}
-		s := byName[name]
+		s, h := byName[name], healthOf[name]
 		delete(byName, name)
-		rows = append(rows, withStats(r, s, destinationState(s)))
+		if h.Destination != "" {
+			r.StateSince = jsonTime(h.Since)
+			if h.State == store.DestinationParked {
+				secs := int64((h.ProbeIn + time.Second - 1) / time.Second)
+				r.NextProbeSeconds = &secs
+			}
+			if s.LastError == "" && h.LastError != "" && h.State != store.DestinationHealthy {
+				s.LastError, s.LastErrorAt = h.LastError, h.Since
+			}
+		}
+		rows = append(rows, withStats(r, s, destinationState(s, h)))
 	}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		label := name
@@ -114,10 +137,14 @@ func withStats(r destinationRow, s store.DestinationStats, state string) destina
 
 func printDestinations(w io.Writer, rows []destinationRow, asJSON bool) error {
 	return printList(w, asJSON, rows, table[destinationRow]{
-		header: []string{"NAME", "STATE", "BACKLOG", "FAILING", "DISCARDED_24H", "LAG", "URL", "TYPES", "FILTER", "SOURCES", "LAST_ERROR"},
+		header: []string{"NAME", "STATE", "SINCE", "BACKLOG", "FAILING", "DISCARDED_24H", "LAG", "URL", "TYPES", "FILTER", "SOURCES", "LAST_ERROR"},
 		empty:  "no forward destinations",
 		cells: func(r destinationRow) []string {
-			return []string{r.Name, r.State, strconv.Itoa(r.Backlog), strconv.Itoa(r.Failing), strconv.Itoa(r.Discarded24h),
+			since := "-"
+			if r.StateSince != nil {
+				since = r.StateSince.UTC().Format(time.RFC3339)
+			}
+			return []string{r.Name, r.State, since, strconv.Itoa(r.Backlog), strconv.Itoa(r.Failing), strconv.Itoa(r.Discarded24h),
 				(time.Duration(r.LagSeconds) * time.Second).String(), r.URL, strings.Join(r.Types, ","), r.Filter,
 				strings.Join(r.Sources, ","), r.LastError}
 		},
@@ -132,10 +159,16 @@ defines (PAYLOCK_FORWARD_URL's default, the sources' forward_url, the
 sources file's destinations) with its jobs (docs/routing.md, "Watching
 destinations"):
 
-  STATE          healthy: no job failing and none pending over 5m;
-                 failing: some job's last attempt failed (retryable);
+  STATE          parked: the breaker parked it (park_after consecutive
+                 failed attempts, or half of the last 20): its jobs wait,
+                 kept, no attempt spent, until a probe succeeds or
+                 "paylock forward resume";
+                 healthy: no job failing and none pending over 5m;
+                 failing: the breaker saw 3 consecutive failed attempts,
+                 or some job's last attempt failed (retryable);
                  stalled: none failing, the oldest pending job older than 5m;
                  unknown: jobs name a destination the configuration does not
+  SINCE          when the breaker last moved it (-: never)
   BACKLOG        jobs available, scheduled, retryable or running
   FAILING        retryable jobs
   DISCARDED_24H  jobs given up in the last 24 hours
@@ -148,7 +181,7 @@ destinations"):
 
 --json prints a JSON array instead (name, state, url, types, filter,
 sources, backlog, failing, discarded_24h, lag_seconds, last_error,
-last_error_at). It reads the sources file and the database; no secret.
+last_error_at, state_since, next_probe_seconds). It reads the sources file and the database; no secret.
 
 The other flags are those of "paylock serve -h" (DATABASE_URL...).
 `
@@ -170,7 +203,11 @@ var forwardDestinationsCommand = Command[*destinationsOpts]{
 		if err != nil {
 			return err
 		}
-		return printDestinations(b.Stdout, destinationRows(routes, stats), o.json)
+		health, err := b.Store.Outbox().DestinationHealth(ctx)
+		if err != nil {
+			return err
+		}
+		return printDestinations(b.Stdout, destinationRows(routes, stats, health), o.json)
 	},
 }
 

@@ -35,11 +35,10 @@ func newPayoutWorker(cfg Config, st *store.Store, logger *slog.Logger, observe f
 
 // jobObservers are the metrics callbacks of a process's River workers.
 type jobObservers struct {
-	payout  func(payout.Event)
-	forward func(forward.Event)
-	// forwardMismatch counts forward jobs left to another replica
-	// (forward.Metrics.Mismatch); nil: not counted.
-	forwardMismatch func(destination string)
+	payout func(payout.Event)
+	// forward counts forward attempts, jobs left to another replica,
+	// destinations' moves and states (forward.Metrics); nil: not counted.
+	forward *forward.Metrics
 	// reconcile is serve's periodic reconciliation (reconcileWorker); nil:
 	// none.
 	reconcile *reconcile.Worker
@@ -83,7 +82,7 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 		return nil, nil, err
 	}
 	if withForward {
-		fw, err := newForwardWorker(cfg, st, logger, obs.forward, obs.forwardMismatch)
+		fw, err := newForwardWorker(cfg, st, logger, obs.forward)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -149,7 +149,7 @@ func (s *serving) startPipeline(ctx context.Context) error {
 	if s.sync, err = paymentSync(cfg, s.sources, s.h, s.logger); err != nil {
 		return err
 	}
-	stopJobs, err := startJobs(ctx, cfg, s.st, s.logger, jobObservers{payout: payoutAttempts.Observe, forward: forwards.Observe, forwardMismatch: forwards.Mismatch,
+	stopJobs, err := startJobs(ctx, cfg, s.st, s.logger, jobObservers{payout: payoutAttempts.Observe, forward: forwards,
 		reconcile: reconcileWorker(cfg, s.sources, s.h, s.reg, s.logger), janitor: janitor(cfg, s.sync, s.st, s.logger),
 		orders: ordersWorker(cfg, s.st, s.reg, s.logger)})
 	if err != nil {

@@ -459,11 +459,11 @@ func parseSourcesFile(data []byte) ([]rawSource, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(j, &top); err != nil || top == nil {
-		return nil, errors.New("want a map with the keys sources and destinations")
+		return nil, errors.New("want a map with the keys sources, destinations and operations")
 	}
 	for k := range top {
-		if k != "sources" && k != "destinations" {
-			return nil, fmt.Errorf("unknown key %q (want sources, destinations)", k)
+		if k != "sources" && k != "destinations" && k != "operations" {
+			return nil, fmt.Errorf("unknown key %q (want sources, destinations, operations)", k)
 		}
 	}
 	raw, ok := top["sources"]

@@ -44,7 +44,7 @@ func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Lis
 	// River's leader may be this process: it schedules the order deriver
 	// only if it has it too.
 	fm := forward.NewMetrics(reg)
-	obs := jobObservers{payout: payout.NewMetrics(reg).Observe, forward: fm.Observe, forwardMismatch: fm.Mismatch,
+	obs := jobObservers{payout: payout.NewMetrics(reg).Observe, forward: fm,
 		orders: ordersWorker(cfg, st, reg, logger)}
 	if cfg.Reconcile.Interval > 0 || cfg.Reconcile.SyncPendingAfter > 0 {
 		// River's leader may be this process: it schedules the periodic

@@ -103,6 +103,9 @@ func messageKey(a store.ForwardArgs) string {
 	if o := a.Order; o != nil {
 		return "order:" + o.OrderID
 	}
+	if op := a.Operator; op != nil {
+		return "destination:" + op.Destination
+	}
 	return a.Source + ":" + a.TransactionID
 }
 
@@ -162,6 +165,8 @@ func messageData(a store.ForwardArgs, p *store.Payment, verified func(string, []
 		return a.Disbursement, nil
 	case strings.HasPrefix(a.Type, store.ForwardOrderPrefix) && a.Order != nil:
 		return a.Order, nil
+	case isOperatorEvent(a.Type) && a.Operator != nil:
+		return a.Operator, nil
 	}
 	return nil, fmt.Errorf("%w: forward job of type %q without its subject", store.ErrNotFound, a.Type)
 }

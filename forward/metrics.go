@@ -1,6 +1,12 @@
 package forward
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/paylock/paylock/store"
+)
 
 // outcomes are exported from the start (at 0) so that increase() and rates
 // exist before the first forward.
@@ -17,6 +23,40 @@ type Metrics struct {
 	byDestination *prometheus.CounterVec
 	lag           prometheus.Histogram
 	mismatch      *prometheus.CounterVec
+	moves         *prometheus.CounterVec
+	states        *stateCollector
+}
+
+// destinationStates are the states paylock_forward_destination_state
+// exports, each at 0 or 1.
+var destinationStates = []store.DestinationState{store.DestinationHealthy, store.DestinationFailing, store.DestinationParked}
+
+// stateCollector exports each destination's state as a worker last read it
+// (Worker.DestinationStates), once a worker is watched.
+type stateCollector struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	read func() map[string]store.DestinationState
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	read := c.read
+	c.mu.Unlock()
+	if read == nil {
+		return
+	}
+	for dest, st := range read() {
+		for _, s := range destinationStates {
+			v := 0.0
+			if s == st {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, dest, string(s))
+		}
+	}
 }
 
 // NewMetrics registers the forward counters with reg, every outcome of
@@ -35,12 +75,29 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}), mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_forward_destination_mismatch_total",
 		Help: "Forward jobs this replica left to another (snoozed, no attempt spent) because the destination they name is defined otherwise here, or not at all: its fingerprint (URL, scheme, signing, types, filter, header names) differs from the job's. Replicas disagree on the sources file.",
-	}, []string{"destination"})}
-	reg.MustRegister(m.total, m.byDestination, m.lag, m.mismatch)
+	}, []string{"destination"}), moves: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_forward_destination_moves_total",
+		Help: "Moves of a destination's health made by this replica's breaker, by destination and the state it entered: failing (3 consecutive failed attempts), parked (park_after consecutive failures, or half of the last 20: its jobs wait, kept, no attempt spent), healthy (a probe or an attempt succeeded, or 'paylock forward resume').",
+	}, []string{"destination", "to"}), states: &stateCollector{desc: prometheus.NewDesc("paylock_forward_destination_state",
+		"A destination's health as this replica last read it (every second): 1 for its state (healthy, failing, parked), 0 for the others. Parked: its jobs wait until a probe succeeds or 'paylock forward resume'.",
+		[]string{"destination", "state"}, nil)}}
+	reg.MustRegister(m.total, m.byDestination, m.lag, m.mismatch, m.moves, m.states)
 	for _, o := range outcomes {
 		m.total.WithLabelValues(string(o))
 	}
 	return m
+}
+
+// Moved counts a move of a destination (Config.Moved).
+func (m *Metrics) Moved(destination string, to store.DestinationState) {
+	m.moves.WithLabelValues(destination, string(to)).Inc()
+}
+
+// Watch exports w's destinations' states as paylock_forward_destination_state.
+func (m *Metrics) Watch(w *Worker) {
+	m.states.mu.Lock()
+	defer m.states.mu.Unlock()
+	m.states.read = w.DestinationStates
 }
 
 // Mismatch counts a job left to another replica (Config.Mismatch).

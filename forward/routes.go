@@ -22,6 +22,9 @@ type Routes struct {
 	// Router routes each message to the destinations of ForwardTo that
 	// take it; nil until the caller builds it (NewRouter).
 	Router *Router
+	// Operations is the destination of the operator events
+	// (Config.Operations); "": none.
+	Operations string
 }
 
 // SourceURL is a payment source and its own forward URL ("": none).

@@ -66,6 +66,13 @@ type Policy struct {
 	// are tuning, not definition: not part of the fingerprint.
 	Concurrency int
 	Rate        float64
+	// ParkAfter is the consecutive failed attempts (by one replica) that
+	// park the destination (breaker.go); 0: DefaultParkAfter. It is also
+	// parked when half of its last 20 attempts failed. Probe is the wait
+	// before the first probe of it parked; 0: DefaultProbe. Tuning, not
+	// definition: not part of the fingerprint.
+	ParkAfter int
+	Probe     time.Duration
 	// Headers are added to each message's headers, by name.
 	Headers map[string]HeaderValue
 	// SecretsEnv names the variable holding Secrets, the destination's own
@@ -101,7 +108,7 @@ var typePattern = regexp.MustCompile(`^(\*|[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?)$`)
 
 // messageFamilies are the first segments of every message type paylock
 // forwards: a pattern naming another family would match nothing.
-var messageFamilies = []string{"payment", "disbursement", "order"}
+var messageFamilies = []string{"payment", "disbursement", "order", "destination", "message"}
 
 // checkType refuses a Policy.Types entry that is not a pattern, or that
 // names no family of messages paylock forwards.
@@ -204,6 +211,12 @@ func compileRoute(name, rawURL string, p Policy, defaultSigned bool) (*route, er
 	}
 	if p.Timeout < 0 {
 		return nil, fmt.Errorf("%w: timeout %v: want a positive duration", ErrConfig, p.Timeout)
+	}
+	if p.ParkAfter < 0 || p.ParkAfter > 1000 {
+		return nil, fmt.Errorf("%w: park_after %d: want 1 to 1000 consecutive failed attempts", ErrConfig, p.ParkAfter)
+	}
+	if p.Probe < 0 || p.Probe > ProbeMost {
+		return nil, fmt.Errorf("%w: probe %v: want a duration above 0, at most %v", ErrConfig, p.Probe, ProbeMost)
 	}
 	for _, h := range slices.Sorted(maps.Keys(p.Headers)) {
 		if !headerName.MatchString(h) || slices.Contains(ownHeaders, strings.ToLower(h)) {
@@ -342,6 +355,25 @@ func filterInput(a store.ForwardArgs, p *store.Payment) (map[string]any, error) 
 	}
 	return map[string]any{"type": a.Type, "data": data}, nil
 }
+
+// parkAfter is p.ParkAfter or its default.
+func (p Policy) parkAfter() int {
+	if p.ParkAfter > 0 {
+		return p.ParkAfter
+	}
+	return DefaultParkAfter
+}
+
+// probe is p.Probe or its default.
+func (p Policy) probe() time.Duration {
+	if p.Probe > 0 {
+		return p.Probe
+	}
+	return DefaultProbe
+}
+
+// names returns the router's destinations, sorted.
+func (r *Router) names() []string { return slices.Sorted(maps.Keys(r.routes)) }
 
 // policy returns destination name's route; nil when the router has none.
 func (r *Router) route(name string) *route {

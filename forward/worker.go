@@ -113,6 +113,19 @@ type Config struct {
 	// TracerProvider makes each attempt's span (trace.go); nil: the
 	// global provider (otel.GetTracerProvider).
 	TracerProvider trace.TracerProvider
+	// Health, when set, keeps the destinations' health (breaker.go): a
+	// destination whose attempts keep failing is parked, its jobs kept
+	// waiting without spending attempts until a probe succeeds. Nil: no
+	// breaker (every job is tried on its schedule).
+	Health HealthStore
+	// Operations, when set, is the destination (one of Destinations) that
+	// receives the operator events: destination.failing,
+	// destination.parked, destination.recovered, message.exhausted.
+	Operations string
+	// Moved, when set, is called each time this worker moves a
+	// destination to another state (for metrics). It must be quick and
+	// safe for concurrent use.
+	Moved func(destination string, to store.DestinationState)
 	// Propagator writes the attempt's trace context into the message's
 	// headers (traceparent); nil: the global propagator
 	// (otel.GetTextMapPropagator).
@@ -178,6 +191,8 @@ type Worker struct {
 	// tracer and prop trace attempts (trace.go).
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
+	// breaker keeps the destinations' health; nil without Config.Health.
+	breaker *breaker
 	// retryAt holds, from Work to NextRetry, when a job whose destination
 	// asked for a delay (DeliveryError.RetryAfter) is due again.
 	retryAt sync.Map // job id → time.Time
@@ -237,8 +252,36 @@ func New(cfg Config, st Store) (*Worker, error) {
 			limits[name] = l
 		}
 	}
-	return &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router, limits: limits,
-		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}, nil
+	if cfg.Operations != "" {
+		if err := router.Check([]string{cfg.Operations}); err != nil {
+			sinks.close()
+			return nil, fmt.Errorf("%w: the operations destination: %w", ErrConfig, err)
+		}
+	}
+	w := &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router, limits: limits,
+		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}
+	if cfg.Health != nil {
+		w.breaker = newBreaker(cfg.Health, router, cfg.Operations, cfg.Moved, cfg.Logger)
+		w.breaker.start()
+	} else if cfg.Operations != "" {
+		sinks.close()
+		return nil, fmt.Errorf("%w: an operations destination needs the destinations' health (Config.Health)", ErrConfig)
+	}
+	return w, nil
+}
+
+// DestinationStates returns each destination's health as this worker last
+// read it (every second): healthy, failing or parked. Without a breaker
+// (Config.Health), every destination is healthy.
+func (w *Worker) DestinationStates() map[string]store.DestinationState {
+	if w.breaker == nil {
+		out := map[string]store.DestinationState{}
+		for _, name := range w.router.names() {
+			out[name] = store.DestinationHealthy
+		}
+		return out
+	}
+	return w.breaker.states()
 }
 
 // checkSecret turns signature.Sign's panic on a secret not parsed for the
@@ -255,7 +298,12 @@ func checkSecret(secret signature.Secret, nth string) (err error) {
 
 // Close closes the worker's sinks. Call it once River has stopped working
 // the forward queue.
-func (w *Worker) Close() error { return w.sinks.close() }
+func (w *Worker) Close() error {
+	if w.breaker != nil {
+		w.breaker.close()
+	}
+	return w.sinks.close()
+}
 
 // AddTo registers the worker in rcfg and adds the forward queue with
 // Concurrency workers, so that one River client per process works the
@@ -308,6 +356,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	if err := w.agrees(ctx, job); err != nil {
 		return err
 	}
+	probe, err := w.admit(ctx, job)
+	if err != nil {
+		return err
+	}
 	if err := w.inOrder(ctx, job); err != nil {
 		return err
 	}
@@ -328,6 +380,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	if err == nil {
 		w.injectTrace(ctx, &m)
 		err = w.deliver(ctx, job, m, &ev)
+		if w.breaker != nil {
+			w.breaker.observe(ctx, a.Destination, err, probe)
+		}
 	}
 	ev.Err = err
 	switch {
@@ -337,14 +392,38 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	case errors.Is(err, ErrPermanent):
 		ev.Outcome = OutcomeDiscarded
 		w.done(ctx, a, ev)
+		if w.breaker != nil {
+			w.breaker.exhausted(ctx, job, err)
+		}
 		return river.JobCancel(err)
 	case job.Attempt >= job.MaxAttempts:
 		ev.Outcome = OutcomeDiscarded
+		if w.breaker != nil {
+			w.breaker.exhausted(ctx, job, err)
+		}
 	default:
 		ev.Outcome = OutcomeFailedAttempt
 	}
 	w.done(ctx, a, ev)
 	return err
+}
+
+// admit asks the breaker whether job may be sent now (breaker.admit): a
+// job of a parked destination is snoozed unless it is its probe. When the
+// store cannot say, the job waits a little (a snooze) rather than spend an
+// attempt.
+func (w *Worker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) (probe bool, err error) {
+	if w.breaker == nil {
+		return false, nil
+	}
+	probe, err = w.breaker.admit(ctx, job)
+	var snooze *river.JobSnoozeError
+	if err != nil && !errors.As(err, &snooze) {
+		w.log.WarnContext(ctx, "forward: the destination's health is unknown; the job waits", slog.Int64("job_id", job.ID),
+			slog.String("destination", job.Args.Destination), slog.Any("error", err))
+		return false, river.JobSnooze(breakerRefresh + rand.N(breakerRefresh))
+	}
+	return probe, err
 }
 
 // deliver hands m to the sink of the job's destination, and notes in ev

@@ -116,6 +116,9 @@ func setupWith(t *testing.T, maxAttempts int, url string, spans *testkit.Spans, 
 	if edit != nil {
 		edit(&fcfg)
 	}
+	if sh, ok := fcfg.Health.(*storeHealth); ok {
+		sh.HealthStore = st.Outbox() // the test's own store
+	}
 	w, err := forward.New(fcfg, st.Payments())
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +143,10 @@ func setupWith(t *testing.T, maxAttempts int, url string, spans *testkit.Spans, 
 	})
 	return &bundle{store: st, outcomes: o}
 }
+
+// storeHealth, as an edit's Config.Health, is the test's store's
+// (setupWith fills it in).
+type storeHealth struct{ forward.HealthStore }
 
 func payment(id string) store.Payment {
 	return store.Payment{

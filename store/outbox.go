@@ -95,6 +95,28 @@ type ForwardArgs struct {
 	// Order is an order.* message's order as the change left it
 	// (Orders.DeriveOrders).
 	Order *ForwardedOrder `json:"order,omitempty"`
+	// Operator is an operator event's subject (destination.parked,
+	// message.exhausted...: package forward's breaker).
+	Operator *ForwardedOperatorEvent `json:"operator,omitempty"`
+}
+
+// ForwardedOperatorEvent is what an operator event says, as its job
+// carries it: a destination's move (destination.failing, .parked,
+// .recovered), or a message given up (message.exhausted). Never a URL,
+// a payload or a secret.
+type ForwardedOperatorEvent struct {
+	Destination string    `json:"destination"`
+	State       string    `json:"state,omitempty"`
+	Since       time.Time `json:"since,omitzero"`
+	Failures    int       `json:"failures,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	// message.exhausted: the job given up and the message it carried.
+	JobID         int64  `json:"job_id,omitempty"`
+	MessageID     string `json:"message_id,omitempty"`
+	MessageType   string `json:"message_type,omitempty"`
+	Attempts      int    `json:"attempts,omitempty"`
+	Source        string `json:"source,omitempty"`
+	TransactionID string `json:"transaction_id,omitempty"`
 }
 
 // ForwardedState is a payment's state as a change left it, as a forward
@@ -217,6 +239,26 @@ func EventForwardID(source, eventID string) string {
 		source = DefaultSource
 	}
 	return "pev_" + hash32(source+"\n"+eventID)
+}
+
+// OperatorEventID is the webhook-id of an operator event: "opv_" and the
+// first 32 hex digits of SHA-256(key), key naming the event (its type,
+// destination and the move's generation, or the job and attempt given up).
+func OperatorEventID(key string) string { return "opv_" + hash32(key) }
+
+// EnqueueForward inserts args's job, with maxAttempts attempts (0: the
+// store's), in a transaction of its own: an event that no other write
+// makes (an operator event). A second insert of the same webhook-id and
+// destination is skipped.
+func (s *Outbox) EnqueueForward(ctx context.Context, args ForwardArgs, maxAttempts int) error {
+	if args.ID == "" || args.Type == "" || args.Destination == "" {
+		return fmt.Errorf("%w: a forward needs an id, a type and a destination", ErrForward)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertForwardAttempts(ctx, tx, args, maxAttempts) })
+	if err != nil {
+		return translate("enqueue forward", err)
+	}
+	return nil
 }
 
 // DisbursementForwardID is the webhook-id of a disbursement status change's

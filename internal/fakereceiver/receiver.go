@@ -6,6 +6,7 @@
 //	                         (webhook-id, webhook-timestamp, webhook-signature)
 //	GET  /debug/stats        what it received (Stats, JSON)
 //	GET  /debug/deliveries   one line per webhook-id, for scripts (Receiver.WriteDeliveries)
+//	POST /debug/sick?for=D   answer 500 to every verified attempt for D (Receiver.SickFor)
 //
 // Every POST is verified with paylock's own signature package before
 // anything else: a signature that does not verify is answered 401 and
@@ -125,6 +126,7 @@ type Stats struct {
 	Malformed         int `json:"malformed"`          // verified POSTs answered 400
 	FailedFirst       int `json:"failed_first"`       // POSTs answered 500 (FailFirst)
 	Scripted          int `json:"scripted"`           // POSTs answered as Config.Answers said, not 2xx
+	Sick              int `json:"sick"`               // verified POSTs answered 500 while sick (SickFor, POST /debug/sick)
 	Delivered         int `json:"delivered"`          // POSTs processed, redeliveries included
 	Dropped           int `json:"dropped"`            // processed POSTs whose answer was dropped
 	// WebhookIDs counts the webhook-ids processed at least once; Payments
@@ -160,6 +162,7 @@ type Receiver struct {
 	payments  map[payment][]string // webhook-ids processed per payment
 	scripted  int                  // verified attempts that met Config.Answers
 	delayNext time.Duration        // see DelayNext
+	sickUntil time.Time            // see SickFor
 	attempts  []Attempt            // Config.KeepAttempts
 	newest    map[payment]int      // the highest data.version processed per payment
 	arrivals  []Arrival            // every processed payment message, in order
@@ -210,6 +213,15 @@ func New(cfg Config) (*Receiver, error) {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(r.Stats())
 	})
+	r.mux.HandleFunc("POST /debug/sick", func(w http.ResponseWriter, req *http.Request) {
+		d, err := time.ParseDuration(req.URL.Query().Get("for"))
+		if err != nil || d < 0 {
+			http.Error(w, "want ?for=<duration> (60s; 0 ends it)", http.StatusBadRequest)
+			return
+		}
+		r.SickFor(d)
+		w.WriteHeader(http.StatusNoContent)
+	})
 	r.mux.HandleFunc("GET /debug/deliveries", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
 		_ = r.WriteDeliveries(w)
@@ -247,6 +259,15 @@ func (r *Receiver) Arrivals() []Arrival {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.arrivals)
+}
+
+// SickFor makes the receiver answer 500 to every verified attempt for d
+// from now (0 ends it at once): a destination that is down while its
+// server still answers. Its answers are counted in Stats.Sick.
+func (r *Receiver) SickFor(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sickUntil = time.Now().Add(d)
 }
 
 // DelayNext holds the answer to the next processed attempt for d after it
@@ -362,6 +383,10 @@ func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 // process decides, under r.mu, the answer to a verified attempt of
 // webhook-id id and counts it in ev and the stats.
 func (r *Receiver) process(id string, ev *Event, body []byte) answer {
+	if time.Now().Before(r.sickUntil) {
+		r.stats.Sick++
+		return answer{status: http.StatusInternalServerError, text: "sick on purpose (SickFor)"}
+	}
 	if n := r.scripted; n < len(r.cfg.Answers) {
 		r.scripted++
 		if status := r.cfg.Answers[n]; status < 200 || status > 299 {

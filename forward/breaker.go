@@ -1,0 +1,412 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/paylock/paylock/store"
+)
+
+// The breaker: a sick destination harms nobody else.
+//
+// Each replica counts its attempts per destination. A destination whose
+// last FailingAfter attempts failed is failing (destination.failing); one
+// whose last Policy.ParkAfter attempts failed, or at least half of the last
+// breakerWindow, is parked (destination.parked): its jobs wait, snoozed
+// without spending an attempt, and are kept, never dropped. The state is
+// shared by every replica through the store (store.Outbox.MoveDestination),
+// read again every breakerRefresh.
+//
+// While parked, a probe is due after Policy.Probe (doubling after each
+// failed probe up to ProbeMost): one replica claims it (store.ClaimProbe),
+// which makes the oldest waiting job available, marked as the probe, and
+// that job alone is sent. Its success brings the destination back
+// (destination.recovered) and releases every waiting job at once, in the
+// same transaction; so does "paylock forward resume". A failed attempt
+// spends an attempt as ever; a refusal for good (ErrPermanent) or a
+// missing destination says nothing about the destination's health and is
+// not counted.
+//
+// Operator events (destination.failing, destination.parked,
+// destination.recovered, message.exhausted) are forward jobs to the
+// operations destination (Config.Operations), inserted in the transaction
+// of the move they report.
+
+// HealthStore is what the breaker needs from the store; *store.Outbox
+// satisfies it.
+type HealthStore interface {
+	DestinationHealth(ctx context.Context) ([]store.DestinationHealth, error)
+	MoveDestination(ctx context.Context, m store.DestinationMove) (store.DestinationHealth, bool, int, error)
+	ClaimProbe(ctx context.Context, destination string, most time.Duration) (store.DestinationHealth, bool, error)
+	ConsumeProbe(ctx context.Context, destination string, id int64) (bool, error)
+	EnqueueForward(ctx context.Context, args store.ForwardArgs, maxAttempts int) error
+}
+
+// The breaker's settings that are not a destination's own.
+const (
+	// FailingAfter is the consecutive failed attempts that make a
+	// destination failing.
+	FailingAfter = 3
+	// DefaultParkAfter is Policy.ParkAfter's default.
+	DefaultParkAfter = 10
+	// DefaultProbe is Policy.Probe's default: the wait before the first
+	// probe of a parked destination.
+	DefaultProbe = 2 * time.Second
+	// ProbeMost is the longest wait between two probes.
+	ProbeMost = 10 * time.Second
+	// breakerWindow is the attempts whose error rate can park a
+	// destination: at least half of them failed.
+	breakerWindow = 20
+	// breakerRefresh is how often a replica reads every destination's
+	// state, and claims the probes that are due.
+	breakerRefresh = time.Second
+	// parkedSnooze is how long a parked job waits before it is offered
+	// again; the destination's recovery releases it sooner.
+	parkedSnooze = time.Minute
+)
+
+// The types of the operator events.
+const (
+	EventDestinationFailing   = "destination.failing"
+	EventDestinationParked    = "destination.parked"
+	EventDestinationRecovered = "destination.recovered"
+	EventMessageExhausted     = "message.exhausted"
+)
+
+// tally is one replica's recent attempts to one destination.
+type tally struct {
+	consecutive int
+	window      [breakerWindow]bool // true: failed
+	n, next     int
+	lastErr     string
+}
+
+func (t *tally) add(failed bool, err error) {
+	if failed {
+		t.consecutive++
+		if err != nil {
+			t.lastErr = err.Error()
+		}
+	} else {
+		t.consecutive = 0
+	}
+	t.window[t.next] = failed
+	t.next = (t.next + 1) % breakerWindow
+	t.n = min(t.n+1, breakerWindow)
+}
+
+// rate is the failed share of the last breakerWindow attempts; 0 until
+// there were that many.
+func (t *tally) rate() float64 {
+	if t.n < breakerWindow {
+		return 0
+	}
+	f := 0
+	for _, b := range t.window {
+		if b {
+			f++
+		}
+	}
+	return float64(f) / breakerWindow
+}
+
+// breaker is a worker's view of its destinations' health and its own
+// count of their attempts. It is safe for concurrent use.
+type breaker struct {
+	hs     HealthStore
+	log    *slog.Logger
+	router *Router
+	// ops is the operations destination ("": none), where events go.
+	ops string
+	// moved, when set, is told each move this replica made (metrics).
+	moved func(destination string, to store.DestinationState)
+
+	mu      sync.Mutex
+	view    map[string]store.DestinationHealth // by destination; absent: healthy
+	tallies map[string]*tally
+	// refreshing serializes reads of the store outside the loop.
+	refreshing sync.Mutex
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newBreaker(hs HealthStore, router *Router, ops string, moved func(string, store.DestinationState), log *slog.Logger) *breaker {
+	return &breaker{hs: hs, router: router, ops: ops, moved: moved, log: log,
+		view: map[string]store.DestinationHealth{}, tallies: map[string]*tally{}}
+}
+
+// start reads the destinations' states every breakerRefresh and claims
+// the probes that are due, until close.
+func (b *breaker) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stop, b.done = cancel, make(chan struct{})
+	go func() {
+		defer close(b.done)
+		t := time.NewTicker(breakerRefresh)
+		defer t.Stop()
+		for {
+			b.tick(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (b *breaker) close() {
+	if b.stop != nil {
+		b.stop()
+		<-b.done
+	}
+}
+
+// tick refreshes the view and claims the due probes of parked destinations
+// this worker defines.
+func (b *breaker) tick(ctx context.Context) {
+	if err := b.refresh(ctx); err != nil {
+		if ctx.Err() == nil {
+			b.log.WarnContext(ctx, "forward: reading the destinations' health", slog.Any("error", err))
+		}
+		return
+	}
+	for _, h := range b.snapshot() {
+		if h.State != store.DestinationParked || h.ProbeIn > 0 || b.router.route(h.Destination) == nil {
+			continue
+		}
+		got, claimed, err := b.hs.ClaimProbe(ctx, h.Destination, ProbeMost)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.log.WarnContext(ctx, "forward: claiming a probe", slog.String("destination", h.Destination), slog.Any("error", err))
+			}
+			continue
+		}
+		if got.Destination != "" {
+			b.set(got)
+		}
+		if claimed {
+			b.log.InfoContext(ctx, "forward: probing a parked destination", slog.String("destination", h.Destination),
+				slog.Int64("job_id", got.ProbeJobID))
+		}
+	}
+}
+
+func (b *breaker) refresh(ctx context.Context) error {
+	b.refreshing.Lock()
+	defer b.refreshing.Unlock()
+	all, err := b.hs.DestinationHealth(ctx)
+	if err != nil {
+		return err
+	}
+	view := make(map[string]store.DestinationHealth, len(all))
+	for _, h := range all {
+		view[h.Destination] = h
+	}
+	b.mu.Lock()
+	b.view = view
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *breaker) snapshot() []store.DestinationHealth {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]store.DestinationHealth, 0, len(b.view))
+	for _, h := range b.view {
+		out = append(out, h)
+	}
+	return out
+}
+
+func (b *breaker) state(dest string) store.DestinationHealth {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.view[dest]; ok {
+		return h
+	}
+	return store.DestinationHealth{Destination: dest, State: store.DestinationHealthy}
+}
+
+// set keeps h unless the view holds a later generation.
+func (b *breaker) set(h store.DestinationHealth) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.view[h.Destination]; !ok || cur.Gen <= h.Gen {
+		b.view[h.Destination] = h
+	}
+}
+
+// States returns each destination's state as this replica last read it;
+// a destination it never saw move is healthy.
+func (b *breaker) states() map[string]store.DestinationState {
+	out := map[string]store.DestinationState{}
+	for _, name := range b.router.names() {
+		out[name] = store.DestinationHealthy
+	}
+	for _, h := range b.snapshot() {
+		out[h.Destination] = h.State
+	}
+	return out
+}
+
+// admit decides whether job may be sent now. A job of a parked destination
+// waits (a snooze: no attempt spent) unless it is the destination's
+// current probe; probe reports that it is. A job marked by a move this
+// replica has not seen yet (released, or chosen as a probe) makes it read
+// the store again first.
+func (b *breaker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) (probe bool, err error) {
+	dest := job.Args.Destination
+	h := b.state(dest)
+	if h.State != store.DestinationParked {
+		return false, nil
+	}
+	mark := store.JobParkMark(job.Metadata)
+	if mark.Gen > h.Gen {
+		if err := b.refresh(ctx); err != nil {
+			return false, err
+		}
+		if h = b.state(dest); h.State != store.DestinationParked {
+			return false, nil
+		}
+	}
+	if mark.Probe && mark.Gen >= h.Gen {
+		ok, err := b.hs.ConsumeProbe(ctx, dest, job.ID)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, river.JobSnooze(parkedSnooze + rand.N(parkedSnooze/4))
+}
+
+// observe counts an attempt's outcome and moves the destination when it
+// crosses a threshold (or, succeeding, comes back).
+func (b *breaker) observe(ctx context.Context, dest string, err error, probe bool) {
+	if dest == "" || errors.Is(err, ErrPermanent) || errors.Is(err, ErrNoDestination) || b.router.route(dest) == nil {
+		return
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return // the worker is stopping: the destination said nothing
+	}
+	failed := err != nil
+	b.mu.Lock()
+	t := b.tallies[dest]
+	if t == nil {
+		t = &tally{}
+		b.tallies[dest] = t
+	}
+	t.add(failed, err)
+	consecutive, rate, lastErr := t.consecutive, t.rate(), t.lastErr
+	b.mu.Unlock()
+	h := b.state(dest)
+	parkAfter := b.router.route(dest).policy.parkAfter()
+	switch {
+	case !failed && (h.State != store.DestinationHealthy || probe):
+		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationHealthy,
+			From: []store.DestinationState{store.DestinationFailing, store.DestinationParked}}, EventDestinationRecovered)
+	case failed && h.State != store.DestinationParked && (consecutive >= parkAfter || rate >= 0.5):
+		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationParked, Failures: consecutive, LastError: lastErr,
+			From:  []store.DestinationState{store.DestinationHealthy, store.DestinationFailing},
+			Probe: b.router.route(dest).policy.probe()}, EventDestinationParked)
+	case failed && h.State == store.DestinationHealthy && consecutive >= FailingAfter:
+		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationFailing, Failures: consecutive, LastError: lastErr,
+			From: []store.DestinationState{store.DestinationHealthy}}, EventDestinationFailing)
+	}
+}
+
+// move makes m in the store with its operator event, and keeps the row.
+func (b *breaker) move(ctx context.Context, m store.DestinationMove, event string) {
+	ctx = context.WithoutCancel(ctx)
+	m.Event = func(h store.DestinationHealth) *store.ForwardArgs { return b.event(event, h, nil) }
+	h, moved, released, err := b.hs.MoveDestination(ctx, m)
+	if err != nil {
+		b.log.WarnContext(ctx, "forward: moving a destination", slog.String("destination", m.Destination),
+			slog.String("to", string(m.To)), slog.Any("error", err))
+		return
+	}
+	b.set(h)
+	if !moved {
+		return
+	}
+	level := slog.LevelWarn
+	if m.To == store.DestinationHealthy {
+		level = slog.LevelInfo
+	}
+	b.log.Log(ctx, level, "forward: destination "+string(m.To), slog.String("destination", m.Destination),
+		slog.Int("failures", m.Failures), slog.String("last_error", store.LastErrorLine(m.LastError)),
+		slog.Int("released", released))
+	if b.moved != nil {
+		b.moved(m.Destination, m.To)
+	}
+}
+
+// event is the operator event typ about h (and, for message.exhausted,
+// about job), as a job to the operations destination; nil without one.
+func (b *breaker) event(typ string, h store.DestinationHealth, job *river.Job[store.ForwardArgs]) *store.ForwardArgs {
+	return operatorEvent(b.router, b.ops, typ, h, job)
+}
+
+// OperatorEvent is the operator event typ (destination.recovered...)
+// about h, as a job to the operations destination ops with its
+// fingerprint; nil when ops is "". For "paylock forward resume", whose
+// move is an operator's.
+func (r *Router) OperatorEvent(ops, typ string, h store.DestinationHealth) *store.ForwardArgs {
+	return operatorEvent(r, ops, typ, h, nil)
+}
+
+func operatorEvent(r *Router, ops, typ string, h store.DestinationHealth, job *river.Job[store.ForwardArgs]) *store.ForwardArgs {
+	if ops == "" {
+		return nil
+	}
+	op := &store.ForwardedOperatorEvent{Destination: h.Destination, State: string(h.State), Since: h.Since.UTC(),
+		Failures: h.Failures, LastError: h.LastError}
+	id := fmt.Sprintf("%s:%s:%d", typ, h.Destination, h.Gen)
+	if job != nil {
+		a := job.Args
+		op.State = ""
+		op.Since = time.Time{}
+		op.JobID, op.MessageID, op.MessageType, op.Attempts = job.ID, a.ID, a.Type, job.Attempt
+		op.Source, op.TransactionID = a.Source, a.TransactionID
+		id = fmt.Sprintf("%s:%d:%d", typ, job.ID, job.Attempt)
+	}
+	return &store.ForwardArgs{ID: store.OperatorEventID(id), Type: typ, Destination: ops,
+		Fingerprint: r.Fingerprint(ops), Operator: op}
+}
+
+// exhausted reports a job given up (its last attempt failed, or its
+// destination refused it for good) to the operations destination. An
+// operator event is not reported again.
+func (b *breaker) exhausted(ctx context.Context, job *river.Job[store.ForwardArgs], err error) {
+	if isOperatorEvent(job.Args.Type) {
+		return
+	}
+	ev := b.event(EventMessageExhausted, store.DestinationHealth{Destination: job.Args.Destination}, job)
+	if ev == nil {
+		return
+	}
+	if err != nil {
+		ev.Operator.LastError = store.LastErrorLine(err.Error())
+	}
+	if e := b.hs.EnqueueForward(context.WithoutCancel(ctx), *ev, 0); e != nil {
+		b.log.ErrorContext(ctx, "forward: reporting an exhausted message", slog.Int64("job_id", job.ID), slog.Any("error", e))
+	}
+}
+
+func isOperatorEvent(typ string) bool {
+	switch typ {
+	case EventDestinationFailing, EventDestinationParked, EventDestinationRecovered, EventMessageExhausted:
+		return true
+	}
+	return false
+}
