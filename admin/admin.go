@@ -79,6 +79,10 @@ type Config struct {
 	// where the console's replay sends a payment whose forward job River
 	// no longer holds.
 	Forwards map[string]string
+	// ForwardDestinations serves the forward destinations under APIBase
+	// (their state, backlog, lag; resume), and with the console their page
+	// (see destinations.go); nil leaves them out.
+	ForwardDestinations DestinationView
 	// Destinations are the forward destinations by name: the console shows
 	// a job's destination with its URL, credentials hidden (forward.Redact).
 	Destinations forward.Destinations

@@ -95,8 +95,9 @@ func startAPI(t *testing.T) *apiFixture {
 			f.replayed = append(f.replayed, d.ID)
 			return admin.DeliveryReplay{Result: "processed", Recorded: true}, nil
 		},
-		Sync:     docSync{st},
-		Forwards: map[string]string{"stripe": forward.DefaultDestination, "adyen": forward.DefaultDestination}})
+		Sync:                docSync{st},
+		ForwardDestinations: docDestinations(),
+		Forwards:            map[string]string{"stripe": forward.DefaultDestination, "adyen": forward.DefaultDestination}})
 	f.srv = httptest.NewServer(f.admin)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -40,6 +40,9 @@ import (
 //     the same for a tool, answering JSON.
 //   - GET /admin/disbursements and /admin/disbursements/{loan_id}/{tranche}
 //     list and show the loan disbursements (disbursement.go).
+//   - GET /admin/destinations shows the forward destinations, their
+//     state, backlog and lag; a parked one has a Resume button
+//     (destinations.go).
 //
 // Every POST is refused (403) unless it carries the form field "csrf":
 // HMAC-SHA256, keyed by the admin tokens, of a label and the session cookie's
@@ -160,7 +163,7 @@ func (c *console) css(w http.ResponseWriter, r *http.Request) {
 // consolePage is what every page's layout reads.
 type consolePage struct {
 	Title  string
-	Nav    string // the current section: "payments", "review", "deliveries", "disbursements", "orders"
+	Nav    string // the current section: "payments", "review", "deliveries", "disbursements", "orders", "destinations"
 	CSRF   string
 	Review bool // the review queue is available
 	// Deliveries: the delivery log is available (set by render).
@@ -169,6 +172,9 @@ type consolePage struct {
 	Disbursements bool
 	// Orders: the orders are available (set by render).
 	Orders bool
+	// Destinations: the forward destinations are available (set by
+	// render).
+	Destinations bool
 	Error  string
 	Notice string
 	Data   any
@@ -179,6 +185,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	p.Deliveries = c.a.cfg.Deliveries != nil
 	p.Disbursements = c.a.cfg.Disbursements != nil
 	p.Orders = c.a.cfg.Orders != nil
+	p.Destinations = c.a.cfg.ForwardDestinations != nil
 	p.Review = p.Review || c.a.cfg.Review != nil
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {

@@ -133,6 +133,9 @@ func (a *Admin) mount() {
 	if a.cfg.Disbursements != nil {
 		a.mountDisbursements()
 	}
+	if a.cfg.ForwardDestinations != nil {
+		a.mountDestinations()
+	}
 	if a.cfg.Orders != nil {
 		a.mountOrders()
 	}

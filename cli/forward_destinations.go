@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/store"
 )
@@ -46,25 +47,8 @@ func destinationState(s store.DestinationStats, h store.DestinationHealth) strin
 }
 
 // destinationRow is one destination as "forward destinations --json"
-// prints it.
-type destinationRow struct {
-	Name         string     `json:"name"`
-	State        string     `json:"state"`
-	URL          string     `json:"url"`     // redacted; "" for an unknown destination
-	Types        []string   `json:"types"`   // ["*"]: every type
-	Filter       string     `json:"filter"`  // as written; "" for none
-	Sources      []string   `json:"sources"` // the sources forwarding to it
-	Backlog      int        `json:"backlog"`
-	Failing      int        `json:"failing"`
-	Discarded24h int        `json:"discarded_24h"`
-	LagSeconds   int64      `json:"lag_seconds"`
-	LastError    string     `json:"last_error"`
-	LastErrorAt  *time.Time `json:"last_error_at"`
-	// StateSince is when the breaker last moved it (null: never), and
-	// NextProbeSeconds, parked, the wait until its next probe.
-	StateSince       *time.Time `json:"state_since"`
-	NextProbeSeconds *int64     `json:"next_probe_seconds"`
-}
+// prints it, and as the console shows it (admin.Destination).
+type destinationRow = admin.Destination
 
 // destinationURL is rawURL fit to print: its userinfo, user name included, and
 // its query values replaced by xxxxx (forward.Redact).
@@ -160,12 +144,13 @@ sources file's destinations) with its jobs (docs/routing.md, "Watching
 destinations"):
 
   STATE          parked: the breaker parked it (park_after consecutive
-                 failed attempts, or half of the last 20): its jobs wait,
+                 failed attempts, none succeeding for 5s): its jobs wait,
                  kept, no attempt spent, until a probe succeeds or
                  "paylock forward resume";
                  healthy: no job failing and none pending over 5m;
-                 failing: the breaker saw 3 consecutive failed attempts,
-                 or some job's last attempt failed (retryable);
+                 failing: the breaker saw 3 consecutive failed attempts
+                 or half of the last 20, or some job's last attempt failed
+                 (retryable);
                  stalled: none failing, the oldest pending job older than 5m;
                  unknown: jobs name a destination the configuration does not
   SINCE          when the breaker last moved it (-: never)
@@ -199,15 +184,11 @@ var forwardDestinationsCommand = Command[*destinationsOpts]{
 		if err != nil {
 			return err
 		}
-		stats, err := b.Store.Outbox().DestinationStats(ctx)
+		rows, err := destinationView{routes: routes, st: b.Store.Outbox()}.ListDestinations(ctx)
 		if err != nil {
 			return err
 		}
-		health, err := b.Store.Outbox().DestinationHealth(ctx)
-		if err != nil {
-			return err
-		}
-		return printDestinations(b.Stdout, destinationRows(routes, stats, health), o.json)
+		return printDestinations(b.Stdout, rows, o.json)
 	},
 }
 

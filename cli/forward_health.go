@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/store"
 )
@@ -119,19 +120,16 @@ var forwardResumeCommand = Command[*healthOpts]{
 		if err != nil {
 			return err
 		}
-		event := func(h store.DestinationHealth) *store.ForwardArgs {
-			return routes.Router.OperatorEvent(routes.Operations, forward.EventDestinationRecovered, h)
-		}
-		h, moved, released, err := b.Store.Outbox().ResumeDestination(ctx, o.destination, event)
+		res, err := destinationView{routes: routes, st: b.Store.Outbox()}.ResumeDestination(ctx, o.destination)
 		if err != nil {
 			return err
 		}
-		if moved {
-			b.Printf("destination %s is healthy again (resumed by an operator); %d waiting jobs made available\n", o.destination, released)
-			b.Logger.Info("forward: destination resumed", "destination", o.destination, "released", released, "gen", h.Gen)
+		if res.Moved {
+			b.Printf("destination %s is healthy again (resumed by an operator); %d waiting jobs made available\n", o.destination, res.Released)
+			b.Logger.Info("forward: destination resumed", "destination", o.destination, "released", res.Released)
 			return nil
 		}
-		b.Printf("destination %s was not parked nor failing; %d waiting jobs made available\n", o.destination, released)
+		b.Printf("destination %s was not parked nor failing; %d waiting jobs made available\n", o.destination, res.Released)
 		return nil
 	},
 }
@@ -156,4 +154,42 @@ var forwardRecoverCommand = Command[*healthOpts]{
 			n, o.destination, o.since.UTC().Format(time.RFC3339), until)
 		return nil
 	},
+}
+
+// destinationView is the console's and the commands' view of the forward
+// destinations (admin.DestinationView): routes as this process defines
+// them, their jobs and their breaker's state from st.
+type destinationView struct {
+	routes forward.Routes
+	st     *store.Outbox
+}
+
+// ListDestinations returns one row per destination (destinationRows).
+func (v destinationView) ListDestinations(ctx context.Context) ([]admin.Destination, error) {
+	stats, err := v.st.DestinationStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	health, err := v.st.DestinationHealth(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return destinationRows(v.routes, stats, health), nil
+}
+
+// ResumeDestination resumes destination name (store.Outbox.ResumeDestination),
+// sending destination.recovered to the operations destination when it
+// moved. A name this process does not define wraps store.ErrNotFound.
+func (v destinationView) ResumeDestination(ctx context.Context, name string) (admin.DestinationResume, error) {
+	if v.routes.Router == nil || v.routes.Router.Check([]string{name}) != nil {
+		return admin.DestinationResume{}, fmt.Errorf("%w: destination %q", store.ErrNotFound, name)
+	}
+	event := func(h store.DestinationHealth) *store.ForwardArgs {
+		return v.routes.Router.OperatorEvent(v.routes.Operations, forward.EventDestinationRecovered, h)
+	}
+	_, moved, released, err := v.st.ResumeDestination(ctx, name, event)
+	if err != nil {
+		return admin.DestinationResume{}, err
+	}
+	return admin.DestinationResume{Destination: name, Moved: moved, Released: released}, nil
 }

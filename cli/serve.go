@@ -185,7 +185,11 @@ func (s *serving) startAdmin(ctx context.Context) error {
 	if specs, err := forwardSpecs(s.cfg); err == nil {
 		verified = verifiedPayloads(s.cfg, specs)
 	}
-	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens, Verified: verified,
+	var dests admin.DestinationView
+	if len(s.routes.Destinations) > 0 {
+		dests = destinationView{routes: s.routes, st: s.st.Outbox()}
+	}
+	asrv := newServer(admin.New(admin.Config{Token: cfg.Token, Tokens: cfg.Tokens, Verified: verified, ForwardDestinations: dests,
 		Disbursements: s.st.Disbursements(), Review: newReviewQueue(s.cfg, s.st), Console: consoleStore{s.st.Payments(), s.st.Outbox()},
 		Payments: s.st.Payments(), Sync: syncAdmin{s.sync}, Orders: ordersAdmin(s.cfg, s.st), PaymentOrders: paymentOrders(s.cfg, s.st), Deliveries: s.st.Deliveries(), ReplayDelivery: s.replayDelivery,
 		Forwards: s.routes.BySource, Destinations: s.routes.Destinations, Mounts: mounts, Hosts: cfg.Hosts, Logger: s.logger}), s.logger, s.cfg.Server.MaxHeaderBytes)

@@ -17,12 +17,15 @@ import (
 // The breaker: a sick destination harms nobody else.
 //
 // Each replica counts its attempts per destination. A destination whose
-// last FailingAfter attempts failed is failing (destination.failing); one
-// whose last Policy.ParkAfter attempts failed, or at least half of the last
-// breakerWindow, is parked (destination.parked): its jobs wait, snoozed
-// without spending an attempt, and are kept, never dropped. The state is
-// shared by every replica through the store (store.Outbox.MoveDestination),
-// read again every breakerRefresh.
+// last FailingAfter attempts failed, or half of its last breakerWindow, is
+// failing (destination.failing); it is healthy again once a success
+// follows and fewer than a fifth of the last breakerWindow failed. One
+// whose last Policy.ParkAfter attempts failed, with no success for
+// ParkStreak, is parked (destination.parked): its jobs wait, snoozed
+// without spending an attempt, and are kept, never dropped. (A receiver
+// that fails often but not always is failing, not parked: its successes
+// go on.) The state is shared by every replica through the store
+// (store.Outbox.MoveDestination), read again every breakerRefresh.
 //
 // While parked, a probe is due after Policy.Probe (doubling after each
 // failed probe up to ProbeMost): one replica claims it (store.ClaimProbe),
@@ -47,6 +50,7 @@ type HealthStore interface {
 	ClaimProbe(ctx context.Context, destination string, most time.Duration) (store.DestinationHealth, bool, error)
 	ConsumeProbe(ctx context.Context, destination string, id int64) (bool, error)
 	EnqueueForward(ctx context.Context, args store.ForwardArgs, maxAttempts int) error
+	ReleaseSnoozed(ctx context.Context, destination string, gen int64, beyond time.Duration) (int, error)
 }
 
 // The breaker's settings that are not a destination's own.
@@ -61,15 +65,21 @@ const (
 	DefaultProbe = 2 * time.Second
 	// ProbeMost is the longest wait between two probes.
 	ProbeMost = 10 * time.Second
-	// breakerWindow is the attempts whose error rate can park a
-	// destination: at least half of them failed.
+	// ParkStreak is how long a destination's consecutive failures must
+	// have lasted (no success) before they park it.
+	ParkStreak = 5 * time.Second
+	// breakerWindow is the attempts whose error rate makes a destination
+	// failing (half of them failed) or healthy again (under a fifth).
 	breakerWindow = 20
 	// breakerRefresh is how often a replica reads every destination's
 	// state, and claims the probes that are due.
 	breakerRefresh = time.Second
 	// parkedSnooze is how long a parked job waits before it is offered
-	// again; the destination's recovery releases it sooner.
+	// again; the destination's recovery releases it sooner. sweepBeyond
+	// tells a parked job's snooze from every other snooze of a forward job
+	// (a mismatch's, 30s to 37.5s; the order's and the rate's, shorter).
 	parkedSnooze = time.Minute
+	sweepBeyond  = 45 * time.Second
 )
 
 // The types of the operator events.
@@ -83,13 +93,21 @@ const (
 // tally is one replica's recent attempts to one destination.
 type tally struct {
 	consecutive int
-	window      [breakerWindow]bool // true: failed
-	n, next     int
-	lastErr     string
+	// streak is when the consecutive failures began.
+	streak  time.Time
+	window  [breakerWindow]bool // true: failed
+	n, next int
+	lastErr string
+	// gen is the destination's generation when the tally was last reset
+	// (a move to healthy, by any replica, starts it afresh).
+	gen int64
 }
 
-func (t *tally) add(failed bool, err error) {
+func (t *tally) add(failed bool, err error, now time.Time) {
 	if failed {
+		if t.consecutive == 0 {
+			t.streak = now
+		}
 		t.consecutive++
 		if err != nil {
 			t.lastErr = err.Error()
@@ -102,19 +120,19 @@ func (t *tally) add(failed bool, err error) {
 	t.n = min(t.n+1, breakerWindow)
 }
 
-// rate is the failed share of the last breakerWindow attempts; 0 until
-// there were that many.
+// rate is the failed share of the last breakerWindow attempts (of those
+// so far, when fewer).
 func (t *tally) rate() float64 {
-	if t.n < breakerWindow {
+	if t.n == 0 {
 		return 0
 	}
 	f := 0
-	for _, b := range t.window {
-		if b {
+	for i := range t.n {
+		if t.window[i] {
 			f++
 		}
 	}
-	return float64(f) / breakerWindow
+	return float64(f) / float64(t.n)
 }
 
 // breaker is a worker's view of its destinations' health and its own
@@ -180,7 +198,20 @@ func (b *breaker) tick(ctx context.Context) {
 		return
 	}
 	for _, h := range b.snapshot() {
-		if h.State != store.DestinationParked || h.ProbeIn > 0 || b.router.route(h.Destination) == nil {
+		if b.router.route(h.Destination) == nil {
+			continue
+		}
+		if h.State == store.DestinationHealthy && h.Gen > 1 && h.Age < parkedSnooze*5/4+5*time.Second {
+			// Newly healthy: a job parked by a worker whose view was a
+			// moment old, after the release, waits no longer.
+			if n, err := b.hs.ReleaseSnoozed(ctx, h.Destination, h.Gen, sweepBeyond); err != nil && ctx.Err() == nil {
+				b.log.WarnContext(ctx, "forward: releasing parked jobs", slog.String("destination", h.Destination), slog.Any("error", err))
+			} else if n > 0 {
+				b.log.InfoContext(ctx, "forward: released jobs parked after the destination came back", slog.String("destination", h.Destination), slog.Int("released", n))
+			}
+			continue
+		}
+		if h.State != store.DestinationParked || h.ProbeIn > 0 {
 			continue
 		}
 		got, claimed, err := b.hs.ClaimProbe(ctx, h.Destination, ProbeMost)
@@ -300,26 +331,30 @@ func (b *breaker) observe(ctx context.Context, dest string, err error, probe boo
 		return // the worker is stopping: the destination said nothing
 	}
 	failed := err != nil
+	now := time.Now()
+	h := b.state(dest)
 	b.mu.Lock()
 	t := b.tallies[dest]
-	if t == nil {
-		t = &tally{}
+	if t == nil || h.State == store.DestinationHealthy && h.Gen != t.gen {
+		t = &tally{gen: h.Gen} // new, or the destination came back since: afresh
 		b.tallies[dest] = t
 	}
-	t.add(failed, err)
-	consecutive, rate, lastErr := t.consecutive, t.rate(), t.lastErr
+	t.add(failed, err, now)
+	consecutive, streak, rate, full, lastErr := t.consecutive, now.Sub(t.streak), t.rate(), t.n == breakerWindow, t.lastErr
 	b.mu.Unlock()
-	h := b.state(dest)
 	parkAfter := b.router.route(dest).policy.parkAfter()
 	switch {
-	case !failed && (h.State != store.DestinationHealthy || probe):
+	case !failed && (h.State == store.DestinationParked || probe):
 		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationHealthy,
 			From: []store.DestinationState{store.DestinationFailing, store.DestinationParked}}, EventDestinationRecovered)
-	case failed && h.State != store.DestinationParked && (consecutive >= parkAfter || rate >= 0.5):
+	case !failed && h.State == store.DestinationFailing && rate < 0.2:
+		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationHealthy,
+			From: []store.DestinationState{store.DestinationFailing}}, EventDestinationRecovered)
+	case failed && h.State != store.DestinationParked && consecutive >= parkAfter && streak >= ParkStreak:
 		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationParked, Failures: consecutive, LastError: lastErr,
 			From:  []store.DestinationState{store.DestinationHealthy, store.DestinationFailing},
 			Probe: b.router.route(dest).policy.probe()}, EventDestinationParked)
-	case failed && h.State == store.DestinationHealthy && consecutive >= FailingAfter:
+	case failed && h.State == store.DestinationHealthy && (consecutive >= FailingAfter || full && rate >= 0.5):
 		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationFailing, Failures: consecutive, LastError: lastErr,
 			From: []store.DestinationState{store.DestinationHealthy}}, EventDestinationFailing)
 	}

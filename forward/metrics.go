@@ -77,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Forward jobs this replica left to another (snoozed, no attempt spent) because the destination they name is defined otherwise here, or not at all: its fingerprint (URL, scheme, signing, types, filter, header names) differs from the job's. Replicas disagree on the sources file.",
 	}, []string{"destination"}), moves: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_forward_destination_moves_total",
-		Help: "Moves of a destination's health made by this replica's breaker, by destination and the state it entered: failing (3 consecutive failed attempts), parked (park_after consecutive failures, or half of the last 20: its jobs wait, kept, no attempt spent), healthy (a probe or an attempt succeeded, or 'paylock forward resume').",
+		Help: "Moves of a destination's health made by this replica's breaker, by destination and the state it entered: failing (3 consecutive failed attempts, or half of the last 20), parked (park_after consecutive failures with no success for 5s: its jobs wait, kept, no attempt spent), healthy (a probe or an attempt succeeded, or 'paylock forward resume').",
 	}, []string{"destination", "to"}), states: &stateCollector{desc: prometheus.NewDesc("paylock_forward_destination_state",
 		"A destination's health as this replica last read it (every second): 1 for its state (healthy, failing, parked), 0 for the others. Parked: its jobs wait until a probe succeeds or 'paylock forward resume'.",
 		[]string{"destination", "state"}, nil)}}

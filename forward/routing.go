@@ -66,9 +66,9 @@ type Policy struct {
 	// are tuning, not definition: not part of the fingerprint.
 	Concurrency int
 	Rate        float64
-	// ParkAfter is the consecutive failed attempts (by one replica) that
-	// park the destination (breaker.go); 0: DefaultParkAfter. It is also
-	// parked when half of its last 20 attempts failed. Probe is the wait
+	// ParkAfter is the consecutive failed attempts (by one replica), with
+	// no success for ParkStreak, that park the destination (breaker.go);
+	// 0: DefaultParkAfter. Probe is the wait
 	// before the first probe of it parked; 0: DefaultProbe. Tuning, not
 	// definition: not part of the fingerprint.
 	ParkAfter int

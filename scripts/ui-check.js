@@ -187,6 +187,29 @@ const env = (k) => {
     }
     await page.screenshot({ path: path.join(out, 'console-order.png'), fullPage: true });
     console.log(`ui-check: order page ORD-1042 with its payment: wrote ${path.join(out, 'console-order.png')}`);
+
+    // The forward destinations: the unreachable receiver, parked by the
+    // breaker once 10 attempts in a row failed, then resumed from its form.
+    let state = '';
+    for (let i = 0; i < 80 && state !== 'parked'; i++) {
+      if (i > 0) await page.waitForTimeout(250);
+      res = await page.goto(`${admin}/admin/destinations`);
+      if (res.status() !== 200) throw new Error(`destinations page: ${res.status()}`);
+      const row = page.locator('tbody tr', { has: page.locator('code', { hasText: /^default$/ }) });
+      state = (await row.locator('span.state').innerText()).trim();
+    }
+    if (state !== 'parked') throw new Error(`destinations page: default is ${state}, want parked`);
+    await page.screenshot({ path: path.join(out, 'console-destinations.png'), fullPage: true });
+    console.log(`ui-check: destinations page, default parked: wrote ${path.join(out, 'console-destinations.png')}`);
+    [res] = await Promise.all([
+      page.waitForNavigation(),
+      page.getByRole('button', { name: 'Resume' }).first().click(),
+    ]);
+    const resumed = page.getByRole('status');
+    if (res.status() !== 200 || !(await resumed.innerText()).includes('Destination default resumed')) {
+      throw new Error(`resume form: ${res.status()} ${page.url()}`);
+    }
+    console.log(`ui-check: resumed default from its form (${await resumed.innerText()})`);
   } finally {
     await context.close();
   }

@@ -23,7 +23,9 @@
 # (docs/img/console-review-resolved.png); the approved loans' disbursements
 # (docs/img/console-disbursements.png); the two orders the payments name,
 # one paid and one underpaid (docs/img/console-orders.png,
-# docs/img/console-order.png).
+# docs/img/console-order.png); the forward destinations, the unreachable
+# one parked by the breaker (docs/img/console-destinations.png), resumed
+# from its button.
 #
 # Needs Go, psql, Node.js with npm, and Chromium (installed with apt-get when
 # missing and running as root).
@@ -113,7 +115,11 @@ curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application
   -d '{"id":"evt_uicheck_7f3a","transaction_id":"pi_uicheck_1","amount":4200,"currency":"EUR","order_id":"ORD-1042","customer":{"email":"ana@example.com","name":"Ana Lima"},"metadata":{"order":"ORD-1042","channel":"web"}}' >/dev/null
 curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' \
   -d '{"id":"evt_uicheck_hostile","transaction_id":"pi_uicheck_2","amount":990,"currency":"EUR","order_id":"ORD-1043","note":"<script>alert(1)</script>"}' >/dev/null
-echo "ui-check: recorded 2 payments (forwards to the unreachable receiver $dead_receiver)" >&2
+for n in $(seq 1 10); do
+  curl -fsS -X POST "http://$addr/webhooks/payments" -H 'Content-Type: application/json' \
+    -d "{\"id\":\"evt_uicheck_bulk_$n\",\"transaction_id\":\"pi_uicheck_bulk_$n\",\"amount\":$((n * 100)),\"currency\":\"EUR\"}" >/dev/null
+done
+echo "ui-check: recorded 12 payments (forwards to the unreachable receiver $dead_receiver, which the breaker parks)" >&2
 # Redeliveries with another amount: 422, and each kept for review.
 for body in '{"id":"evt_uicheck_m1","transaction_id":"pi_uicheck_1","amount":4300,"currency":"EUR"}' \
             '{"id":"evt_uicheck_m2","transaction_id":"pi_uicheck_2","amount":990,"currency":"USD"}'; do

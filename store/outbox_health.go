@@ -38,8 +38,10 @@ const (
 type DestinationHealth struct {
 	Destination string
 	State       DestinationState
-	// Since is when it entered State, by the database's clock.
+	// Since is when it entered State, by the database's clock, and Age
+	// how long ago that was (by the same clock).
 	Since time.Time
+	Age   time.Duration
 	// Gen grows by one with each move and each probe claimed.
 	Gen int64
 	// Failures is the consecutive failed attempts the move counted, and
@@ -82,13 +84,15 @@ func JobParkMark(metadata []byte) ParkMark {
 var ErrDestinationMove = errors.New("store: bad destination move")
 
 const healthColumns = `destination, state, since, gen, failures, last_error,
-	coalesce(greatest(extract(epoch FROM probe_at - now()), 0), 0)::float8, coalesce(probe_job_id, 0)`
+	coalesce(greatest(extract(epoch FROM probe_at - now()), 0), 0)::float8, coalesce(probe_job_id, 0),
+	greatest(extract(epoch FROM now() - since), 0)::float8`
 
 func scanHealth(row pgx.Row) (DestinationHealth, error) {
 	var h DestinationHealth
-	var probe float64
-	err := row.Scan(&h.Destination, &h.State, &h.Since, &h.Gen, &h.Failures, &h.LastError, &probe, &h.ProbeJobID)
+	var probe, age float64
+	err := row.Scan(&h.Destination, &h.State, &h.Since, &h.Gen, &h.Failures, &h.LastError, &probe, &h.ProbeJobID, &age)
 	h.ProbeIn = time.Duration(probe * float64(time.Second))
+	h.Age = time.Duration(age * float64(time.Second))
 	return h, err
 }
 
@@ -261,6 +265,23 @@ func (s *Outbox) ConsumeProbe(ctx context.Context, destination string, id int64)
 		return false, translate("consume probe", err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// ReleaseSnoozed makes available at once the jobs to destination that
+// wait (snoozed: scheduled) until more than beyond from now, marked
+// released at gen, and returns how many. A worker that decided to park a
+// job just before the destination came back snoozes it after the
+// release: while a destination is newly healthy, its breaker sweeps them
+// (beyond: longer than any other snooze of a forward job).
+func (s *Outbox) ReleaseSnoozed(ctx context.Context, destination string, gen int64, beyond time.Duration) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now(),
+			metadata = metadata || jsonb_build_object($3::text, jsonb_build_object('gen', $2::bigint, 'released', true))
+		WHERE kind = $4 AND state = 'scheduled' AND scheduled_at > now() + make_interval(secs => $5)
+			AND args->>'destination' = $1`, destination, gen, ParkMarkKey, ForwardKind, beyond.Seconds())
+	if err != nil {
+		return 0, translate("release snoozed forwards", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // ResumeDestination moves a failing or parked destination back to healthy

@@ -171,6 +171,19 @@ func TestADestinationMovesOnceFromAStateItIsInWithItsEventAndComesBackReleasingI
 			From: []DestinationState{DestinationFailing, DestinationParked}, Event: event("destination.recovered")}); err != nil || moved {
 			t.Fatalf("a second recovery: moved %v, %v; want nothing", moved, err)
 		}
+		// A job parked by a worker whose view was a moment old, after the
+		// release; and one snoozed briefly (its order, its rate).
+		testkit.Exec(t, b.store.pool, `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '1 minute' WHERE id = $1`, ids[1])
+		testkit.Exec(t, b.store.pool, `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '2 seconds' WHERE id = $1`, ids[2])
+		if n, err := ob.ReleaseSnoozed(ctx, "ledger", 3, 45*time.Second); err != nil || n != 1 {
+			t.Fatalf("ReleaseSnoozed: %d, %v; want the parked one alone", n, err)
+		}
+		if state, _ := b.jobState(t, ids[1]); state != "available" {
+			t.Errorf("the late-parked job is %s, want available", state)
+		}
+		if state, _ := b.jobState(t, ids[2]); state != "scheduled" {
+			t.Errorf("the briefly snoozed job is %s, want left alone", state)
+		}
 	})
 	t.Run("BadMovesAreRefused", func(t *testing.T) {
 		for _, m := range []DestinationMove{{To: DestinationParked, Probe: time.Second}, {Destination: "x", To: "sick"},
