@@ -175,9 +175,9 @@ type consolePage struct {
 	// Destinations: the forward destinations are available (set by
 	// render).
 	Destinations bool
-	Error  string
-	Notice string
-	Data   any
+	Error        string
+	Notice       string
+	Data         any
 }
 
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, p consolePage) {
