@@ -50,6 +50,12 @@
 #       for 50 PaymentIntents each naming its order (cmd/syncrace), Postgres's
 #       then Redis's replies dropped; each PaymentIntent recorded once, one
 #       payment.recorded and one order.paid per order at the receiver
+#   14  two destinations (sources file): crm answers 500 to everything, then
+#       is killed and restarted, while a replica is SIGKILLed mid-batch; the
+#       breaker parks crm (no job given up) and a probe brings it back; each
+#       payment once at each destination, the healthy one's lag p99 under 1s
+#       throughout, crm's backlog in within 30s of its restart
+#       (scripts/chaos-destinations.sh)
 #   (11 and 12 run in the --short form only when --only names them)
 #
 # Prints the results table and writes it, with the date, the commit and this
@@ -1004,6 +1010,9 @@ report() {
   if grep -qE '^(9|10)'$'\x1f' "$work/results"; then
     echo "- scenarios 9 and 10: the replicas restart with PAYLOCK_FORWARD_URL naming the broker and no PAYLOCK_FORWARD_SECRETS (${BRK_SETTINGS[*]}); \`pspsim\` sends $BRK_TXS transactions × $BRK_DELIVERIES deliveries at $BRK_RATE deliveries/s; 9: a throwaway \`nats-server -js\`, the stream created by paylock (\`create=true&duplicates=10m\`), killed with SIGKILL a third into the storm and restarted on its store 3s later (longer than an attempt); 10: \`kfakebroker --brokers 3 --partitions 6 --drop-acks $BRK_DROP_ACKS\`, replica 2 SIGKILLed a quarter into the storm. After the storm, $BRK_CHANGED of the run's payments get $BRK_CHANGES refunds each (paylock's own body, one round after another, so versions 2 to $((BRK_CHANGES + 1))), 9 killing nats-server again during the second round and restarting it just before the third (10's lost acks go on). Within ${BRK_WAIT}s the broker must hold a message of every payment and every change; each payment's versions must be non-decreasing as the broker holds them (\`brokerdump --order\`: stream order, partition offset order). Their **duplicates** add the messages under a wrong id (and, for NATS, a webhook-id held twice); their **lost**, payments the broker does not hold"
   fi
+  if grep -q '^14'$'\x1f' "$work/results"; then
+    echo "- scenario 14: the replicas restart with a sources file forwarding the payments source to two destinations, \`ledger\` (retry 500ms, 1s) and \`crm\` (retry 500ms, 1s, 2s; 25 attempts), each a \`fakereceiver\` (${DST_SETTINGS[*]}, the breaker's defaults: parked after 10 consecutive failures lasting 5s, probes 2s then doubling up to 10s apart); \`pspsim\` sends $DST_TXS transactions × $DST_DELIVERIES deliveries at $DST_RATE deliveries/s; crm answers 500 to everything for ${DST_SICK}s from the start, is then SIGKILLed and restarted ${DST_DOWN}s later; replica 2 is SIGKILLed a quarter into the storm and restarted after it. Within ${DST_WAIT}s of crm's restart both receivers must hold every payment. Its **lost** are payments a destination never processed; its **duplicates**, payments processed under more than one webhook-id at a destination and deliveries of no recorded payment; its verdict also needs pspsim's, exactly one job per payment and destination, every job completed (none given up), no signature failure, the ledger's lag p99 under 1s over the payments received during crm's outage and sent at their first attempt, crm's last message within 30s of its restart, and the breaker to have parked crm and left it healthy"
+  fi
   if grep -q '^13'$'\x1f' "$work/results"; then
     echo "- scenario 13: the replicas restart with a Stripe source whose status API (\`api_key_env\`, \`api_url\`) is \`syncrace\`'s fake Stripe API, an admin listener each, ${SR_SETTINGS[*]} and forwarding to \`fakereceiver --other-events --drop-rate $SR_DROP\`. \`syncrace\` registers $SR_ORDERS orders (\`POST /admin/api/v1/orders\`), one per PaymentIntent (\`metadata.order_id\`), then for each calls \`POST /admin/api/v1/payments/stripe/<pi>/sync\` on one replica and delivers the signed \`payment_intent.succeeded\` webhook to the next at the same instant, the pairs spread over 4s, each side retried on the next replica until answered 2xx (a 4xx other than 409 is a refusal). Within ${SR_WAIT}s the receiver must hold a message of every PaymentIntent and every order. Its **deliveries** are the syncs and webhooks; its **rows**, the PaymentIntents recorded; its **duplicates**, PaymentIntents with more than one row or \`payment.recorded\` webhook-id, orders with more than one \`order.paid\` webhook-id or payment, and any other message of the run's orders (\`order.double_paid\`, \`order.overpaid\`...); its **lost**, PaymentIntents without a row or a \`payment.recorded\`, orders without an \`order.paid\` or not \`paid\` by their PaymentIntent alone (admin API), and syncs or webhooks never acknowledged"
   fi
@@ -1108,6 +1117,8 @@ go build -o "$bin/" ./cmd/paylock ./cmd/pspsim ./cmd/chaosproxy ./cmd/fakeprovid
 source scripts/chaos-brokers.sh
 # shellcheck source=scripts/chaos-secure-brokers.sh
 source scripts/chaos-secure-brokers.sh
+# shellcheck source=scripts/chaos-destinations.sh
+source scripts/chaos-destinations.sh
 
 SERVICES_THROWAWAY=1 services_start
 : >"$work/results"
@@ -1155,6 +1166,7 @@ run_broker 10 kafka "forwarding into Kafka (kfake): $BRK_DROP_ACKS of the acks l
 run_secure_broker 11 nats "forwarding into NATS JetStream under a credential rotation: nats-server restarted knowing only a new user, then reloaded accepting old and new"
 run_secure_broker 12 kafka "forwarding into Kafka (kfake) behind TLS only: $BRK_DROP_ACKS of the acks lost after the append; replica killed (SIGKILL) mid-storm"
 run_syncrace 13 "orders: a checkout's sync races the Stripe webhook for $SR_ORDERS PaymentIntents across the replicas, Postgres's then Redis's replies dropped"
+run_destinations 14 "two destinations: crm answers 500 for ${DST_SICK}s, then is killed and restarted ${DST_DOWN}s later; replica killed (SIGKILL) mid-batch"
 
 report >"$work/report.md"
 echo

@@ -282,9 +282,10 @@ func (r *Receiver) DelayNext(d time.Duration) {
 // WriteDeliveries writes one line per webhook-id seen, sorted by id, with
 // tab-separated fields: webhook-id, source, transaction_id, attempts,
 // signature failures, deliveries (processed attempts), type and order_id
-// (Event.Type, Event.OrderID). Absent strings are "-"; control characters
+// (Event.Type, Event.OrderID), and when it was first processed (Unix
+// milliseconds, 0 if never). Absent strings are "-"; control characters
 // (tabs and newlines included) are written as '?', so that a line always
-// has eight fields.
+// has nine fields.
 func (r *Receiver) WriteDeliveries(w io.Writer) error {
 	s := r.Stats()
 	ids := make([]string, 0, len(s.Events))
@@ -305,8 +306,12 @@ func (r *Receiver) WriteDeliveries(w io.Writer) error {
 	}
 	for _, id := range ids {
 		e := s.Events[id]
-		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", dash(id), dash(e.Source), dash(e.TransactionID),
-			e.Attempts, e.SignatureFailures, e.Deliveries, dash(e.Type), dash(e.OrderID)); err != nil {
+		var first int64
+		if !e.FirstDeliveredAt.IsZero() {
+			first = e.FirstDeliveredAt.UnixMilli()
+		}
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", dash(id), dash(e.Source), dash(e.TransactionID),
+			e.Attempts, e.SignatureFailures, e.Deliveries, dash(e.Type), dash(e.OrderID), first); err != nil {
 			return err
 		}
 	}

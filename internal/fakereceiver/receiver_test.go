@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -243,7 +244,10 @@ func TestDeliveriesListOneLinePerWebhookID(t *testing.T) {
 	}
 	defer res.Body.Close()
 	got, _ := io.ReadAll(res.Body)
-	want := "msg_a\tpayments\ttx-a\t2\t0\t1\tpayment.recorded\t-\nmsg_b\t-\t-\t1\t1\t0\t-\t-\nmsg_c\tpayments\ttx?c?\t2\t0\t1\tpayment.recorded\t-\n"
+	st := r.Stats()
+	ms := func(id string) string { return strconv.FormatInt(st.Events[id].FirstDeliveredAt.UnixMilli(), 10) }
+	want := "msg_a\tpayments\ttx-a\t2\t0\t1\tpayment.recorded\t-\t" + ms("msg_a") + "\nmsg_b\t-\t-\t1\t1\t0\t-\t-\t0\n" +
+		"msg_c\tpayments\ttx?c?\t2\t0\t1\tpayment.recorded\t-\t" + ms("msg_c") + "\n"
 	if string(got) != want {
 		t.Errorf("deliveries\n%q, want\n%q", got, want)
 	}
@@ -373,7 +377,7 @@ func TestOtherEventsAreProcessedWhenAccepted(t *testing.T) {
 		t.Errorf("order event %+v, want its type and order_id", ev)
 	}
 	var buf bytes.Buffer
-	if err := r.WriteDeliveries(&buf); err != nil || !strings.Contains(buf.String(), "msg_o\t-\t-\t1\t0\t1\torder.paid\tord-1\n") {
+	if err := r.WriteDeliveries(&buf); err != nil || !strings.Contains(buf.String(), "msg_o\t-\t-\t1\t0\t1\torder.paid\tord-1\t") {
 		t.Errorf("WriteDeliveries = %q, %v: want the order's line with its type and order_id", buf.String(), err)
 	}
 }
