@@ -29,8 +29,11 @@ import (
 //
 // While parked, a probe is due after Policy.Probe (doubling after each
 // failed probe up to ProbeMost): one replica claims it (store.ClaimProbe),
-// which makes the oldest waiting job available, marked as the probe, and
-// that job alone is sent. Its success brings the destination back
+// which makes the oldest waiting job never probed available, marked as
+// the probe, and that job alone is sent (store.ConsumeProbe, just before
+// it goes), one probe at a time. A failed probe spends no attempt (it
+// waits as the parked jobs do), so the oldest message never runs out of
+// attempts while its destination is parked. Its success brings the destination back
 // (destination.recovered) and releases every waiting job at once, in the
 // same transaction; so does "paylock forward resume". A failed attempt
 // spends an attempt as ever; a refusal for good (ErrPermanent) or a
@@ -149,6 +152,9 @@ type breaker struct {
 	mu      sync.Mutex
 	view    map[string]store.DestinationHealth // by destination; absent: healthy
 	tallies map[string]*tally
+	// sweepUntil is, for a destination this replica saw come back from
+	// parked, until when its late-parked jobs are swept back (tick).
+	sweepUntil map[string]time.Time
 	// refreshing serializes reads of the store outside the loop.
 	refreshing sync.Mutex
 
@@ -158,7 +164,7 @@ type breaker struct {
 
 func newBreaker(hs HealthStore, router *Router, ops string, moved func(string, store.DestinationState), log *slog.Logger) *breaker {
 	return &breaker{hs: hs, router: router, ops: ops, moved: moved, log: log,
-		view: map[string]store.DestinationHealth{}, tallies: map[string]*tally{}}
+		view: map[string]store.DestinationHealth{}, tallies: map[string]*tally{}, sweepUntil: map[string]time.Time{}}
 }
 
 // start reads the destinations' states every breakerRefresh and claims
@@ -201,7 +207,7 @@ func (b *breaker) tick(ctx context.Context) {
 		if b.router.route(h.Destination) == nil {
 			continue
 		}
-		if h.State == store.DestinationHealthy && h.Gen > 1 && h.Age < parkedSnooze*5/4+5*time.Second {
+		if h.State == store.DestinationHealthy && b.sweeping(h.Destination) {
 			// Newly healthy: a job parked by a worker whose view was a
 			// moment old, after the release, waits no longer.
 			if n, err := b.hs.ReleaseSnoozed(ctx, h.Destination, h.Gen, sweepBeyond); err != nil && ctx.Err() == nil {
@@ -238,14 +244,38 @@ func (b *breaker) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	view := make(map[string]store.DestinationHealth, len(all))
-	for _, h := range all {
-		view[h.Destination] = h
-	}
 	b.mu.Lock()
-	b.view = view
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	for _, h := range all {
+		b.keep(h)
+	}
 	return nil
+}
+
+// keep, under b.mu, takes h into the view unless the view holds a later
+// generation (a move or claim this replica made since the read); a move
+// from parked to healthy starts the sweep of late-parked jobs.
+func (b *breaker) keep(h store.DestinationHealth) {
+	cur, ok := b.view[h.Destination]
+	if ok && cur.Gen > h.Gen {
+		return
+	}
+	if ok && cur.State == store.DestinationParked && h.State == store.DestinationHealthy {
+		b.sweepUntil[h.Destination] = time.Now().Add(parkedSnooze*5/4 + 5*time.Second)
+	}
+	b.view[h.Destination] = h
+}
+
+// sweeping reports whether dest's late-parked jobs are still swept back.
+func (b *breaker) sweeping(dest string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	until, ok := b.sweepUntil[dest]
+	if ok && time.Now().After(until) {
+		delete(b.sweepUntil, dest)
+		return false
+	}
+	return ok
 }
 
 func (b *breaker) snapshot() []store.DestinationHealth {
@@ -271,9 +301,7 @@ func (b *breaker) state(dest string) store.DestinationHealth {
 func (b *breaker) set(h store.DestinationHealth) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cur, ok := b.view[h.Destination]; !ok || cur.Gen <= h.Gen {
-		b.view[h.Destination] = h
-	}
+	b.keep(h)
 }
 
 // States returns each destination's state as this replica last read it;
@@ -284,17 +312,20 @@ func (b *breaker) states() map[string]store.DestinationState {
 		out[name] = store.DestinationHealthy
 	}
 	for _, h := range b.snapshot() {
-		out[h.Destination] = h.State
+		if _, ok := out[h.Destination]; ok { // not a destination removed since
+			out[h.Destination] = h.State
+		}
 	}
 	return out
 }
 
 // admit decides whether job may be sent now. A job of a parked destination
-// waits (a snooze: no attempt spent) unless it is the destination's
-// current probe; probe reports that it is. A job marked by a move this
-// replica has not seen yet (released, or chosen as a probe) makes it read
-// the store again first.
-func (b *breaker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) (probe bool, err error) {
+// waits (a snooze: no attempt spent) unless it is marked as the
+// destination's current probe: candidate reports that it is, and consume
+// must then make it the probe before it is sent. A job marked by a move
+// this replica has not seen yet (released, or chosen as a probe) makes it
+// read the store again first.
+func (b *breaker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) (candidate bool, err error) {
 	dest := job.Args.Destination
 	h := b.state(dest)
 	if h.State != store.DestinationParked {
@@ -302,7 +333,7 @@ func (b *breaker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) 
 	}
 	mark := store.JobParkMark(job.Metadata)
 	if mark.Gen > h.Gen {
-		if err := b.refresh(ctx); err != nil {
+		if err := b.refreshFor(ctx, dest, mark.Gen); err != nil {
 			return false, err
 		}
 		if h = b.state(dest); h.State != store.DestinationParked {
@@ -310,15 +341,38 @@ func (b *breaker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) 
 		}
 	}
 	if mark.Probe && mark.Gen >= h.Gen {
-		ok, err := b.hs.ConsumeProbe(ctx, dest, job.ID)
-		if err != nil {
-			return false, err
-		}
-		if ok {
-			return true, nil
-		}
+		return true, nil
 	}
-	return false, river.JobSnooze(parkedSnooze + rand.N(parkedSnooze/4))
+	return false, parkedWait()
+}
+
+// parkedWait is a parked job's snooze.
+func parkedWait() error { return river.JobSnooze(parkedSnooze + rand.N(parkedSnooze/4)) }
+
+// refreshFor reads the store again unless another worker's read, while
+// this one waited for it, already brought dest's view to gen.
+func (b *breaker) refreshFor(ctx context.Context, dest string, gen int64) error {
+	b.refreshing.Lock()
+	seen := b.state(dest).Gen >= gen
+	b.refreshing.Unlock()
+	if seen {
+		return nil
+	}
+	return b.refresh(ctx)
+}
+
+// consume makes a candidate (admit) the destination's probe, once: of the
+// replicas that run it, one sends it. When it is not (or no longer) the
+// probe, the job waits as any parked job does.
+func (b *breaker) consume(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
+	ok, err := b.hs.ConsumeProbe(ctx, job.Args.Destination, job.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return parkedWait()
+	}
+	return nil
 }
 
 // observe counts an attempt's outcome and moves the destination when it
@@ -335,9 +389,14 @@ func (b *breaker) observe(ctx context.Context, dest string, err error, probe boo
 	h := b.state(dest)
 	b.mu.Lock()
 	t := b.tallies[dest]
-	if t == nil || h.State == store.DestinationHealthy && h.Gen != t.gen {
-		t = &tally{gen: h.Gen} // new, or the destination came back since: afresh
+	switch {
+	case t == nil:
+		t = &tally{gen: h.Gen}
 		b.tallies[dest] = t
+	case h.State == store.DestinationHealthy && h.Gen != t.gen:
+		// The destination came back since (a probe, an operator): its
+		// failures in a row start afresh, its recent error rate stays.
+		t.consecutive, t.gen = 0, h.Gen
 	}
 	t.add(failed, err, now)
 	consecutive, streak, rate, full, lastErr := t.consecutive, now.Sub(t.streak), t.rate(), t.n == breakerWindow, t.lastErr
@@ -347,7 +406,7 @@ func (b *breaker) observe(ctx context.Context, dest string, err error, probe boo
 	case !failed && (h.State == store.DestinationParked || probe):
 		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationHealthy,
 			From: []store.DestinationState{store.DestinationFailing, store.DestinationParked}}, EventDestinationRecovered)
-	case !failed && h.State == store.DestinationFailing && rate < 0.2:
+	case !failed && h.State == store.DestinationFailing && full && rate < 0.2:
 		b.move(ctx, store.DestinationMove{Destination: dest, To: store.DestinationHealthy,
 			From: []store.DestinationState{store.DestinationFailing}}, EventDestinationRecovered)
 	case failed && h.State != store.DestinationParked && consecutive >= parkAfter && streak >= ParkStreak:

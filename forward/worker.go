@@ -368,6 +368,14 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 		return river.JobSnooze(wait)
 	}
 	defer release()
+	if probe {
+		// The parked destination's probe, now that nothing else holds it
+		// back: one replica sends it, and no other probe is claimed while
+		// it runs.
+		if err := w.breaker.consume(ctx, job); err != nil {
+			return w.healthUnknown(ctx, job, err)
+		}
+	}
 	ctx, span := w.startAttempt(ctx, a, job.Attempt)
 	ev := Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
 	defer func() { endAttempt(span, ev) }()
@@ -396,6 +404,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 			w.breaker.exhausted(ctx, job, err)
 		}
 		return river.JobCancel(err)
+	case probe:
+		// A failed probe spends no attempt: the destination is still
+		// parked, and its oldest message must not run out of attempts
+		// while it is.
+		ev.Outcome = OutcomeFailedAttempt
+		w.done(ctx, a, ev)
+		return parkedWait()
 	case job.Attempt >= job.MaxAttempts:
 		ev.Outcome = OutcomeDiscarded
 		if w.breaker != nil {
@@ -409,7 +424,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 }
 
 // admit asks the breaker whether job may be sent now (breaker.admit): a
-// job of a parked destination is snoozed unless it is its probe. When the
+// job of a parked destination is snoozed unless it is a probe candidate
+// (probe), which Work makes the probe (breaker.consume) just before it
+// is sent. When the
 // store cannot say, the job waits a little (a snooze) rather than spend an
 // attempt.
 func (w *Worker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) (probe bool, err error) {
@@ -417,13 +434,22 @@ func (w *Worker) admit(ctx context.Context, job *river.Job[store.ForwardArgs]) (
 		return false, nil
 	}
 	probe, err = w.breaker.admit(ctx, job)
-	var snooze *river.JobSnoozeError
-	if err != nil && !errors.As(err, &snooze) {
-		w.log.WarnContext(ctx, "forward: the destination's health is unknown; the job waits", slog.Int64("job_id", job.ID),
-			slog.String("destination", job.Args.Destination), slog.Any("error", err))
-		return false, river.JobSnooze(breakerRefresh + rand.N(breakerRefresh))
+	if err != nil {
+		return false, w.healthUnknown(ctx, job, err)
 	}
-	return probe, err
+	return probe, nil
+}
+
+// healthUnknown passes a snooze on; any other error (the store could not
+// say) makes the job wait a little rather than spend an attempt.
+func (w *Worker) healthUnknown(ctx context.Context, job *river.Job[store.ForwardArgs], err error) error {
+	var snooze *river.JobSnoozeError
+	if errors.As(err, &snooze) {
+		return err
+	}
+	w.log.WarnContext(ctx, "forward: the destination's health is unknown; the job waits", slog.Int64("job_id", job.ID),
+		slog.String("destination", job.Args.Destination), slog.Any("error", err))
+	return river.JobSnooze(breakerRefresh + rand.N(breakerRefresh))
 }
 
 // deliver hands m to the sink of the job's destination, and notes in ev

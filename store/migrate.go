@@ -162,23 +162,29 @@ func applyMigrations(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, versio
 	return indexRiverJobs(ctx, pool)
 }
 
-// indexRiverJobs creates paylock's own index of River's job table
-// (forwardOrderIndex), once River's migrations made the table: it comes
+// indexRiverJobs creates paylock's own indexes of River's job table
+// (forwardOrderIndex, forwardWaitingIndex), once River's migrations made
+// the table: it comes
 // after them, so it is no goose migration (ours run first). It is asked
 // for only when missing, so that a replica starting up takes no lock on
 // river_job; building it (a scan of river_job, once) holds job inserts
 // back for as long as the build takes.
 func indexRiverJobs(ctx context.Context, pool *pgxpool.Pool) error {
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL`,
-		forwardOrderIndex).Scan(&exists); err != nil {
-		return translate("migrate: find forward order index", err)
-	}
-	if exists {
-		return nil
-	}
-	if _, err := pool.Exec(ctx, forwardOrderIndexSQL); err != nil {
-		return translate("migrate: create forward order index", err)
+	for _, ix := range []struct{ name, sql string }{
+		{forwardOrderIndex, forwardOrderIndexSQL},     // the order per payment (outbox_order.go)
+		{forwardWaitingIndex, forwardWaitingIndexSQL}, // a destination's waiting jobs (outbox_health.go)
+	} {
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL`,
+			ix.name).Scan(&exists); err != nil {
+			return translate("migrate: find index "+ix.name, err)
+		}
+		if exists {
+			continue
+		}
+		if _, err := pool.Exec(ctx, ix.sql); err != nil {
+			return translate("migrate: create index "+ix.name, err)
+		}
 	}
 	return nil
 }

@@ -50,9 +50,10 @@ type DestinationHealth struct {
 	LastError string
 	// ProbeIn, when parked, is the wait until the next probe may be
 	// claimed (0: now); ProbeJobID the job chosen as the current probe (0:
-	// none, or it ran).
+	// none) and ProbeSent whether a worker sent it (ConsumeProbe).
 	ProbeIn    time.Duration
 	ProbeJobID int64
+	ProbeSent  bool
 }
 
 // ParkMark is what a forward job's metadata (River's) says when a move or
@@ -84,13 +85,13 @@ func JobParkMark(metadata []byte) ParkMark {
 var ErrDestinationMove = errors.New("store: bad destination move")
 
 const healthColumns = `destination, state, since, gen, failures, last_error,
-	coalesce(greatest(extract(epoch FROM probe_at - now()), 0), 0)::float8, coalesce(probe_job_id, 0),
+	coalesce(greatest(extract(epoch FROM probe_at - now()), 0), 0)::float8, coalesce(probe_job_id, 0), probe_sent,
 	greatest(extract(epoch FROM now() - since), 0)::float8`
 
 func scanHealth(row pgx.Row) (DestinationHealth, error) {
 	var h DestinationHealth
 	var probe, age float64
-	err := row.Scan(&h.Destination, &h.State, &h.Since, &h.Gen, &h.Failures, &h.LastError, &probe, &h.ProbeJobID, &age)
+	err := row.Scan(&h.Destination, &h.State, &h.Since, &h.Gen, &h.Failures, &h.LastError, &probe, &h.ProbeJobID, &h.ProbeSent, &age)
 	h.ProbeIn = time.Duration(probe * float64(time.Second))
 	h.Age = time.Duration(age * float64(time.Second))
 	return h, err
@@ -172,7 +173,7 @@ func (s *Outbox) MoveDestination(ctx context.Context, m DestinationMove) (h Dest
 		}
 		h, err = scanHealth(tx.QueryRow(ctx, `UPDATE forward_destination_health SET state = $2, since = now(), gen = gen + 1,
 				failures = $3, last_error = $4, probe_at = now() + make_interval(secs => $5), probe_interval = make_interval(secs => $5),
-				probe_job_id = NULL, updated_at = now()
+				probe_job_id = NULL, probe_sent = false, updated_at = now()
 			WHERE destination = $1
 			RETURNING `+healthColumns, m.Destination, m.To, max(m.Failures, 0), LastErrorLine(m.LastError), probe))
 		if err != nil {
@@ -203,7 +204,8 @@ func (s *Outbox) MoveDestination(ctx context.Context, m DestinationMove) (h Dest
 }
 
 // ClaimProbe makes one of a parked destination's waiting jobs, its oldest,
-// the next probe, if the destination is parked and its probe is due: the
+// the next probe, if the destination is parked, its probe is due and the
+// previous probe, sent, is not still running: the
 // job is made available at once, marked (ParkMark.Probe) with the
 // destination's new Gen, and the next probe is due after the probe
 // interval, which doubles (up to most). It returns the row afterwards and
@@ -213,7 +215,9 @@ func (s *Outbox) MoveDestination(ctx context.Context, m DestinationMove) (h Dest
 func (s *Outbox) ClaimProbe(ctx context.Context, destination string, most time.Duration) (h DestinationHealth, claimed bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var due bool
-		err := tx.QueryRow(ctx, `SELECT state = 'parked' AND probe_at <= now() FROM forward_destination_health
+		err := tx.QueryRow(ctx, `SELECT state = 'parked' AND probe_at <= now()
+				AND NOT (probe_sent AND EXISTS (SELECT 1 FROM river_job WHERE id = probe_job_id AND state = 'running'))
+			FROM forward_destination_health
 			WHERE destination = $1 FOR UPDATE`, destination).Scan(&due)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && !due {
 			return nil
@@ -221,9 +225,13 @@ func (s *Outbox) ClaimProbe(ctx context.Context, destination string, most time.D
 		if err != nil {
 			return err
 		}
+		// The oldest waiting job that was never a probe: a job that cannot
+		// go (a replica that defines it otherwise, its order) or whose
+		// probe failed is not chosen again before the others.
 		var id int64
 		err = tx.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = $2 AND state IN ('available', 'scheduled', 'retryable')
-			AND args->>'destination' = $1 ORDER BY id LIMIT 1`, destination, ForwardKind).Scan(&id)
+			AND args->>'destination' = $1
+			ORDER BY coalesce((metadata->$3->>'probe')::boolean, false), id LIMIT 1`, destination, ForwardKind, ParkMarkKey).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			h, err = scanHealth(tx.QueryRow(ctx, `UPDATE forward_destination_health SET probe_at = now() + probe_interval,
 					updated_at = now()
@@ -233,7 +241,7 @@ func (s *Outbox) ClaimProbe(ctx context.Context, destination string, most time.D
 		if err != nil {
 			return err
 		}
-		h, err = scanHealth(tx.QueryRow(ctx, `UPDATE forward_destination_health SET gen = gen + 1, probe_job_id = $2,
+		h, err = scanHealth(tx.QueryRow(ctx, `UPDATE forward_destination_health SET gen = gen + 1, probe_job_id = $2, probe_sent = false,
 				probe_at = now() + probe_interval, probe_interval = least(probe_interval * 2, make_interval(secs => $3)),
 				updated_at = now()
 			WHERE destination = $1 RETURNING `+healthColumns, destination, id, most.Seconds()))
@@ -256,11 +264,13 @@ func (s *Outbox) ClaimProbe(ctx context.Context, destination string, most time.D
 }
 
 // ConsumeProbe reports whether job id is the parked destination's current
-// probe, and if so makes it no longer the probe: of the replicas that run
-// it (a job may run twice), one sends it as the probe.
+// probe, not yet sent, and if so marks it sent: of the replicas that run
+// it (a job may run twice), one sends it as the probe, and no other probe
+// is claimed while it runs (a destination that hangs gets one probe at a
+// time).
 func (s *Outbox) ConsumeProbe(ctx context.Context, destination string, id int64) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE forward_destination_health SET probe_job_id = NULL, updated_at = now()
-		WHERE destination = $1 AND state = 'parked' AND probe_job_id = $2`, destination, id)
+	tag, err := s.pool.Exec(ctx, `UPDATE forward_destination_health SET probe_sent = true, updated_at = now()
+		WHERE destination = $1 AND state = 'parked' AND probe_job_id = $2 AND NOT probe_sent`, destination, id)
 	if err != nil {
 		return false, translate("consume probe", err)
 	}
@@ -273,15 +283,33 @@ func (s *Outbox) ConsumeProbe(ctx context.Context, destination string, id int64)
 // job just before the destination came back snoozes it after the
 // release: while a destination is newly healthy, its breaker sweeps them
 // (beyond: longer than any other snooze of a forward job).
+//
+// It takes the destination's row first (as every move and claim does, so
+// that one destination's bulk updates of river_job never interleave), and
+// does nothing unless the destination is still healthy at gen.
 func (s *Outbox) ReleaseSnoozed(ctx context.Context, destination string, gen int64, beyond time.Duration) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now(),
-			metadata = metadata || jsonb_build_object($3::text, jsonb_build_object('gen', $2::bigint, 'released', true))
-		WHERE kind = $4 AND state = 'scheduled' AND scheduled_at > now() + make_interval(secs => $5)
-			AND args->>'destination' = $1`, destination, gen, ParkMarkKey, ForwardKind, beyond.Seconds())
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var ok bool
+		err := tx.QueryRow(ctx, `SELECT state = 'healthy' AND gen = $2 FROM forward_destination_health
+			WHERE destination = $1 FOR UPDATE`, destination, gen).Scan(&ok)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && !ok {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now(),
+				metadata = metadata || jsonb_build_object($3::text, jsonb_build_object('gen', $2::bigint, 'released', true))
+			WHERE kind = $4 AND state = 'scheduled' AND scheduled_at > now() + make_interval(secs => $5)
+				AND args->>'destination' = $1`, destination, gen, ParkMarkKey, ForwardKind, beyond.Seconds())
+		n = int(tag.RowsAffected())
+		return err
+	})
 	if err != nil {
 		return 0, translate("release snoozed forwards", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // ResumeDestination moves a failing or parked destination back to healthy
@@ -295,12 +323,20 @@ func (s *Outbox) ResumeDestination(ctx context.Context, destination string, even
 	if err != nil || moved {
 		return h, moved, released, err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
-		WHERE kind = $2 AND state IN ('scheduled', 'retryable') AND args->>'destination' = $1`, destination, ForwardKind)
+	n := 0
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM forward_destination_health WHERE destination = $1 FOR UPDATE`, destination); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
+			WHERE kind = $2 AND state IN ('scheduled', 'retryable') AND args->>'destination' = $1`, destination, ForwardKind)
+		n = int(tag.RowsAffected())
+		return err
+	})
 	if err != nil {
 		return h, false, 0, translate("resume destination", err)
 	}
-	return h, false, int(tag.RowsAffected()), nil
+	return h, false, n, nil
 }
 
 // RecoverForwards puts back (RetryForward) every forward job to
@@ -323,15 +359,27 @@ func (s *Outbox) RecoverForwards(ctx context.Context, destination string, since,
 	if err != nil {
 		return 0, translate("recover forwards", err)
 	}
-	n := 0
+	// An earlier job's retry puts back the later versions it held: those
+	// are not retried again. Every id is counted once, by its state at
+	// the end.
+	var errs []error
 	for _, id := range ids {
-		j, err := s.RetryForward(ctx, id)
-		if err != nil {
-			return n, err
+		var state string
+		if err := s.pool.QueryRow(ctx, `SELECT state FROM river_job WHERE id = $1`, id).Scan(&state); err != nil {
+			errs = append(errs, translate(fmt.Sprintf("recover forward job %d", id), err))
+			continue
 		}
-		if !j.GivenUp() {
-			n++
+		if state != "discarded" && state != "cancelled" {
+			continue
+		}
+		if _, err := s.RetryForward(ctx, id); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return n, nil
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE id = ANY($1) AND state NOT IN ('discarded', 'cancelled')`,
+		ids).Scan(&n); err != nil {
+		errs = append(errs, translate("recover forwards: count", err))
+	}
+	return n, errors.Join(errs...)
 }

@@ -152,19 +152,32 @@ func TestADestinationMovesOnceFromAStateItIsInWithItsEventAndComesBackReleasingI
 		if other, err := ob.ConsumeProbe(ctx, "ledger", ids[1]); err != nil || other {
 			t.Fatalf("another job: %v, %v; want false", other, err)
 		}
+		// While the sent probe runs, no other is claimed, even when due.
+		testkit.Exec(t, b.store.pool, `UPDATE forward_destination_health SET probe_at = now() - interval '1 second' WHERE destination = 'ledger'`)
+		testkit.Exec(t, b.store.pool, `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1 WHERE id = $1`, ids[0])
+		if h, claimed, err := ob.ClaimProbe(ctx, "ledger", 90*time.Second); err != nil || claimed {
+			t.Fatalf("a claim while the probe runs: %+v %v, %v; want none", h, claimed, err)
+		}
+		// It failed (snoozed, no attempt spent): the next claim prefers a
+		// job never probed.
+		testkit.Exec(t, b.store.pool, `UPDATE river_job SET state = 'scheduled', attempt = 0, scheduled_at = now() + interval '1 minute' WHERE id = $1`, ids[0])
+		h, claimed, err := ob.ClaimProbe(ctx, "ledger", 90*time.Second)
+		if err != nil || !claimed || h.ProbeJobID != ids[1] {
+			t.Fatalf("the next claim: %+v %v, %v; want job %d, the oldest never probed", h, claimed, err, ids[1])
+		}
 	})
 	t.Run("ComingBackReleasesEveryWaitingJobMarked", func(t *testing.T) {
 		h, moved, released, err := ob.MoveDestination(ctx, DestinationMove{Destination: "ledger", To: DestinationHealthy,
 			From: []DestinationState{DestinationFailing, DestinationParked}, Event: event("destination.recovered")})
-		if err != nil || !moved || h.State != DestinationHealthy || h.Gen != 3 {
+		if err != nil || !moved || h.State != DestinationHealthy || h.Gen != 4 {
 			t.Fatalf("recovered: %+v moved %v, %v", h, moved, err)
 		}
 		if released != 2 {
-			t.Errorf("released %d jobs, want the 2 still scheduled", released)
+			t.Errorf("released %d jobs, want the 2 still scheduled (the failed probe and the last)", released)
 		}
-		for _, id := range ids[1:] {
-			if state, mark := b.jobState(t, id); state != "available" || mark != (ParkMark{Gen: 3, Released: true}) {
-				t.Errorf("job %d: %s %+v; want available, released at gen 3", id, state, mark)
+		for _, id := range []int64{ids[0], ids[2]} {
+			if state, mark := b.jobState(t, id); state != "available" || mark != (ParkMark{Gen: 4, Released: true}) {
+				t.Errorf("job %d: %s %+v; want available, released at gen 4", id, state, mark)
 			}
 		}
 		if _, moved, _, err := ob.MoveDestination(ctx, DestinationMove{Destination: "ledger", To: DestinationHealthy,
@@ -175,7 +188,10 @@ func TestADestinationMovesOnceFromAStateItIsInWithItsEventAndComesBackReleasingI
 		// release; and one snoozed briefly (its order, its rate).
 		testkit.Exec(t, b.store.pool, `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '1 minute' WHERE id = $1`, ids[1])
 		testkit.Exec(t, b.store.pool, `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '2 seconds' WHERE id = $1`, ids[2])
-		if n, err := ob.ReleaseSnoozed(ctx, "ledger", 3, 45*time.Second); err != nil || n != 1 {
+		if n, err := ob.ReleaseSnoozed(ctx, "ledger", 3, 45*time.Second); err != nil || n != 0 {
+			t.Fatalf("ReleaseSnoozed at an older generation: %d, %v; want nothing", n, err)
+		}
+		if n, err := ob.ReleaseSnoozed(ctx, "ledger", 4, 45*time.Second); err != nil || n != 1 {
 			t.Fatalf("ReleaseSnoozed: %d, %v; want the parked one alone", n, err)
 		}
 		if state, _ := b.jobState(t, ids[1]); state != "available" {

@@ -58,6 +58,13 @@ const (
 	forwardOrderIndexSQL = `CREATE INDEX IF NOT EXISTS river_job_forward_order_idx ON river_job
 		((args->>'transaction_id'), (args->>'source'))
 		WHERE kind = 'forward' AND state <> 'completed'`
+	// forwardWaitingIndex is the waiting forward jobs of a destination,
+	// oldest first: what the breaker's probe, release and sweep read
+	// (outbox_health.go).
+	forwardWaitingIndex    = "river_job_forward_waiting_idx"
+	forwardWaitingIndexSQL = `CREATE INDEX IF NOT EXISTS river_job_forward_waiting_idx ON river_job
+		((args->>'destination'), id)
+		WHERE kind = 'forward' AND state IN ('available', 'scheduled', 'retryable')`
 )
 
 // earlierForwardsSQL reads, for job $5 of payment ($1, $2) to destination

@@ -15,10 +15,12 @@ CREATE TABLE forward_destination_health (
     failures        integer     NOT NULL DEFAULT 0 CHECK (failures >= 0),
     last_error      text        NOT NULL DEFAULT '',
     -- parked only: when the next probe may be claimed, the wait after it,
-    -- and the job chosen as the current probe (NULL once it ran).
+    -- the job chosen as the current probe, and whether a worker sent it
+    -- (no other probe is claimed while it runs).
     probe_at        timestamptz NULL,
     probe_interval  interval    NULL,
     probe_job_id    bigint      NULL,
+    probe_sent      boolean     NOT NULL DEFAULT false,
     updated_at      timestamptz NOT NULL DEFAULT now()
 );
 
