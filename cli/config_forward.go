@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/paylock/paylock/forward"
@@ -18,6 +19,7 @@ type ForwardConfig struct {
 	Concurrency int                // PAYLOCK_FORWARD_CONCURRENCY: forwards in flight per process
 	Timeout     time.Duration      // PAYLOCK_FORWARD_TIMEOUT: one forward attempt
 	MaxAttempts int                // PAYLOCK_FORWARD_MAX_ATTEMPTS: attempts before River discards the job
+	BackoffCap  time.Duration      // PAYLOCK_FORWARD_BACKOFF_CAP: the longest wait between two attempts; 0: River's backoff, uncapped
 
 	secretsRaw string // parsed by validate
 }
@@ -36,6 +38,29 @@ func (c *ForwardConfig) settings() []setting {
 			parse: durationAtLeast(&c.Timeout, 100*time.Millisecond)},
 		{env: "PAYLOCK_FORWARD_MAX_ATTEMPTS", flag: "forward-max-attempts", def: "25", usage: "attempts of one forward before it is discarded",
 			parse: positive(&c.MaxAttempts)},
+		{env: "PAYLOCK_FORWARD_BACKOFF_CAP", flag: "forward-backoff-cap", usage: "longest wait between two attempts of a forward whose destination has no retry schedule of its own (empty: River's backoff, attempt⁴ seconds, uncapped)",
+			parse: func(v string) error {
+				if v == "" {
+					c.BackoffCap = 0
+					return nil
+				}
+				return durationAtLeast(&c.BackoffCap, time.Second)(v)
+			}},
+	}
+}
+
+// backoff is the forward worker's wait after failed attempt n: River's
+// attempt⁴ seconds, capped at BackoffCap, with up to 10% of jitter; nil
+// without a cap (River's own policy).
+func (c *ForwardConfig) backoff() func(attempt int) time.Duration {
+	if c.BackoffCap <= 0 {
+		return nil
+	}
+	limit := c.BackoffCap
+	return func(attempt int) time.Duration {
+		n := float64(max(attempt, 1))
+		d := time.Duration(min(n*n*n*n, limit.Seconds()) * float64(time.Second))
+		return min(d, limit) - time.Duration(rand.Int64N(int64(d/10)+1))
 	}
 }
 
@@ -64,6 +89,7 @@ func (c *ForwardConfig) logAttrs() []slog.Attr {
 		slog.Int("forward_concurrency", c.Concurrency),
 		slog.Duration("forward_timeout", c.Timeout),
 		slog.Int("forward_max_attempts", c.MaxAttempts),
+		slog.Duration("forward_backoff_cap", c.BackoffCap),
 	}
 }
 

@@ -233,6 +233,7 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, metrics 
 		Moved:        moved,
 		Mismatch:     mismatch,
 		Timeout:      cfg.Forward.Timeout,
+		Backoff:      cfg.Forward.backoff(),
 		Concurrency:  cfg.Forward.Concurrency,
 		// A quarter of the pool the intake shares: PAYLOCK_FORWARD_CONCURRENCY
 		// workers must not hold every connection when the database slows.
