@@ -10,7 +10,7 @@
 # release assets (scripts/release.sh) and the OCI image (scripts/image.sh),
 # printing each one's time, then fuzzes every fuzz target of the main module
 # for PAYLOCK_FUZZTIME (default 3s) each, one at a time (go test -fuzz takes
-# one target of one package), the targets found by go test -list; it prints
+# one target of one package), the targets declared in its _test.go files (func FuzzX(f *testing.F)); it prints
 # the phase's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,29 +51,41 @@ fuzz_verdict() {
 # large input found early could otherwise take a target's whole time, and
 # its executions would not count.
 #
-# fuzz_all: fuzzes every target go test -list finds, one at a time; fails,
+# fuzz_all: fuzzes every target the main module declares, one at a time; fails,
 # after trying them all, if any failed, stayed at its seed corpus, or ran
 # too few executions even when given PAYLOCK_FUZZTIME_RETRY (default 15s)
 # the second time.
 fuzz_all() {
   local fuzztime=${PAYLOCK_FUZZTIME:-3s} retry=${PAYLOCK_FUZZTIME_RETRY:-15s} start=$SECONDS
   local listing line pkg entry target log t0 seeds verdict rc time
-  local names=() found=() failed=()
-  # -race, as the run before: its compiled packages are reused; vet has run.
-  listing=$(go test -race -vet=off -list '^Fuzz' ./...)
-  # Per package: the names that match, then its "ok" line.
+  local found=() failed=()
+  # The targets are the main module's "func FuzzX(f *testing.F)" in its
+  # _test.go files (the nested modules have their own go.mod), found by
+  # their declaration: listing them with go test -list would link every
+  # package's test binary again (about a minute).
+  local mod
+  mod=$(go list -m)
+  listing=$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go' | sed 's|^\./||')
   while IFS= read -r line; do
-    case $line in
-      Fuzz*) names+=("$line") ;;
-      "ok "*)
-        pkg=$(awk '{print $2}' <<<"$line")
-        for target in "${names[@]}"; do found+=("$pkg $target"); done
-        names=()
-        ;;
-    esac
+    [[ -n $line ]] || continue
+    local dir=${line%/*}
+    [[ $line == */* ]] || dir=.
+    # A file of a nested module (a go.mod between it and the root) is not
+    # the main module's.
+    local d=$dir nested=false
+    while [[ $d != . && -n $d ]]; do
+      [[ -f $d/go.mod ]] && { nested=true; break; }
+      [[ $d == */* ]] && d=${d%/*} || d=.
+    done
+    $nested && continue
+    while IFS= read -r target; do
+      pkg=$mod
+      [[ $dir == . ]] || pkg=$mod/$dir
+      found+=("$pkg $target")
+    done < <(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(f \*testing\.F) {$/\1/p' "$line")
   done <<<"$listing"
   if [[ ${#found[@]} -eq 0 ]]; then
-    echo "fuzz: go test -list found no fuzz target in the main module" >&2
+    echo "fuzz: found no fuzz target (func FuzzX(f *testing.F)) in the main module" >&2
     return 1
   fi
   echo "== fuzz: ${#found[@]} targets, $fuzztime each"
