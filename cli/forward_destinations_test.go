@@ -73,7 +73,11 @@ func TestForwardDestinationsShowsEachDestinationsStateBacklogAndLastError(t *tes
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(wantLines), out)
 	}
 	for i, want := range wantLines {
-		if got := strings.Join(strings.Fields(lines[i]), " "); !strings.HasPrefix(got, want) {
+		got := strings.Join(strings.Fields(lines[i]), " ")
+		if i > 1 {
+			got = strings.Replace(got, " 1s ", " 0s ", 1) // a job's age: 0s, or 1s on a slow machine
+		}
+		if !strings.HasPrefix(got, want) {
 			t.Errorf("line %d: %q\nwant %q", i, got, want)
 		}
 	}
@@ -92,8 +96,13 @@ func TestForwardDestinationsShowsEachDestinationsStateBacklogAndLastError(t *tes
 	want := destinationRow{Name: "ledger", State: "failing", URL: "https://xxxxx@ledger.internal/hooks?token=xxxxx",
 		Types: []string{"payment.*"}, Filter: "data.amount >= 1000", Sources: []string{"stripe"}, Backlog: 1, Failing: 1,
 		LastError: "forward: the receiver answered 503", LastErrorAt: &at}
-	if !reflect.DeepEqual(rows[1], want) {
-		t.Errorf("--json ledger:\n%+v\nwant\n%+v", rows[1], want)
+	if got := rows[1]; got.LagSeconds > 60 {
+		t.Errorf("--json ledger: lag %ds, want its job's age (seconds)", got.LagSeconds)
+	}
+	got := rows[1]
+	got.LagSeconds = 0 // the job's age: 0s, or 1s on a slow machine
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("--json ledger:\n%+v\nwant\n%+v", got, want)
 	}
 	if rows[0].LagSeconds < 590 || rows[0].State != "stalled" || rows[2].State != "unknown" {
 		t.Errorf("--json analytics %+v, gone %+v: want stalled with lag ~600s, unknown", rows[0], rows[2])

@@ -196,6 +196,14 @@ broker_settle() {
 run_broker() {
   local id=$1 kind=$2 title=$3 notes="" prefix rc=0 i settled=false settle_s=0 psql s v
   if [[ -n $only && ",$only," != *",$id,"* ]]; then return 0; fi
+  if $short && [[ -z $only ]]; then
+    # Each takes 45s to 55s (measured on 2 shared cores): more than the
+    # short form's budget of 40s per scenario, as 11 and 12. The brokers'
+    # own recovery and order are go tests (forward/brokerrecover_test.go,
+    # forward/order_test.go); make chaos runs these in full.
+    say "scenario $id: not in the --short form (about 50s); run it with --only $id or in the full form"
+    return 0
+  fi
   scenario=$id timeline="" prefix="chaos-$id-$$-"
   if [[ $kind == nats && -z $(nats_bin) ]]; then
     broker_skip "$id" "$title" "nats-server not installed (apt-get install nats-server)"

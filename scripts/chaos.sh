@@ -56,7 +56,7 @@
 #       payment once at each destination, the healthy one's lag p99 under 1s
 #       throughout, crm's backlog in within 30s of its restart
 #       (scripts/chaos-destinations.sh)
-#   (11 and 12 run in the --short form only when --only names them)
+#   (9 to 12 run in the --short form only when --only names them)
 #
 # Prints the results table and writes it, with the date, the commit and this
 # command, to docs/reliability.md (the full form) or to --out FILE.
