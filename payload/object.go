@@ -226,6 +226,10 @@ func valueEnd(b []byte, i int) int {
 // body order.
 func tokenWalk(body []byte, fields []Field) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
+	// A number is a json.Number, not a float64: a body that is a number
+	// too large for one (1e11111) is "not an object", as the in-place walk
+	// says, not a decoding error.
+	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
 		return syntaxError(err)
