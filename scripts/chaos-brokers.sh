@@ -230,13 +230,7 @@ run_broker() {
   broker_fault "$kind" "$s"
   storm_wait || rc=$?
   [[ $rc -eq 0 ]] || dump_goroutines
-  for i in 0 1 2; do
-    if [[ -n ${rep_down[i]} ]]; then
-      restart_replica "$i"; fault "replica $((i + 1)) restarted after the storm"
-    elif ! kill -0 "${rep_pid[i]}" 2>/dev/null; then
-      notes+="replica $((i + 1)) exited unexpectedly; "
-    fi
-  done
+  after_storm
   broker_changes "$kind" "$prefix" || notes+="changes not sent; "
   broker_settle "$id" "$kind" "$prefix"
   broker_dump "$kind" >"$work/$id.messages" 2>>"$logs/brokerdump.log" || notes+="the broker unreadable; "

@@ -97,14 +97,7 @@ run_destinations() {
   at $((s / 4)); kill_replica 1; fault "SIGKILL replica 2 (jobs and inserts in flight)"
   storm_wait || rc=$?
   [[ $rc -eq 0 ]] || dump_goroutines
-  for i in 0 1 2; do
-    if [[ -n ${rep_down[i]} ]]; then
-      restart_replica "$i"
-      fault "replica $((i + 1)) restarted after the storm"
-    elif ! kill -0 "${rep_pid[i]}" 2>/dev/null; then
-      notes+="replica $((i + 1)) exited unexpectedly; "
-    fi
-  done
+  after_storm
   at $((DST_SICK * 1000)); dst_stop 1 KILL; fault "crm SIGKILLed (connections refused)"
   at $(((DST_SICK + DST_DOWN) * 1000)); dst_start 1 crm || notes+="crm did not restart; "
   restart_ms=$(($(date +%s%N) / 1000000))

@@ -165,13 +165,7 @@ run_secure_broker() {
   sec_fault "$kind" "$s"
   storm_wait || rc=$?
   [[ $rc -eq 0 ]] || dump_goroutines
-  for i in 0 1 2; do
-    if [[ -n ${rep_down[i]} ]]; then
-      restart_replica "$i"; fault "replica $((i + 1)) restarted after the storm"
-    elif ! kill -0 "${rep_pid[i]}" 2>/dev/null; then
-      notes+="replica $((i + 1)) exited unexpectedly; "
-    fi
-  done
+  after_storm
   sec_settle "$id" "$kind" "$prefix"
   sec_dump "$kind" >"$work/$id.messages" 2>>"$logs/brokerdump.log" || notes+="the broker unreadable; "
   "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state, args->>'type' FROM river_job

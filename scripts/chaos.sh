@@ -260,6 +260,20 @@ with_db_params() { # with_db_params URL: URL with $DB_PARAMS added
   case $1 in *\?*) echo "$1&$DB_PARAMS" ;; *) echo "$1?$DB_PARAMS" ;; esac
 }
 
+# after_storm: restarts the replicas a scenario killed, and adds to the
+# caller's notes each one that exited unexpectedly.
+after_storm() {
+  local i
+  for i in 0 1 2; do
+    if [[ -n ${rep_down[i]} ]]; then
+      restart_replica "$i"
+      fault "replica $((i + 1)) restarted after the storm"
+    elif ! kill -0 "${rep_pid[i]}" 2>/dev/null; then
+      notes+="replica $((i + 1)) exited unexpectedly; "
+    fi
+  done
+}
+
 restart_replica() { # restart_replica I: starts it again on the same servers
   start_replica "$1" "${rep_redis[$1]}" "${rep_db[$1]}"
   wait_ready "$1"
@@ -753,14 +767,7 @@ run_forwarding() {
   at $((s / 4)); kill_replica 1; fault "SIGKILL replica 2"
   storm_wait || rc=$?
   [[ $rc -eq 0 ]] || dump_goroutines
-  for i in 0 1 2; do
-    if [[ -n ${rep_down[i]} ]]; then
-      restart_replica "$i"
-      fault "replica $((i + 1)) restarted after the storm"
-    elif ! kill -0 "${rep_pid[i]}" 2>/dev/null; then
-      notes+="replica $((i + 1)) exited unexpectedly; "
-    fi
-  done
+  after_storm
 
   # Bounded wait: until the receiver has processed as many webhook-ids as
   # the run recorded payments.
