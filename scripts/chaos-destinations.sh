@@ -28,11 +28,15 @@
 #     job sent at its first attempt (a job the killed replica held waits
 #     for River's rescue, PAYLOCK_FORWARD_TIMEOUT+5s twice: that is the
 #     replica's death, not crm's; the report gives their count and the max);
-#   - crm's last new message arrived within 30s of its restart;
+#   - crm's last new message arrived within 30s of its restart, or of its
+#     job's rescue when River's rescuer put it back later: a job the
+#     killed replica held stays running until the rescuer (every 30s, on
+#     the leader) sees it past RescueAfter, whatever crm's health;
 #   - the breaker parked crm (a "forward: destination parked" log line) and
 #     it ended healthy.
 #
-# crm's receiver processes nothing before it is killed (it is sick), so
+# crm's receiver processes nothing before it is killed (it is sick until
+# after the kill), so
 # the restarted one's deliveries are all of crm's.
 #
 # Needs from chaos.sh: $bin, $work, $logs, $short, $only, the replica and
@@ -89,7 +93,9 @@ run_destinations() {
   export PAYLOCK_SOURCES_FILE="$work/$id.sources.yaml" "${DST_SETTINGS[@]}"
   restart_replicas
   say "  $id: replicas restarted forwarding the payments source to ledger and crm (${DST_SETTINGS[*]})"
-  curl -s -o /dev/null -X POST "http://127.0.0.1:${dst_port[1]}/debug/sick?for=${DST_SICK}s"
+  # Sick past its SIGKILL (which ends the sickness): a crm that answered
+  # 200 in the moment before the kill would forget what it processed.
+  curl -s -o /dev/null -X POST "http://127.0.0.1:${dst_port[1]}/debug/sick?for=$((DST_SICK + 60))s"
   mark_logs
   s=$((DST_TXS * DST_DELIVERIES * 1000 / DST_RATE))
   TXS=$DST_TXS RATE=$DST_RATE storm_start --deliveries "$DST_DELIVERIES" --deadline "$((s / 1000 + 45))s"
@@ -129,8 +135,12 @@ run_destinations() {
   done
   "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT source, transaction_id, (extract(epoch FROM received_at) * 1000)::bigint
     FROM payments WHERE transaction_id LIKE '$prefix%'" >"$work/$id.rows" 2>/dev/null || notes+="payments unreadable; "
-  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'destination', args->>'transaction_id', state, attempt FROM river_job
-    WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
+  # The jobs, with when River's rescuer put back one that the killed
+  # replica held (0: never).
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'destination', args->>'transaction_id', state, attempt,
+      coalesce((SELECT (extract(epoch FROM max((e->>'at')::timestamptz)) * 1000)::bigint FROM unnest(errors) e
+        WHERE e->>'error' LIKE 'Stuck job rescued%'), 0)
+    FROM river_job WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
   health=$("$psql" "$DATABASE_URL" -Atc "SELECT state FROM forward_destination_health WHERE destination = 'crm'" 2>/dev/null || echo unreadable)
   logs_since_mark >"$work/$id.server.log"
   parks=$(grep -c '"forward: destination parked"' "$work/$id.server.log" || true)
@@ -148,7 +158,8 @@ run_destinations() {
   awk -F '\t' -v restart="$restart_ms" '
     FILENAME ~ /rows$/ { got[$2] = $3; npay++; next }
     FILENAME ~ /jobs$/ {
-      njobs++; jobs[$3 SUBSEP $2]++; jobid[$3 SUBSEP $2] = $1; attempts[$3 SUBSEP $2] = $5
+      njobs++; jobs[$3 SUBSEP $2]++; jobid[$3 SUBSEP $2] = $1; attempts[$3 SUBSEP $2] = $5; rescued[$3 SUBSEP $2] = $6
+      if ($6 > 0 && $2 == "crm") crmrescued++
       if ($4 != "completed") { notdone++; if ($4 == "discarded" || $4 == "cancelled") givenup++ }
       next
     }
@@ -169,12 +180,15 @@ run_destinations() {
           if (attempts[tx SUBSEP "ledger"] <= 1) print "lag", lag > "/dev/stderr"
           else retried++
         }
-        if (("crm" SUBSEP tx) in first && first["crm" SUBSEP tx] - restart > crmlast) crmlast = first["crm" SUBSEP tx] - restart
+        # From its restart, or from its rescue when River put the job
+        # back later (the killed replica held it).
+        base = rescued[tx SUBSEP "crm"] > restart ? rescued[tx SUBSEP "crm"] : restart
+        if (("crm" SUBSEP tx) in first && first["crm" SUBSEP tx] - base > crmlast) crmlast = first["crm" SUBSEP tx] - base
       }
       for (k in seen) { split(k, p, SUBSEP); if (!(p[2] in got)) unknown++ }
       printf "lost_ledger\t%d\nlost_crm\t%d\nduplicate_ids\t%d\nid_mismatches\t%d\nunknown\t%d\n", lost["ledger"], lost["crm"], dupids, mismatched, unknown
       printf "payments\t%d\njobs\t%d\npayments_without_one_job_per_destination\t%d\njobs_not_completed\t%d\njobs_given_up\t%d\n", npay, njobs, badjobs, notdone, givenup
-      printf "signature_failures\t%d\ncrm_last_after_restart_ms\t%d\n", sig, crmlast
+      printf "signature_failures\t%d\ncrm_last_after_restart_ms\t%d\ncrm_rescued\t%d\n", sig, crmlast, crmrescued
       printf "ledger_lag_max_ms\t%d\nledger_retried_during_outage\t%d\n", lagmax, retried
     }' "$work/$id.rows" "$work/$id.jobs" "$work/$id.deliveries0" "$work/$id.deliveries1" \
     >"$work/$id.dst" 2>"$work/$id.lags"
@@ -198,5 +212,5 @@ run_destinations() {
   local v; v=$(json_field "$work/$id.json" verdict)
   [[ $v == pass && -z $notes ]] || failed=1
   printf '%s\x1f%s\x1f%s\x1f%s\x1f%s\n' "$id" "$title" "$([[ $v == pass ]] && echo 0 || echo 1)" "$timeline" "${notes%; }" >>"$work/results"
-  say "scenario $id: ${v:-error}${notes:+ (${notes%; })} ($(fwd "$id" payments) payments, $(fwd "$id" jobs) jobs, $(fwd "$id" jobs_given_up) given up; lost ledger $(fwd "$id" lost_ledger), crm $(fwd "$id" lost_crm); ledger lag p99 $(fwd "$id" ledger_lag_p99_ms)ms during crm's outage (max $(fwd "$id" ledger_lag_max_ms)ms, $(fwd "$id" ledger_retried_during_outage) sent after a first attempt); crm's last message $(fwd "$id" crm_last_after_restart_ms)ms after its restart; crm parked $(fwd "$id" crm_parks) time(s), ended $(fwd "$id" crm_final_state))"
+  say "scenario $id: ${v:-error}${notes:+ (${notes%; })} ($(fwd "$id" payments) payments, $(fwd "$id" jobs) jobs, $(fwd "$id" jobs_given_up) given up; lost ledger $(fwd "$id" lost_ledger), crm $(fwd "$id" lost_crm); ledger lag p99 $(fwd "$id" ledger_lag_p99_ms)ms during crm's outage (max $(fwd "$id" ledger_lag_max_ms)ms, $(fwd "$id" ledger_retried_during_outage) sent after a first attempt); crm's last message $(fwd "$id" crm_last_after_restart_ms)ms after its restart or its job's rescue ($(fwd "$id" crm_rescued) rescued); crm parked $(fwd "$id" crm_parks) time(s), ended $(fwd "$id" crm_final_state))"
 }
