@@ -113,7 +113,9 @@ func messageKey(a store.ForwardArgs) string {
 // the payment is gone.
 func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) {
 	var p *store.Payment
-	if a.Type == store.ForwardPaymentRecorded {
+	if carried, ok := a.CarriedPayment(); ok {
+		p = &carried // as its recording transaction wrote it: no read
+	} else if a.Type == store.ForwardPaymentRecorded {
 		got, err := w.st.Payment(ctx, a.Source, a.TransactionID)
 		if err != nil {
 			return nil, err

@@ -476,6 +476,27 @@ func (w *Worker) deliver(ctx context.Context, job *river.Job[store.ForwardArgs],
 // done logs an attempt (never the payload, the URL or the secret) and
 // reports it.
 func (w *Worker) done(ctx context.Context, a store.ForwardArgs, ev Event) {
+	// A delivered attempt logs at debug (PAYLOCK_LOG_LEVEL=debug): it is
+	// counted (paylock_forward_total{outcome}) and traced, and a line per
+	// message sent would cost a busy replica more than the send's own
+	// bookkeeping; a failed attempt warns, a message given up is an error.
+	level := slog.LevelDebug
+	switch ev.Outcome {
+	case OutcomeFailedAttempt:
+		level = slog.LevelWarn
+	case OutcomeDiscarded:
+		level = slog.LevelError
+	}
+	if w.log.Enabled(ctx, level) {
+		w.logAttempt(ctx, level, a, ev)
+	}
+	if w.cfg.Observe != nil {
+		w.cfg.Observe(ev)
+	}
+}
+
+// logAttempt logs an attempt's outcome ("forward attempt").
+func (w *Worker) logAttempt(ctx context.Context, level slog.Level, a store.ForwardArgs, ev Event) {
 	attrs := []slog.Attr{
 		slog.String("outcome", string(ev.Outcome)),
 		slog.Int64("job_id", ev.JobID),
@@ -497,17 +518,7 @@ func (w *Worker) done(ctx context.Context, a store.ForwardArgs, ev Event) {
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	}
-	level := slog.LevelInfo
-	switch ev.Outcome {
-	case OutcomeFailedAttempt:
-		level = slog.LevelWarn
-	case OutcomeDiscarded:
-		level = slog.LevelError
-	}
 	w.log.LogAttrs(ctx, level, "forward attempt", attrs...)
-	if w.cfg.Observe != nil {
-		w.cfg.Observe(ev)
-	}
 }
 
 // mismatchSnooze is how long a job whose destination this worker defines

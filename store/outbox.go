@@ -98,6 +98,52 @@ type ForwardArgs struct {
 	// Operator is an operator event's subject (destination.parked,
 	// message.exhausted...: package forward's breaker).
 	Operator *ForwardedOperatorEvent `json:"operator,omitempty"`
+	// Payment is a payment.recorded message's payment as its recording
+	// transaction wrote it, so that the worker sends it without reading
+	// it again; nil in a job of an older paylock, of a replay, or of a
+	// payment whose payload is over CarriedPayloadMax: the worker then
+	// reads the payment.
+	Payment *ForwardedPayment `json:"payment,omitempty"`
+}
+
+// CarriedPayloadMax is the largest payload a payment.recorded job carries
+// (ForwardArgs.Payment): a larger one is read from the payments table when
+// the job is sent, rather than written twice.
+const CarriedPayloadMax = 64 << 10
+
+// ForwardedPayment is a recorded payment as its payment.recorded job
+// carries it: what the message says of it besides its source and
+// transaction id (the job's own). Its payload, stored as jsonb in River's
+// job as in the payments table, reads back the same way.
+type ForwardedPayment struct {
+	Amount     int64           `json:"amount"`
+	Currency   string          `json:"currency"`
+	EventID    string          `json:"event_id,omitempty"`
+	Account    string          `json:"account,omitempty"`
+	ReceivedAt time.Time       `json:"received_at"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// carriedPayment is p as its job carries it, or nil when its payload is
+// too large to carry (or not JSON, which a recorded payment's never is)
+// or the database has not set its received_at.
+func carriedPayment(p Payment) *ForwardedPayment {
+	if len(p.Payload) > CarriedPayloadMax || p.ReceivedAt.IsZero() || !json.Valid(p.Payload) {
+		return nil
+	}
+	return &ForwardedPayment{Amount: p.Amount, Currency: p.Currency, EventID: p.EventID, Account: p.Account,
+		ReceivedAt: p.ReceivedAt, Payload: json.RawMessage(p.Payload)}
+}
+
+// CarriedPayment returns the payment a payment.recorded job carries
+// (ForwardArgs.Payment), and false when it carries none.
+func (a ForwardArgs) CarriedPayment() (Payment, bool) {
+	c := a.Payment
+	if c == nil || a.Type != ForwardPaymentRecorded {
+		return Payment{}, false
+	}
+	return Payment{Source: a.Source, TransactionID: a.TransactionID, Amount: c.Amount, Currency: c.Currency,
+		Payload: []byte(c.Payload), EventID: c.EventID, Account: c.Account, ReceivedAt: c.ReceivedAt}, true
 }
 
 // ForwardedOperatorEvent is what an operator event says, as its job
@@ -307,6 +353,9 @@ type Forward struct {
 	// Lifecycle is the payment's change of state when its success was
 	// folded with earlier events (Payment.Lifecycle); nil: none.
 	Lifecycle *Change
+	// Payment, when set, is the payment as recorded, which the job then
+	// carries (ForwardArgs.Payment).
+	Payment *Payment
 }
 
 // ErrForward means a forward could not be enqueued as asked (no
@@ -336,6 +385,9 @@ func (s *Outbox) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) err
 		TransactionID: f.TransactionID,
 		State:         forwardedState(f.Lifecycle),
 	}
+	if f.Payment != nil {
+		args.Payment = carriedPayment(*f.Payment)
+	}
 	return s.insertForward(ctx, tx, args)
 }
 
@@ -351,7 +403,7 @@ func (s *Outbox) ForwardRecordHook(destination string) func(ctx context.Context,
 	}
 	return func(ctx context.Context, tx pgx.Tx, p Payment) error {
 		return s.EnqueueForwardTx(ctx, tx, Forward{Source: p.Source, TransactionID: p.TransactionID, Destination: destination,
-			Lifecycle: p.Lifecycle})
+			Lifecycle: p.Lifecycle, Payment: &p})
 	}
 }
 
@@ -371,7 +423,7 @@ func (s *Outbox) ForwardRecordHookTo(route ForwardRouter) func(ctx context.Conte
 			source = DefaultSource
 		}
 		args := ForwardArgs{ID: PaymentForwardID(source, p.TransactionID), Type: ForwardPaymentRecorded,
-			Source: source, TransactionID: p.TransactionID, State: forwardedState(p.Lifecycle)}
+			Source: source, TransactionID: p.TransactionID, State: forwardedState(p.Lifecycle), Payment: carriedPayment(p)}
 		return s.insertRouted(ctx, tx, args, &p, route)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +40,21 @@ func TestARecordedPaymentEnqueuesOneForwardInItsTransaction(t *testing.T) {
 	}
 	j := jobs[0]
 	want := ForwardArgs{ID: PaymentForwardID("stripe", "fwd-1"), Type: ForwardPaymentRecorded, Destination: forwardDest, Source: "stripe", TransactionID: "fwd-1"}
+	carried := j.Args.Payment
+	j.Args.Payment = nil
 	if j.Args != want || j.MaxAttempts != 7 || j.State != "available" {
 		t.Fatalf("job %+v, want args %+v, 7 attempts, available", j, want)
+	}
+	// The job carries the payment as recorded: its worker need not read it.
+	stored, err := b.store.Payments().Payment(ctx, "stripe", "fwd-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Args.Payment = carried
+	got, ok := j.Args.CarriedPayment()
+	if !ok || got.Amount != stored.Amount || got.Currency != stored.Currency || got.EventID != stored.EventID ||
+		!got.ReceivedAt.Equal(stored.ReceivedAt) || string(got.Payload) != string(stored.Payload) {
+		t.Fatalf("carried payment %+v (%s), want the stored %+v (%s)", got, got.Payload, stored, stored.Payload)
 	}
 
 	t.Run("ADuplicateInsertsNoSecondJob", func(t *testing.T) {
@@ -328,4 +342,27 @@ func TestARoutedPaymentEnqueuesOneJobPerTargetOrNothingWhenRoutingFails(t *testi
 	if n := len(b.forwardJobs(t)); n != 2 {
 		t.Errorf("%d forward jobs, want 2", n)
 	}
+}
+
+// A payment whose payload is over CarriedPayloadMax is read when its job
+// is sent, not written twice.
+func TestAPayloadOverTheCarriedMaxIsNotCarried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	big := newPayment("fwd-big")
+	big.Source = "stripe"
+	big.Payload = []byte(`{"transaction_id":"fwd-big","pad":"` + strings.Repeat("x", CarriedPayloadMax) + `"}`)
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, big, forwardDest); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range b.forwardJobs(t) {
+		if j.Args.TransactionID == "fwd-big" {
+			if _, ok := j.Args.CarriedPayment(); ok {
+				t.Fatalf("a payload of %d bytes was carried, want it read when sent (over %d)", len(big.Payload), CarriedPayloadMax)
+			}
+			return
+		}
+	}
+	t.Fatal("no job for fwd-big")
 }
