@@ -154,6 +154,7 @@ func renderReport(r *results) string {
 	rp.header(&out)
 	rp.hotPathTable(&out)
 	rp.batchTable(&out)
+	rp.routingTable(&out)
 	rp.targetTable(&out)
 	out.WriteString(body)
 	rp.method(&out)

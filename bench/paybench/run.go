@@ -86,6 +86,11 @@ type scenario struct {
 	// recording transaction, and the replica's River client delivers it.
 	// The run then waits for the outbox to drain and reports the lag.
 	Forward bool
+	// Destinations, with Forward, is how many HTTP destinations (each a
+	// receiver of paybench's own) the payments source forwards to: 2
+	// defines them in a sources file (PAYLOCK_SOURCES_FILE), a job per
+	// payment and destination; 0 or 1 is PAYLOCK_FORWARD_URL.
+	Destinations int
 	// Senders, when positive, overrides -senders (a lone sender: 1).
 	Senders int
 	// Trace, when set, makes the scenario one of section 6's: tracing off
@@ -118,6 +123,8 @@ var scenarios = []scenario{
 	{Name: "lock-0", Copies: 1, Label: "paylock, lock on"},
 	{Name: "off-0", NoLock: true, Copies: 1, Label: "paylock, database only (PAYLOCK_LOCK=off)"},
 	{Name: "fwd-0", Copies: 1, Forward: true, Label: "paylock, lock on, with a forward URL (outbox job per payment)"},
+	{Name: "fwd2-0", Copies: 1, Forward: true, Destinations: 2,
+		Label: "paylock, lock on, forwarding to two destinations (outbox job per payment and destination)"},
 	// A lone sender with and without batching and pipelining, in ABBA
 	// order: on 2 CPUs shared with Postgres, the first light run after the
 	// full-speed ones measured slower whatever its settings, an order
@@ -233,7 +240,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.IntVar(&c.SinkBacklog, "sink-backlog", 2000, "sinks: payments recorded before the forward worker starts, drained")
 	fs.IntVar(&c.SinkRate, "sink-rate", 200, "sinks: payments per second recorded while the worker runs, for the lag")
 	fs.IntVar(&c.SinkConcurrency, "sink-concurrency", forward.DefaultConcurrency, "sinks: the forward worker's concurrency (PAYLOCK_FORWARD_CONCURRENCY; its default)")
-	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,fwd-0,lock-1c,lock-1c-plain,lock-1c-plain-b,lock-1c-b,lock-50,off-50,lock-95,off-95,trace-off,trace-100,trace-1; default all)")
+	fs.StringVar(&c.Scenarios, "scenarios", "", "comma-separated scenarios to run (lock-0,off-0,fwd-0,fwd2-0,lock-1c,lock-1c-plain,lock-1c-plain-b,lock-1c-b,lock-50,off-50,lock-95,off-95,trace-off,trace-100,trace-1; default all)")
 	fs.StringVar(&c.ReplicaEnv, "replica-env", "", "comma-separated NAME=value settings for every replica (e.g. PAYLOCK_DB_MAX_CONNS=16); named in the report")
 	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "report to write")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results here")
@@ -512,12 +519,28 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 		rc.Extra = append(rc.Extra, traceEnv(sc.Trace, endpoint)...)
 	}
 	if sc.Forward {
-		recv, err := startForwardReceiver()
-		if err != nil {
-			return w, err
+		var urls []string
+		for range max(1, sc.Destinations) {
+			recv, err := startForwardReceiver()
+			if err != nil {
+				return w, err
+			}
+			defer recv.Close()
+			urls = append(urls, "http://"+recv.Addr)
 		}
-		defer recv.Close()
-		rc.Extra = append(rc.Extra, "PAYLOCK_FORWARD_URL=http://"+recv.Addr, "PAYLOCK_FORWARD_SECRETS="+forwardSecret)
+		rc.Extra = append(rc.Extra, "PAYLOCK_FORWARD_SECRETS="+forwardSecret)
+		if len(urls) == 1 {
+			rc.Extra = append(rc.Extra, "PAYLOCK_FORWARD_URL="+urls[0])
+		} else {
+			if secretText == "" {
+				return w, fmt.Errorf("scenario %s: its sources file signs the payments source: run it without -unsigned", sc.Name)
+			}
+			path := filepath.Join(dir, "sources-"+tag+".yaml")
+			if err := os.WriteFile(path, []byte(sourcesFile(urls)), 0o600); err != nil {
+				return w, err
+			}
+			rc.Extra = append(rc.Extra, "PAYLOCK_SOURCES_FILE="+path)
+		}
 	}
 	rp, err := startReplica(ctx, rc)
 	if err != nil {
@@ -591,7 +614,7 @@ func runScenario(ctx context.Context, c runConfig, db *pg, dir string, sc scenar
 	w.BatchRows, w.BatchStatements = delta("paylock_db_batch_rows_sum"), delta("paylock_db_batch_rows_count")
 	w.Stalls = delta("paylock_db_batch_stalls_total")
 	if sc.Forward {
-		if w.Lag, err = drainLag(ctx, db, rp, prefix, m0, m1); err != nil {
+		if w.Lag, err = drainLag(ctx, db, rp, prefix, max(1, sc.Destinations), m0, m1); err != nil {
 			return w, err
 		}
 	}
@@ -709,12 +732,12 @@ func gatherEnv(ctx context.Context, c runConfig) (envInfo, error) {
 // drainLag waits (at most a minute) until the replica has delivered a
 // forward for every payment of the run, and reads the lag during the
 // measured load (m0 to m1) and after it.
-func drainLag(ctx context.Context, db *pg, rp *replica, prefix string, m0, m1 testkit.Metrics) (*forwardLag, error) {
+func drainLag(ctx context.Context, db *pg, rp *replica, prefix string, destinations int, m0, m1 testkit.Metrics) (*forwardLag, error) {
 	rows, err := db.rows(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	m2, lag, err := waitDrained(ctx, rp, float64(rows), time.Minute)
+	m2, lag, err := waitDrained(ctx, rp, float64(rows*int64(destinations)), time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -722,4 +745,21 @@ func drainLag(ctx context.Context, db *pg, rp *replica, prefix string, m0, m1 te
 	logf("forward lag: p50 %s / p99 %s during the load, p50 %s / p99 %s after; drained %v in %s (%v pending)",
 		secs(lag.During.P50), secs(lag.During.P99), secs(lag.After.P50), secs(lag.After.P99), lag.Drained, lag.DrainedIn.Round(time.Millisecond), lag.Pending)
 	return &lag, nil
+}
+
+// sourcesFile is the sources file of a scenario forwarding the payments
+// source (Standard Webhooks, PAYLOCK_WEBHOOK_SECRETS, as paybench signs)
+// to one destination per URL, each signed with PAYLOCK_FORWARD_SECRETS.
+func sourcesFile(urls []string) string {
+	var b strings.Builder
+	b.WriteString("destinations:\n")
+	var names []string
+	for i, u := range urls {
+		name := fmt.Sprintf("dest%d", i+1)
+		names = append(names, name)
+		fmt.Fprintf(&b, "  %s:\n    url: %s\n", name, u)
+	}
+	fmt.Fprintf(&b, "sources:\n  payments:\n    adapter: paylock\n    signature: standard\n    secrets_env: PAYLOCK_WEBHOOK_SECRETS\n    forward_to: [%s]\n",
+		strings.Join(names, ", "))
+	return b.String()
 }

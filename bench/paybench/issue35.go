@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Issue #35's targets (routing to several destinations, a cheaper outbox).
+const (
+	routeOneTarget = 0.6  // one HTTP destination ÷ no forwarding
+	routeTwoTarget = 0.45 // two HTTP destinations ÷ no forwarding
+)
+
+// routingTable is issue #35's table: forwarding's throughput against the
+// same replica without it, to one destination (fwd-0) and to two (fwd2-0),
+// paired by repetition with lock-0; the CPU a forwarded message costs
+// paylock and Postgres beyond the delivery's own (the forwarding run's
+// CPU per delivery less lock-0's, over its destinations); and the drain of
+// the two destinations' outbox after the load.
+func (rp *report) routingTable(out *strings.Builder) {
+	w := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	lock, fwd, fwd2 := rp.byRep("lock-0"), rp.byRep("fwd-0"), rp.byRep("fwd2-0")
+	if len(fwd) == 0 && len(fwd2) == 0 {
+		return
+	}
+	w("## Routing and the outbox (issue #35)")
+	w("")
+	w("| figure | before (issue #35) | target | measured (median) | range over repetitions | |")
+	w("| --- | --- | --- | --- | --- | --- |")
+	row := func(what, before, goal string, rs []float64, f func(float64) string, ok func(float64) bool) {
+		if len(rs) == 0 {
+			w("| %s | %s | %s | | | not measured |", what, before, goal)
+			return
+		}
+		m := median(rs)
+		verdict := yesNo(ok(m))
+		if goal == info {
+			verdict = ""
+		}
+		w("| %s | %s | %s | %s | %s | %s |", what, before, goal, f(m), spread(rs, f), verdict)
+	}
+	rate := func(a, b webhookRun) float64 { return a.Meas.DeliveriesPerSec() / b.Meas.DeliveriesPerSec() }
+	row("with one HTTP destination ÷ without forwarding (fwd-0 ÷ lock-0)", "0.33×", "≥ "+fmtRatio(routeOneTarget),
+		pairs(fwd, lock, rate), fmtRatio, func(x float64) bool { return x >= routeOneTarget })
+	row("with two HTTP destinations ÷ without forwarding (fwd2-0 ÷ lock-0)", "", "≥ "+fmtRatio(routeTwoTarget),
+		pairs(fwd2, lock, rate), fmtRatio, func(x float64) bool { return x >= routeTwoTarget })
+	always := func(float64) bool { return true }
+	us := func(x float64) string { return fmtFloat(x) + " µs" }
+	for _, v := range []struct {
+		runs  map[int]webhookRun
+		dests int
+		name  string
+	}{{fwd, 1, "fwd-0"}, {fwd2, 2, "fwd2-0"}} {
+		for _, g := range []struct{ group, label string }{{"paylock", "paylock"}, {"postgres", "Postgres backends"}} {
+			extra := pairs(v.runs, lock, func(a, b webhookRun) float64 {
+				return (cpuPer(a.CPU.Groups[g.group], a.Meas.Sent) - cpuPer(b.CPU.Groups[g.group], b.Meas.Sent)) / float64(v.dests)
+			})
+			row(fmt.Sprintf("%s CPU per forwarded message, beyond the delivery's own (%s, %d destination(s))", g.label, v.name, v.dests),
+				"", info, extra, us, always)
+		}
+	}
+	drained := func(runs map[int]webhookRun) []float64 {
+		var rs []float64
+		for _, x := range runs {
+			if x.Lag == nil {
+				continue
+			}
+			if !x.Lag.Drained {
+				rs = append(rs, math.Inf(1))
+			} else {
+				rs = append(rs, x.Lag.DrainedIn.Seconds())
+			}
+		}
+		sort.Float64s(rs)
+		return rs
+	}
+	row("every message delivered to both destinations, after the end of a full-speed load (fwd2-0)", "",
+		"≤ "+drainTarget.String(), drained(fwd2), func(x float64) string {
+			if math.IsInf(x, 1) {
+				return "not within the wait"
+			}
+			return fmtFloat(x) + " s"
+		}, func(x float64) bool { return x <= drainTarget.Seconds() })
+	w("")
+	w("A forwarded message's CPU is the forwarding run's CPU per acknowledged delivery (section 2's table)")
+	w("less lock-0's in the same repetition, over its destinations: the job's insert in the recording")
+	w("transaction, River's fetch and completion, the message's signing and its POST to a receiver of")
+	w("paybench's own that answers 204. fwd2-0 defines its two destinations in a sources file")
+	w("(`PAYLOCK_SOURCES_FILE`), fwd-0 its one with `PAYLOCK_FORWARD_URL`; each payment.recorded job carries")
+	w("its payment (no read of the payment per job).")
+	w("")
+}
