@@ -9,6 +9,7 @@ require (
 	github.com/exaring/otelpgx v0.13.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/go-playground/validator/v10 v10.30.6
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6
 	github.com/jackc/pgx/v5 v5.12.0

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
@@ -202,14 +203,18 @@ func forwarding(cfg Config) (bool, error) {
 // first of PAYLOCK_FORWARD_SECRETS when they are set. Its breaker keeps
 // the destinations' health in st, and sends the operator events to the
 // sources file's operations destination.
-func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, metrics *forward.Metrics) (*forward.Worker, error) {
+func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, metrics *forward.Metrics) (*forward.Worker, func(), error) {
 	specs, err := forwardSpecs(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	routes, err := routeForwards(cfg, specs, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	pacer, closePacer, err := forwardPacer(cfg, routes.Policies, logger)
+	if err != nil {
+		return nil, nil, err
 	}
 	var secret signature.Secret
 	var others []signature.Secret
@@ -218,10 +223,10 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, metrics 
 	}
 	logger.Info("forwarding", slog.Any("destinations", routes.Destinations.Redacted()), slog.Bool("signed", len(cfg.Forward.Secrets) > 0))
 	var observe func(forward.Event)
-	var mismatch func(string)
+	var mismatch, paceFallback func(string)
 	var moved func(string, store.DestinationState)
 	if metrics != nil {
-		observe, mismatch, moved = metrics.Observe, metrics.Mismatch, metrics.Moved
+		observe, mismatch, moved, paceFallback = metrics.Observe, metrics.Mismatch, metrics.Moved, metrics.PaceFallback
 	}
 	w, err := forward.New(forward.Config{
 		Secret:       secret,
@@ -237,16 +242,50 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, metrics 
 		Concurrency:  cfg.Forward.Concurrency,
 		// A quarter of the pool the intake shares: PAYLOCK_FORWARD_CONCURRENCY
 		// workers must not hold every connection when the database slows.
-		Reads:    max(1, int(st.Pool().Config().MaxConns)/4),
-		Logger:   logger,
-		Observe:  observe,
-		Unsigned: unsignedMembers(cfg, specs),
-		Verified: verifiedPayloads(cfg, specs),
+		Reads:        max(1, int(st.Pool().Config().MaxConns)/4),
+		Logger:       logger,
+		Observe:      observe,
+		Unsigned:     unsignedMembers(cfg, specs),
+		Verified:     verifiedPayloads(cfg, specs),
+		Pacer:        pacer,
+		PaceFallback: paceFallback,
 	}, st.Payments())
-	if err == nil && metrics != nil {
+	if err != nil {
+		closePacer()
+		return nil, nil, err
+	}
+	if metrics != nil {
 		metrics.Watch(w)
 	}
-	return w, err
+	return w, closePacer, nil
+}
+
+// forwardPacer is the pacer that shares the destinations' concurrency and
+// rate among the replicas (lock.Pacer, on the lock's Redis, its keys under
+// PAYLOCK_LOCK_PREFIX), with the function that closes its client; nil
+// when no destination has either, or with PAYLOCK_LOCK=off (no Redis is
+// expected then: each replica paces on its own, as it says).
+func forwardPacer(cfg Config, policies map[string]forward.Policy, logger *slog.Logger) (forward.Pacer, func(), error) {
+	var paced []string
+	for name, p := range policies {
+		if p.Concurrency > 0 || p.Rate > 0 {
+			paced = append(paced, name)
+		}
+	}
+	if len(paced) == 0 {
+		return nil, func() {}, nil
+	}
+	slices.Sort(paced)
+	if cfg.Lock.Off {
+		logger.Warn("forward: destinations' concurrency and rate are paced by each replica on its own (PAYLOCK_LOCK=off: no Redis to share them)",
+			slog.Any("destinations", paced))
+		return nil, func() {}, nil
+	}
+	rdb, err := cfg.Lock.Redis.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	return lock.NewPacer(rdb, cfg.Lock.Prefix), func() { _ = rdb.Close() }, nil
 }
 
 const forwardUsage = `Usage:

@@ -82,7 +82,7 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 		return nil, nil, err
 	}
 	if withForward {
-		fw, err := newForwardWorker(cfg, st, logger, obs.forward)
+		fw, closePacer, err := newForwardWorker(cfg, st, logger, obs.forward)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -90,6 +90,7 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 			if err := fw.Close(); err != nil {
 				logger.Warn("closing the forward sinks", slog.Any("error", err))
 			}
+			closePacer()
 		}
 		if err := fw.AddTo(rcfg); err != nil {
 			return nil, nil, err

@@ -24,6 +24,7 @@ type Metrics struct {
 	lag           prometheus.Histogram
 	mismatch      *prometheus.CounterVec
 	moves         *prometheus.CounterVec
+	paceFallbacks *prometheus.CounterVec
 	states        *stateCollector
 }
 
@@ -78,10 +79,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"destination"}), moves: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paylock_forward_destination_moves_total",
 		Help: "Moves of a destination's health made by this replica's breaker, by destination and the state it entered: failing (3 consecutive failed attempts, or half of the last 20), parked (park_after consecutive failures with no success for 5s: its jobs wait, kept, no attempt spent), healthy (a probe or an attempt succeeded, or 'paylock forward resume').",
-	}, []string{"destination", "to"}), states: &stateCollector{desc: prometheus.NewDesc("paylock_forward_destination_state",
+	}, []string{"destination", "to"}), paceFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_forward_pace_fallbacks_total",
+		Help: "Deliveries to a destination with a concurrency or rate that this replica paced on its own because the shared pacer (Redis) could not answer: meanwhile the destination may see up to one cap per replica.",
+	}, []string{"destination"}), states: &stateCollector{desc: prometheus.NewDesc("paylock_forward_destination_state",
 		"A destination's health as this replica last read it (every second): 1 for its state (healthy, failing, parked), 0 for the others. Parked: its jobs wait until a probe succeeds or 'paylock forward resume'.",
 		[]string{"destination", "state"}, nil)}}
-	reg.MustRegister(m.total, m.byDestination, m.lag, m.mismatch, m.moves, m.states)
+	reg.MustRegister(m.total, m.byDestination, m.lag, m.mismatch, m.moves, m.paceFallbacks, m.states)
 	for _, o := range outcomes {
 		m.total.WithLabelValues(string(o))
 	}
@@ -98,6 +102,12 @@ func (m *Metrics) Watch(w *Worker) {
 	m.states.mu.Lock()
 	defer m.states.mu.Unlock()
 	m.states.read = w.DestinationStates
+}
+
+// PaceFallback counts a delivery this replica paced on its own
+// (Config.PaceFallback).
+func (m *Metrics) PaceFallback(destination string) {
+	m.paceFallbacks.WithLabelValues(destination).Inc()
 }
 
 // Mismatch counts a job left to another replica (Config.Mismatch).

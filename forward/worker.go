@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/paylock/paylock/internal/ratelog"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
@@ -130,6 +131,21 @@ type Config struct {
 	// headers (traceparent); nil: the global propagator
 	// (otel.GetTextMapPropagator).
 	Propagator propagation.TextMapPropagator
+	// Pacer, when set, enforces each destination's Policy.Concurrency and
+	// Policy.Rate across every replica sharing it (*lock.Pacer, on the
+	// lock's Redis); nil: each replica paces on its own. When it cannot
+	// answer, this replica paces on its own until it can, and
+	// PaceFallback (when set, for metrics) is called.
+	Pacer        Pacer
+	PaceFallback func(destination string)
+}
+
+// Pacer shares destinations' limits among the replicas: Acquire takes a
+// place for one delivery to name (one of concurrency places, leased for
+// lease; one of rate starts per second), or says how long to wait.
+// *lock.Pacer satisfies it.
+type Pacer interface {
+	Acquire(ctx context.Context, name string, concurrency int, rate float64, lease time.Duration) (release func(), wait time.Duration, err error)
 }
 
 // DefaultConcurrency is Config.Concurrency's default, and FetchCooldown
@@ -188,6 +204,8 @@ type Worker struct {
 	// limits hold the destinations' Concurrency and Rate, by name; a
 	// destination without either has none.
 	limits map[string]*limiter
+	// paceLog bounds the pacer fallback's log lines (pace).
+	paceLog *ratelog.Limiter
 	// tracer and prop trace attempts (trace.go).
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
@@ -258,7 +276,7 @@ func New(cfg Config, st Store) (*Worker, error) {
 			return nil, fmt.Errorf("%w: the operations destination: %w", ErrConfig, err)
 		}
 	}
-	w := &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router, limits: limits,
+	w := &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router, limits: limits, paceLog: ratelog.New(paceLogEvery, 1),
 		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}
 	if cfg.Health != nil {
 		w.breaker = newBreaker(cfg.Health, router, cfg.Operations, cfg.Moved, cfg.Logger)
@@ -363,7 +381,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	if err := w.inOrder(ctx, job); err != nil {
 		return err
 	}
-	release, wait := w.limits[a.Destination].admit(time.Now())
+	release, wait := w.pace(ctx, a.Destination)
 	if release == nil {
 		return river.JobSnooze(wait)
 	}
@@ -422,6 +440,34 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	w.done(ctx, a, ev)
 	return err
 }
+
+// pace takes a place for one delivery to dest under its concurrency and
+// rate (Policy): across the replicas through Config.Pacer, or in this
+// replica alone without one, or while the pacer cannot answer (logged at
+// most every paceLogEvery per destination, and counted). It returns the
+// function that gives the place back, or how long to wait.
+func (w *Worker) pace(ctx context.Context, dest string) (release func(), wait time.Duration) {
+	l := w.limits[dest]
+	if l == nil || w.cfg.Pacer == nil {
+		return l.admit(time.Now())
+	}
+	p := w.router.route(dest).policy
+	release, wait, err := w.cfg.Pacer.Acquire(ctx, dest, p.Concurrency, p.Rate, w.cfg.AttemptTimeout())
+	if err == nil {
+		return release, wait
+	}
+	if w.cfg.PaceFallback != nil {
+		w.cfg.PaceFallback(dest)
+	}
+	if ok, suppressed := w.paceLog.Allow(dest); ok {
+		w.log.WarnContext(ctx, "forward: the destination's limits are paced by this replica alone: the shared pacer cannot answer",
+			slog.String("destination", dest), slog.Int("suppressed", suppressed), slog.Any("error", err))
+	}
+	return l.admit(time.Now())
+}
+
+// paceLogEvery bounds how often a destination's pacer fallback is logged.
+const paceLogEvery = 30 * time.Second
 
 // admit asks the breaker whether job may be sent now (breaker.admit): a
 // job of a parked destination is snoozed unless it is a probe candidate

@@ -417,7 +417,7 @@ func (rp *report) webhookSection() {
 		rp.p("The forward job's cost: with a forward URL, each statement's payments are recorded with their")
 		rp.p("forward jobs in one transaction (BEGIN, the INSERT, the jobs' insert, COMMIT) instead of one")
 		rp.p("autocommit INSERT, and the replica's River client then delivers each job to a receiver that")
-		rp.p("answers 204 (a fetch, the payment's read, the POST, the job's completion). Throughput with a")
+		rp.p("answers 204 (a fetch, the POST of the payment the job carries, the job's completion). Throughput with a")
 		rp.p("forward URL ÷ without, paired by repetition: **%s** (range %s).", fmtRatio(median(rs)), spread(rs, fmtRatio))
 		rp.p("")
 	}
