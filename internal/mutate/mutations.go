@@ -135,6 +135,26 @@ var mutations = []Mutation{
 		Packages:    []string{"./store/"},
 		Run:         "TestForwardIDsAreStableAndDistinct",
 	},
+	// A destination's limits across the replicas (the shared pacer).
+	{
+		ID:          "pace-per-replica",
+		Why:         "a destination's concurrency is paced by each replica alone: two replicas send it twice its cap",
+		File:        "forward/worker.go",
+		Snippet:     "\tif l == nil || w.cfg.Pacer == nil {\n",
+		Replacement: "\tif l == nil || w.cfg.Pacer != nil {\n",
+		Packages:    []string{"./forward/"},
+		Run:         "TestADestinationsConcurrencyHoldsAcrossReplicas",
+	},
+	// The carried payment: what a payment.recorded job sends.
+	{
+		ID:          "carried-payment-amount",
+		Why:         "the payment a job carries is not the one recorded (its amount)",
+		File:        "store/outbox.go",
+		Snippet:     "return &ForwardedPayment{Amount: p.Amount,",
+		Replacement: "return &ForwardedPayment{Amount: p.Amount + 1,",
+		Packages:    []string{"./store/"},
+		Run:         "TestARecordedPaymentEnqueuesOneForwardInItsTransaction",
+	},
 	// SIGTERM: the forward jobs in hand finish before serve returns.
 	{
 		ID:          "jobs-hard-stop",
