@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -105,20 +104,7 @@ func orderSetup(t *testing.T, payments, maxAttempts int) *orderBundle {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = w.Close() })
-		rcfg := &river.Config{Logger: slog.New(slog.DiscardHandler), FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
-		if err := w.AddTo(rcfg); err != nil {
-			t.Fatal(err)
-		}
-		stop, err := rst.StartJobs(ctx, rcfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = stop(sctx)
-		})
+		runWorker(t, rst, w)
 	}
 	return b
 }

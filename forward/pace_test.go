@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/internal/testkit/paylocktest"
@@ -62,20 +60,7 @@ func startReplicas(t *testing.T, st *store.Store, n int, dests forward.Destinati
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = w.Close() })
-		rcfg := &river.Config{Logger: slog.New(slog.DiscardHandler), FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
-		if err := w.AddTo(rcfg); err != nil {
-			t.Fatal(err)
-		}
-		stop, err := st.StartJobs(context.Background(), rcfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = stop(ctx)
-		})
+		runWorker(t, st, w)
 	}
 }
 

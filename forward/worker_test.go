@@ -88,7 +88,6 @@ func setupTraced(t *testing.T, maxAttempts int, url string, spans *testkit.Spans
 // configuration first.
 func setupWith(t *testing.T, maxAttempts int, url string, spans *testkit.Spans, edit func(*forward.Config)) *bundle {
 	t.Helper()
-	ctx := context.Background()
 	dsn, _ := paylocktest.MigratedSchema(t)
 	scfg := store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts}
 	var tp trace.TracerProvider
@@ -123,25 +122,29 @@ func setupWith(t *testing.T, maxAttempts int, url string, spans *testkit.Spans, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = w.Close() }) // after River stops (cleanups run last first)
-	rcfg := &river.Config{
-		Logger:            slog.New(slog.DiscardHandler),
-		FetchCooldown:     10 * time.Millisecond,
-		FetchPollInterval: 50 * time.Millisecond,
-	}
+	runWorker(t, st, w)
+	return &bundle{store: st, outcomes: o}
+}
+
+// runWorker runs w in a River client of its own on st (a replica's), as
+// "paylock worker" does, with short fetch intervals, until the test ends;
+// w is closed after River stops (cleanups run last first).
+func runWorker(t *testing.T, st *store.Store, w *forward.Worker) {
+	t.Helper()
+	t.Cleanup(func() { _ = w.Close() })
+	rcfg := &river.Config{Logger: slog.New(slog.DiscardHandler), FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
 	if err := w.AddTo(rcfg); err != nil {
 		t.Fatal(err)
 	}
-	stop, err := st.StartJobs(ctx, rcfg)
+	stop, err := st.StartJobs(context.Background(), rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = stop(sctx)
+		_ = stop(ctx)
 	})
-	return &bundle{store: st, outcomes: o}
 }
 
 // storeHealth, as an edit's Config.Health, is the test's store's

@@ -172,18 +172,7 @@ func (rp *report) batchTable(out *strings.Builder) {
 	w("")
 	w("| figure | before (issue #20) | target | measured (median) | range over repetitions | |")
 	w("| --- | --- | --- | --- | --- | --- |")
-	row := func(what, before, goal string, rs []float64, f func(float64) string, ok func(float64) bool) {
-		if len(rs) == 0 {
-			w("| %s | %s | %s | | | not measured |", what, before, goal)
-			return
-		}
-		m := median(rs)
-		verdict := yesNo(ok(m))
-		if goal == info {
-			verdict = ""
-		}
-		w("| %s | %s | %s | %s | %s | %s |", what, before, goal, f(m), spread(rs, f), verdict)
-	}
+	row := targetRow(w)
 	lock, off, fwd := rp.byRep("lock-0"), rp.byRep("off-0"), rp.byRep("fwd-0")
 	pgb := map[int]float64{}
 	for _, p := range rp.r.Pgbench {
@@ -218,6 +207,25 @@ func (rp *report) batchTable(out *strings.Builder) {
 }
 
 type rowFunc = func(what, before, goal string, rs []float64, f func(float64) string, ok func(float64) bool)
+
+// targetRow returns the row writer of a targets table (issue #20's, issue
+// #35's): a figure, its value before the issue, its target, its median
+// over rs and their range, and whether the median meets ok ("not
+// measured" without rs; no verdict for a figure given for information).
+func targetRow(w func(string, ...any)) rowFunc {
+	return func(what, before, goal string, rs []float64, f func(float64) string, ok func(float64) bool) {
+		if len(rs) == 0 {
+			w("| %s | %s | %s | | | not measured |", what, before, goal)
+			return
+		}
+		m := median(rs)
+		verdict := yesNo(ok(m))
+		if goal == info {
+			verdict = ""
+		}
+		w("| %s | %s | %s | %s | %s | %s |", what, before, goal, f(m), spread(rs, f), verdict)
+	}
+}
 
 func (rp *report) latencyRows(row rowFunc, lock map[int]webhookRun) {
 	lat := func(runs map[int]webhookRun, p func(latencySummary) time.Duration) []float64 {
@@ -258,19 +266,24 @@ func (rp *report) lagRows(w func(string, ...any), row rowFunc, fwd map[int]webho
 	row("forward lag p99 during the load", "", info, pick(func(l forwardLag) float64 { return l.During.P99 }), secs, always)
 	row("forward lag p50 after the load", "", info, pick(func(l forwardLag) float64 { return l.After.P50 }), secs, always)
 	row("forward lag p99 after the load", "", info, pick(func(l forwardLag) float64 { return l.After.P99 }), secs, always)
-	drained := pick(func(l forwardLag) float64 {
-		if !l.Drained {
-			return math.Inf(1)
-		}
-		return l.DrainedIn.Seconds()
-	})
 	row("every payment delivered, after the end of a full-speed load", "2 minutes and more (≈100 forwards/s)", "≤ "+drainTarget.String(),
-		drained, func(x float64) string {
-			if math.IsInf(x, 1) {
-				return "not within the wait"
-			}
-			return fmtFloat(x) + " s"
-		}, func(x float64) bool { return x <= drainTarget.Seconds() })
+		pick(drainedSecs), fmtDrained, func(x float64) bool { return x <= drainTarget.Seconds() })
+}
+
+// drainedSecs is how long the outbox took to drain after the load, +Inf
+// when it did not within the wait.
+func drainedSecs(l forwardLag) float64 {
+	if !l.Drained {
+		return math.Inf(1)
+	}
+	return l.DrainedIn.Seconds()
+}
+
+func fmtDrained(x float64) string {
+	if math.IsInf(x, 1) {
+		return "not within the wait"
+	}
+	return fmtFloat(x) + " s"
 }
 
 // batchingTable says, per scenario of section 2, how its payments went to

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 )
@@ -29,18 +28,7 @@ func (rp *report) routingTable(out *strings.Builder) {
 	w("")
 	w("| figure | before (issue #35) | target | measured (median) | range over repetitions | |")
 	w("| --- | --- | --- | --- | --- | --- |")
-	row := func(what, before, goal string, rs []float64, f func(float64) string, ok func(float64) bool) {
-		if len(rs) == 0 {
-			w("| %s | %s | %s | | | not measured |", what, before, goal)
-			return
-		}
-		m := median(rs)
-		verdict := yesNo(ok(m))
-		if goal == info {
-			verdict = ""
-		}
-		w("| %s | %s | %s | %s | %s | %s |", what, before, goal, f(m), spread(rs, f), verdict)
-	}
+	row := targetRow(w)
 	rate := func(a, b webhookRun) float64 { return a.Meas.DeliveriesPerSec() / b.Meas.DeliveriesPerSec() }
 	row("with one HTTP destination ÷ without forwarding (fwd-0 ÷ lock-0)", "0.33×", "≥ "+fmtRatio(routeOneTarget),
 		pairs(fwd, lock, rate), fmtRatio, func(x float64) bool { return x >= routeOneTarget })
@@ -61,28 +49,15 @@ func (rp *report) routingTable(out *strings.Builder) {
 				"", info, extra, us, always)
 		}
 	}
-	drained := func(runs map[int]webhookRun) []float64 {
-		var rs []float64
-		for _, x := range runs {
-			if x.Lag == nil {
-				continue
-			}
-			if !x.Lag.Drained {
-				rs = append(rs, math.Inf(1))
-			} else {
-				rs = append(rs, x.Lag.DrainedIn.Seconds())
-			}
+	var drained []float64
+	for _, x := range fwd2 {
+		if x.Lag != nil {
+			drained = append(drained, drainedSecs(*x.Lag))
 		}
-		sort.Float64s(rs)
-		return rs
 	}
+	sort.Float64s(drained)
 	row("every message delivered to both destinations, after the end of a full-speed load (fwd2-0)", "",
-		"≤ "+drainTarget.String(), drained(fwd2), func(x float64) string {
-			if math.IsInf(x, 1) {
-				return "not within the wait"
-			}
-			return fmtFloat(x) + " s"
-		}, func(x float64) bool { return x <= drainTarget.Seconds() })
+		"≤ "+drainTarget.String(), drained, fmtDrained, func(x float64) bool { return x <= drainTarget.Seconds() })
 	w("")
 	w("A forwarded message's CPU is the forwarding run's CPU per acknowledged delivery (section 2's table)")
 	w("less lock-0's in the same repetition, over its destinations: the job's insert in the recording")
