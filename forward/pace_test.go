@@ -64,6 +64,24 @@ func startReplicas(t *testing.T, st *store.Store, n int, dests forward.Destinati
 	}
 }
 
+// oneAtATime sets up a schema of the test's own with n payments (ids
+// prefix-i) forwarded to destination "one", concurrency 1, a peakServer
+// answering after delay.
+func oneAtATime(t *testing.T, delay time.Duration, prefix string, n int) (*store.Store, *peakServer, forward.Destinations, map[string]forward.Policy) {
+	t.Helper()
+	dsn, _ := paylocktest.MigratedSchema(t)
+	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: 5})
+	srv := startPeakServer(t, delay)
+	dests := forward.Destinations{"one": srv.url}
+	policies := map[string]forward.Policy{"one": {Concurrency: 1}}
+	r, err := forward.NewRouter(dests, policies, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordTo(t, st, r, "one", prefix, n)
+	return st, srv, dests, policies
+}
+
 // recordTo records n payments forwarded to destination.
 func recordTo(t *testing.T, st *store.Store, r *forward.Router, destination, prefix string, n int) {
 	t.Helper()
@@ -80,17 +98,8 @@ func recordTo(t *testing.T, st *store.Store, r *forward.Router, destination, pre
 // two replicas, concurrency 1, never two deliveries in flight at once.
 func TestADestinationsConcurrencyHoldsAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	dsn, _ := paylocktest.MigratedSchema(t)
-	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: 5})
-	srv := startPeakServer(t, 40*time.Millisecond)
-	dests := forward.Destinations{"one": srv.url}
-	policies := map[string]forward.Policy{"one": {Concurrency: 1}}
-	r, err := forward.NewRouter(dests, policies, true)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 16
-	recordTo(t, st, r, "one", "tx-pace", n)
+	st, srv, dests, policies := oneAtATime(t, 40*time.Millisecond, "tx-pace", n)
 	prefix := testkit.Key(t, "pace") + ":"
 	startReplicas(t, st, 2, dests, policies, func(int) forward.Pacer { return lock.NewPacer(testkit.Redis(t), prefix) }, nil)
 	testkit.Eventually(t, 30*time.Second, "every payment delivered", func(context.Context) error {
@@ -119,17 +128,8 @@ func (p *failingPacer) Acquire(context.Context, string, int, float64, time.Durat
 // fallback is reported.
 func TestADestinationIsPacedByItsReplicaWhenThePacerFails(t *testing.T) {
 	t.Parallel()
-	dsn, _ := paylocktest.MigratedSchema(t)
-	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: 5})
-	srv := startPeakServer(t, 20*time.Millisecond)
-	dests := forward.Destinations{"one": srv.url}
-	policies := map[string]forward.Policy{"one": {Concurrency: 1}}
-	r, err := forward.NewRouter(dests, policies, true)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 8
-	recordTo(t, st, r, "one", "tx-fallback", n)
+	st, srv, dests, policies := oneAtATime(t, 20*time.Millisecond, "tx-fallback", n)
 	pacer := &failingPacer{}
 	var mu sync.Mutex
 	fallbacks := map[string]int{}
