@@ -21,6 +21,26 @@ type Samples struct {
 	// writing nothing. The suite adds its own (not JSON, an array,
 	// trailing data).
 	Refused []Refusal
+	// Notices are the webhook deliveries of a Notifier provider, each with
+	// the payments it names. A Notifier's Deliveries are then the answers
+	// of its API (what its Fetcher returns), each for its Ref, and its
+	// Refused are webhook bodies that Notices refuses.
+	Notices []NoticeSample
+}
+
+// NoticeSample is one sample webhook delivery of a Notifier provider.
+type NoticeSample struct {
+	Name string
+	// Body is the delivery's body as the provider sends it, of media
+	// type ContentType ("": application/json).
+	Body        []byte
+	ContentType string
+	// HeaderID is as for Delivery.
+	HeaderID string
+	// Refs are the refs of the payments it names, in order (Notice.Ref):
+	// the pipeline fetches each, and records the events of the Delivery
+	// whose Ref it is.
+	Refs []string
 }
 
 // Delivery is one sample delivery and the events it must record.
@@ -40,12 +60,17 @@ type Delivery struct {
 	// Events are what the delivery records, in order. An event's Payload
 	// nil stands for the whole Body.
 	Events []Event
+	// Ref, for a Notifier provider, is the ref whose fetch answers Body
+	// (Notice.Ref); "" for the others.
+	Ref string
 }
 
 // Refusal is a body a source of the provider must refuse.
 type Refusal struct {
 	Name string
 	Body []byte
+	// ContentType is the delivery's ("": application/json).
+	ContentType string
 	// Status is the answer: 400 (malformed) or 422 (invalid).
 	Status int
 }
