@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/paylock/paylock/internal/pace"
 	"github.com/paylock/paylock/internal/ratelog"
 	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
@@ -203,7 +204,7 @@ type Worker struct {
 	router *Router
 	// limits hold the destinations' Concurrency and Rate, by name; a
 	// destination without either has none.
-	limits map[string]*limiter
+	limits map[string]*pace.Local
 	// paceLog bounds the pacer fallback's log lines (pace).
 	paceLog *ratelog.Limiter
 	// tracer and prop trace attempts (trace.go).
@@ -264,9 +265,9 @@ func New(cfg Config, st Store) (*Worker, error) {
 	if cfg.Reads > 0 && cfg.Reads < cfg.Concurrency {
 		st = capped{Store: st, sem: make(chan struct{}, cfg.Reads)}
 	}
-	limits := map[string]*limiter{}
+	limits := map[string]*pace.Local{}
 	for name, p := range cfg.Policies {
-		if l := newLimiter(p); l != nil {
+		if l := pace.NewLocal(p.Concurrency, p.Rate); l != nil {
 			limits[name] = l
 		}
 	}
@@ -449,7 +450,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 func (w *Worker) pace(ctx context.Context, dest string) (release func(), wait time.Duration) {
 	l := w.limits[dest]
 	if l == nil || w.cfg.Pacer == nil {
-		return l.admit(time.Now())
+		return l.Admit(time.Now())
 	}
 	p := w.router.route(dest).policy
 	release, wait, err := w.cfg.Pacer.Acquire(ctx, dest, p.Concurrency, p.Rate, w.cfg.AttemptTimeout())
@@ -463,7 +464,7 @@ func (w *Worker) pace(ctx context.Context, dest string) (release func(), wait ti
 		w.log.WarnContext(ctx, "forward: the destination's limits are paced by this replica alone: the shared pacer cannot answer",
 			slog.String("destination", dest), slog.Int("suppressed", suppressed), slog.Any("error", err))
 	}
-	return l.admit(time.Now())
+	return l.Admit(time.Now())
 }
 
 // paceLogEvery bounds how often a destination's pacer fallback is logged.
