@@ -52,6 +52,12 @@ func NewPacer(rdb redis.UniversalClient, prefix string) *Pacer {
 // wait before trying again (release is then nil). An error is Redis's,
 // and nothing is held.
 func (p *Pacer) Acquire(ctx context.Context, name string, concurrency int, rate float64, lease time.Duration) (release func(), wait time.Duration, err error) {
+	return p.AcquireBurst(ctx, name, concurrency, rate, 1, lease)
+}
+
+// AcquireBurst is Acquire with a rate that lets burst starts through at
+// once after a quiet spell (burst 1: one at a time, as Acquire).
+func (p *Pacer) AcquireBurst(ctx context.Context, name string, concurrency int, rate float64, burst int, lease time.Duration) (release func(), wait time.Duration, err error) {
 	release = func() {}
 	key := p.prefix + "pace:{" + name + "}"
 	if concurrency > 0 {
@@ -74,7 +80,7 @@ func (p *Pacer) Acquire(ctx context.Context, name string, concurrency int, rate 
 		}
 	}
 	if rate > 0 {
-		res, err := p.rate.Allow(ctx, key, rateLimit(rate))
+		res, err := p.rate.Allow(ctx, key, rateLimit(rate, burst))
 		if err != nil {
 			release()
 			return nil, 0, fmt.Errorf("lock: pace %s: %w", name, err)
@@ -87,8 +93,8 @@ func (p *Pacer) Acquire(ctx context.Context, name string, concurrency int, rate 
 	return release, 0, nil
 }
 
-// rateLimit is rate starts per second, one at a time (no burst), as a
-// GCRA limit: one per 1/rate seconds.
-func rateLimit(rate float64) redis_rate.Limit {
-	return redis_rate.Limit{Rate: 1, Burst: 1, Period: time.Duration(float64(time.Second) / rate)}
+// rateLimit is rate starts per second, burst of them at once after a
+// quiet spell, as a GCRA limit: one per 1/rate seconds.
+func rateLimit(rate float64, burst int) redis_rate.Limit {
+	return redis_rate.Limit{Rate: 1, Burst: max(burst, 1), Period: time.Duration(float64(time.Second) / rate)}
 }
