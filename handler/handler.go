@@ -145,6 +145,21 @@ type Config struct {
 	// Propagator reads an incoming delivery's trace context (traceparent);
 	// nil is the global propagator.
 	Propagator propagation.TextMapPropagator
+	// Notices is the fetch ledger of the payments that notifier sources'
+	// webhooks name (provider.Notifier): a fetch that began after a notice
+	// arrived answers it. Nil: every notice fetches.
+	Notices NoticeLedger
+	// FetchPacer shares each notifier source's fetch budget among the
+	// replicas; nil (or while it cannot answer): each replica holds the
+	// budget on its own.
+	FetchPacer FetchPacer
+	// FetchRate and FetchConcurrency are each notifier source's budget of
+	// fetches from its provider's API: starts per second (default
+	// DefaultFetchRate) and fetches at once (default
+	// DefaultFetchConcurrency). Over it, a notice is answered 503 with
+	// Retry-After.
+	FetchRate        float64
+	FetchConcurrency int
 	// OnPayment, when set, runs in the recording transaction of every
 	// newly recorded payment of every payment source, after the source's
 	// own OnRecord (see RecordHook). Teams that embed paylock use it to
@@ -206,6 +221,12 @@ func (c *Config) setDefaults() {
 	if c.Sources == nil {
 		c.Sources = []Source{PaymentsSource(nil)}
 	}
+	if c.FetchRate <= 0 {
+		c.FetchRate = DefaultFetchRate
+	}
+	if c.FetchConcurrency <= 0 {
+		c.FetchConcurrency = DefaultFetchConcurrency
+	}
 }
 
 // Handler serves paylock's public HTTP API: the webhook sources, health and
@@ -221,6 +242,7 @@ type Handler struct {
 	reading  chan struct{}    // a slot per webhook delivery whose body is being read
 	lastShed atomic.Int64     // when a delivery was last shed (Unix ns); 0: never
 	refusals *ratelog.Limiter // bounds the log lines of refused signatures, per source
+	fetchLog *ratelog.Limiter // bounds the warnings of a fetch pacer that cannot answer, per source
 	sources  map[string]*source
 	trace    tracing
 	waitOpts []lock.ObtainOption // obtain's, when it waits (waitOptions)
@@ -243,6 +265,7 @@ func New(cfg Config, locker Locker, st Recorder) (*Handler, error) {
 		inflight: make(chan struct{}, cfg.MaxInFlight),
 		reading:  make(chan struct{}, cfg.MaxReading),
 		refusals: ratelog.New(refusalLogEvery, refusalLogBurst),
+		fetchLog: ratelog.New(fetchPaceLogEvery, 1),
 		sources:  make(map[string]*source, len(cfg.Sources)),
 		trace:    newTracing(cfg),
 		waitOpts: waitOptions(cfg.LockWait),

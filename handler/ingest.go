@@ -49,7 +49,7 @@ type IngestRecord struct {
 // transaction id with other content, the adapter's error for a body it
 // refuses, or the lock's and the store's errors.
 func (h *Handler) Ingest(ctx context.Context, source string, body []byte) (IngestResult, error) {
-	return h.ingest(ctx, source, body, "", " (reconciled)")
+	return h.ingest(ctx, source, body, "", " (reconciled)", true)
 }
 
 // Replay runs a body of source kept in the delivery log (verified when it
@@ -59,7 +59,7 @@ func (h *Handler) Ingest(ctx context.Context, source string, body []byte) (Inges
 // already "duplicate", one that still carries nothing to record
 // "ignored"; the adapter's refusal is its error.
 func (h *Handler) Replay(ctx context.Context, source string, body []byte, signatureID string) (IngestResult, error) {
-	return h.ingest(ctx, source, body, signatureID, " (replayed)")
+	return h.ingest(ctx, source, body, signatureID, " (replayed)", false)
 }
 
 // Sync records a body of source built from the provider's answer about one
@@ -70,11 +70,14 @@ func (h *Handler) Replay(ctx context.Context, source string, body []byte, signat
 // payment's webhook comes first records; the other finds it recorded
 // ("duplicate"). It returns Ingest's errors.
 func (h *Handler) Sync(ctx context.Context, source string, body []byte, how string) (IngestResult, error) {
-	return h.ingest(ctx, source, body, "", " ("+how+")")
+	return h.ingest(ctx, source, body, "", " ("+how+")", true)
 }
 
-// ingest is Ingest, Replay and Sync: how is added to the log line's message.
-func (h *Handler) ingest(ctx context.Context, source string, body []byte, headerID, how string) (IngestResult, error) {
+// ingest is Ingest, Replay and Sync: how is added to the log line's
+// message. fromAPI says body came from the provider's API (Ingest, Sync)
+// rather than as a webhook (Replay): a notifier source reads the one with
+// its adapter, the other as notices whose payments it fetches.
+func (h *Handler) ingest(ctx context.Context, source string, body []byte, headerID, how string, fromAPI bool) (IngestResult, error) {
 	src, ok := h.sources[source]
 	if !ok {
 		return IngestResult{}, fmt.Errorf("%w: %q", ErrUnknownSource, source)
@@ -83,7 +86,7 @@ func (h *Handler) ingest(ctx context.Context, source string, body []byte, header
 	defer cancel()
 	start := time.Now()
 	o := outcome{source: src.name, msg: src.logMsg + how, requestID: uuid.NewString(), secretIndex: -1}
-	units, results, err := h.process(ctx, src, body, headerID, &o)
+	units, results, err := h.process(ctx, src, body, headerID, &o, fromAPI)
 	o.status = 200
 	if err != nil {
 		o.err, o.result = err, "error"
@@ -117,7 +120,7 @@ func (h *Handler) Check(ctx context.Context, source string, body []byte) (Ingest
 	if !ok {
 		return IngestResult{}, fmt.Errorf("%w: %q", ErrUnknownSource, source)
 	}
-	units, err := src.parse(body, "")
+	units, err := src.parseAPI(body, "")
 	if err != nil {
 		return IngestResult{}, err
 	}

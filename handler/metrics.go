@@ -38,6 +38,7 @@ type Metrics struct {
 	stages           *prometheus.GaugeVec
 	deliveryDrops    *prometheus.CounterVec
 	ignored          *prometheus.CounterVec
+	fetches          *prometheus.CounterVec
 	// reading and processing are the stages' series, bound once: every
 	// delivery moves each of them twice.
 	reading, processing prometheus.Gauge
@@ -134,7 +135,7 @@ func NewMetrics(reg prometheus.Registerer, lockTTL time.Duration) *Metrics {
 	m.lockTTL.Set(lockTTL.Seconds())
 	reg.MustRegister(m.requests, m.duration, m.lockObtain, m.lockWait, m.lockHold, m.lockTTL,
 		m.lockRelease, m.leaseLost, m.lockRefresh, m.backstopDups, m.mismatches, m.sigFailures, m.sigVerified,
-		m.redisUnavailable, m.dbWrites, m.shedTotal, m.stages, m.deliveryDrops, m.ignored)
+		m.redisUnavailable, m.dbWrites, m.shedTotal, m.stages, m.deliveryDrops, m.ignored, m.fetches)
 	for _, o := range []string{"acquired", "busy", "finished", "error"} {
 		m.lockObtain.WithLabelValues(o)
 	}
@@ -186,6 +187,17 @@ func (m *Metrics) webhookMetrics() {
 		Name: "paylock_deliveries_ignored_total",
 		Help: "Verified deliveries (or items of a batch) answered \"ignored\": they carried nothing the source records, by source and event type (a type the source's adapter names, else \"other\"). A lifecycle type here (a refund, a dispute, a failure, a cancellation, a capture) is money moving that paylock does not see.",
 	}, []string{"source", "type"})
+	m.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paylock_provider_fetches_total",
+		Help: "Payments named by webhooks that carry no payment (Mollie, GoCardless, Stripe thin events), by source and outcome: fetched (the provider's API was asked and what it said recorded), coalesced (a fetch that began after the notice arrived answered it: no request), not_final (the API says the payment is in no state to record yet), gone (the API knows no such payment), paced (over the source's fetch budget: 503, the provider retries), failed (the API did not answer: 503).",
+	}, []string{"source", "outcome"})
+}
+
+// fetched counts one notice's outcome (paylock_provider_fetches_total).
+func (m *Metrics) fetched(source, outcome string) {
+	if m != nil {
+		m.fetches.WithLabelValues(source, outcome).Inc()
+	}
 }
 
 // deliveryDropped counts a delivery the delivery log did not keep.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,7 +160,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o
 		return nil, err
 	}
 	o.admitted, o.body, o.headerID = true, body, headerID
-	units, results, err := h.process(ctx, src, body, headerID, o)
+	units, results, err := h.process(ctx, src, body, headerID, o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +189,8 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, src *source, o
 // parse it into units, then settle each unit in order. It returns the units
 // and each one's result; the first failure ends it. o.result is the
 // delivery's overall result ("ignored" when the body carries no unit).
-func (h *Handler) process(ctx context.Context, src *source, body []byte, headerID string, o *outcome) ([]unit, []string, error) {
-	units, err := h.trace.adapt(ctx, src, body, headerID)
+func (h *Handler) process(ctx context.Context, src *source, body []byte, headerID string, o *outcome, fromAPI bool) ([]unit, []string, error) {
+	units, err := h.trace.adapt(ctx, src, body, headerID, fromAPI)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,6 +204,13 @@ func (h *Handler) process(ctx context.Context, src *source, body []byte, headerI
 	if len(units) == 0 {
 		o.result = "ignored"
 		return nil, nil, nil
+	}
+	for _, u := range units {
+		// Every notice of the delivery takes its place before any is
+		// settled (noticeUnit).
+		if a, ok := u.(arriver); ok {
+			a.arrive(ctx)
+		}
 	}
 	results := make([]string, len(units))
 	for i, u := range units {
@@ -263,9 +271,9 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, src *sour
 		o.secretIndex = res.SecretIndex
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
+	if err != nil || !slices.Contains(src.mediaTypes, mt) {
 		return nil, "", problem.New(http.StatusUnsupportedMediaType, "media-type", "Unsupported media type", "",
-			"Content-Type must be application/json")
+			"Content-Type must be "+strings.Join(src.mediaTypes, " or "))
 	}
 	return body, id, nil
 }
@@ -414,6 +422,9 @@ func settled(res string, err error) (string, error) {
 // the outcome) the key keeps a finished marker for FinishedTTL.
 func (h *Handler) release(ctx context.Context, lk *held, u unit, o *outcome, done bool) (expired bool) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.ReleaseTimeout)
+	if _, ok := u.(unsettled); ok {
+		done = false
+	}
 	if done && h.cfg.FinishedTTL > 0 {
 		o.releaseErr = lk.Finish(rctx, h.cfg.FinishedTTL)
 	} else {
@@ -436,6 +447,14 @@ func (h *Handler) release(ctx context.Context, lk *held, u unit, o *outcome, don
 			slog.String("source", o.source), slog.String("ref", u.ref()), slog.Any("error", o.releaseErr))
 	}
 	return false
+}
+
+// An unsettled unit's outcome is no lasting fact of its lock key (a
+// notice: a later one may announce a new state), so its release leaves no
+// finished marker: the deliveries waiting on the lock take it in turn, and
+// the fetch ledger answers each (noticeUnit).
+type unsettled interface {
+	unsettled()
 }
 
 // requestIDKey is the context key of the delivery's request id (what

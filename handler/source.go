@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/paylock/paylock/internal/pace"
 	"github.com/paylock/paylock/problem"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/store"
@@ -55,6 +56,11 @@ type Source struct {
 	// source's lifecycle events that changes its payment's state (see
 	// ChangeHook): paylock inserts the change's forward job there.
 	OnChange ChangeHook
+	// Fetcher is the source's provider's API, for a provider whose
+	// webhooks name payments rather than carry them (provider.Notifier):
+	// each named payment is fetched with it under its lock. New refuses a
+	// notifier source without one.
+	Fetcher provider.Fetcher
 	// LegacyLockKey keeps the lock key of paylock's first releases,
 	// <prefix>payment:<transaction_id>, for transaction ids without ':',
 	// so that replicas of the old and the new release exclude each other
@@ -78,6 +84,13 @@ type source struct {
 	basicAuth []byte // "user:password"; nil: none
 	// parse turns a verified body into the units of work it carries.
 	parse func(body []byte, headerID string) ([]unit, error)
+	// parseAPI turns a body from the provider's own API (a sync, a
+	// reconciliation) into its units: parse, but for a notifier source,
+	// whose webhooks only name payments, the adapter's read of the API.
+	parseAPI func(body []byte, headerID string) ([]unit, error)
+	// mediaTypes are the Content-Types its deliveries may have
+	// (application/json, or the adapter's provider.MediaTyped).
+	mediaTypes []string
 	// ack, when set, is the provider's own 2xx answer (Adyen's
 	// "[accepted]").
 	ack provider.Acknowledger
@@ -102,7 +115,7 @@ func (h *Handler) build(s Source) (*source, error) {
 		return nil, fmt.Errorf("handler: source name %q is not a URL-safe token (a-z, 0-9, _ and -, at most 63)", s.Name)
 	}
 	src := &source{name: s.Name, verifier: s.Verifier, logMsg: "payment webhook",
-		route: "/webhooks/" + s.Name, spanName: "POST /webhooks/" + s.Name}
+		route: "/webhooks/" + s.Name, spanName: "POST /webhooks/" + s.Name, mediaTypes: jsonOnly}
 	if s.BasicAuth != "" {
 		src.basicAuth = []byte(s.BasicAuth)
 	}
@@ -117,6 +130,7 @@ func (h *Handler) build(s Source) (*source, error) {
 		} else {
 			src.parse, src.logMsg = h.parsePayoutStatus, "payout webhook"
 		}
+		src.parseAPI = src.parse
 		return src, nil
 	}
 	p, ok := provider.Lookup(s.Provider)
@@ -139,8 +153,27 @@ func (h *Handler) build(s Source) (*source, error) {
 		}
 	}
 	src.parse = h.paymentParser(s, a)
+	src.parseAPI = src.parse
+	if mt, ok := a.(provider.MediaTyped); ok {
+		src.mediaTypes = mt.MediaTypes()
+	}
+	if n, ok := a.(provider.Notifier); ok {
+		if s.Fetcher == nil {
+			return nil, fmt.Errorf("handler: source %q: %w", s.Name, ErrNoFetcher)
+		}
+		f := &fetcher{api: s.Fetcher, local: pace.NewLocalBurst(h.cfg.FetchConcurrency, h.cfg.FetchRate, fetchBurst(h.cfg.FetchRate)), parseAPI: src.parseAPI}
+		src.parse = h.noticeParser(s, n, f)
+	}
 	return src, nil
 }
+
+// jsonOnly is the media type of every source whose adapter names none.
+var jsonOnly = []string{"application/json"}
+
+// ErrNoFetcher is wrapped by New's error for a source whose provider's
+// webhooks name payments that must be fetched from its API
+// (provider.Notifier), given no Source.Fetcher: it could record nothing.
+var ErrNoFetcher = errors.New("its provider's webhooks only name payments, which paylock fetches from the provider's API: the source needs its API key (api_key_env)")
 
 // paymentLockKey returns the lock key of source s's payments by
 // transaction id: <prefix>payment:<source>:<transaction_id>. Source names

@@ -150,12 +150,16 @@ func (t tracing) verify(ctx context.Context, v Verifier, h http.Header, body []b
 
 // adapt is the source's parse of a trusted body into units, in a span of
 // its own.
-func (t tracing) adapt(ctx context.Context, src *source, body []byte, headerID string) ([]unit, error) {
+func (t tracing) adapt(ctx context.Context, src *source, body []byte, headerID string, fromAPI bool) ([]unit, error) {
+	parse := src.parse
+	if fromAPI {
+		parse = src.parseAPI
+	}
 	if !traced(ctx) {
-		return src.parse(body, headerID)
+		return parse(body, headerID)
 	}
 	_, span := t.tracer.Start(ctx, "paylock.adapt")
-	units, err := src.parse(body, headerID)
+	units, err := parse(body, headerID)
 	if span.IsRecording() {
 		span.SetAttributes(attrSource.String(src.name), attrEvents.Int(len(units)))
 		if err != nil {

@@ -63,6 +63,13 @@ var (
 	// ErrSlowBody: a delivery's body arrived slower than the floor
 	// (PAYLOCK_MIN_BODY_RATE) and its read was cut.
 	ErrSlowBody = errors.New("handler: body arrived too slowly")
+	// ErrProviderAPI: the provider's API did not answer a fetch of a
+	// payment a webhook named (a network error, a 5xx, a refused key):
+	// nothing was recorded, and the provider retries the webhook.
+	ErrProviderAPI = errors.New("handler: the provider's API did not answer")
+	// ErrUnknownPayment: the provider's API knows no payment of the id a
+	// webhook named.
+	ErrUnknownPayment = errors.New("handler: the provider's API knows no such payment")
 	// ErrHook: an in-transaction hook failed and the record rolled back.
 	ErrHook = errors.New("handler: a record hook failed; the payment was rolled back")
 	// ErrDisbursementMismatch: a loan event contradicts the stored tranche.
@@ -157,6 +164,14 @@ func fromHTTP(err error) *Problem {
 	case errors.Is(err, ErrDisbursementMismatch):
 		return New(http.StatusUnprocessableEntity, "mismatch", "Payload mismatch", "",
 			"this loan tranche is recorded with a different amount or currency, or this event_id was received for something else")
+	case errors.Is(err, ErrUnknownPayment):
+		return New(http.StatusUnprocessableEntity, "unknown-payment", "Unknown payment", "id",
+			"the provider's API knows no payment of this id for this source's key; nothing was recorded")
+	case errors.Is(err, ErrProviderAPI):
+		p := New(http.StatusServiceUnavailable, "provider-unavailable", "Provider API unavailable", "",
+			"the provider's API did not answer the fetch of this payment; nothing was recorded; retry later")
+		p.RetryAfter = 5 * time.Second
+		return p
 	case errors.Is(err, ErrUnknownPayout):
 		p := New(http.StatusNotFound, "unknown-payout", "Unknown payout", "payout_id",
 			"no disbursement has this payout_id yet; retry later")

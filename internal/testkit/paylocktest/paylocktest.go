@@ -140,6 +140,13 @@ func start(t testing.TB, o Options) *Replica {
 		rec = o.Wrap(rec)
 	}
 	cfg := o.Config
+	// As serve does: notices' fetch ledger and budget on the lock's Redis.
+	if cfg.Notices == nil {
+		cfg.Notices = lock.NewNotices(rdb, cfg.LockPrefix)
+	}
+	if cfg.FetchPacer == nil {
+		cfg.FetchPacer = lock.NewPacer(rdb, cfg.LockPrefix)
+	}
 	if o.Configure != nil {
 		o.Configure(&cfg, st)
 	}
