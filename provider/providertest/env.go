@@ -53,41 +53,34 @@ func start(t *testing.T, name string, p provider.Provider, s provider.Samples) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A migrated schema of the test's own, made here rather than by
-	// paylocktest: the providers' own tests import this package, and
-	// paylocktest imports every provider.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testkit.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{name: name, p: p, samples: s, scheme: scheme, secret: secret, st: st,
+	e := &env{name: name, p: p, samples: s, scheme: scheme, secret: secret, st: migrated(t),
 		rdb: testkit.Redis(t), prefix: testkit.Key(t, "") + ":"}
-	h, err := handler.New(handler.Config{
-		LockPrefix: e.prefix,
-		Logger:     testkit.Logger(),
+	e.serve(t, handler.Config{
 		Sources: []handler.Source{
 			{Name: signedSource, Provider: name, Settings: s.Settings, Verifier: v},
 			{Name: unsignedSource, Provider: name, Settings: s.Settings},
 		},
-	}, lock.New(e.rdb), st.Payments())
-	if err != nil {
-		t.Fatalf("handler.New with Samples.Settings: %v", err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	e.url = srv.URL
+	})
 	if a, err := p.New(provider.Config{Source: signedSource, Settings: s.Settings}); err == nil {
 		if ack, ok := a.(provider.Acknowledger); ok {
 			_, e.ack = ack.Acknowledge()
 		}
 	}
 	return e
+}
+
+// serve serves cfg's sources over e's store and Redis, its lock keys under
+// e's prefix.
+func (e *env) serve(t *testing.T, cfg handler.Config) {
+	t.Helper()
+	cfg.LockPrefix, cfg.Logger = e.prefix, testkit.Logger()
+	h, err := handler.New(cfg, lock.New(e.rdb), e.st.Payments())
+	if err != nil {
+		t.Fatalf("handler.New with Samples.Settings: %v", err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
 }
 
 // sign returns the signature headers of body for delivery id (none for a
@@ -99,9 +92,19 @@ func (e *env) sign(id string, body []byte) http.Header {
 	return signature.Sign(e.scheme, e.secret, id, time.Now(), body)
 }
 
-// post delivers body to source with headers h.
+// post delivers body to source with headers h, as JSON.
 func (e *env) post(t *testing.T, source string, h http.Header, body []byte) (int, http.Header, []byte) {
 	t.Helper()
+	return e.postAs(t, source, h, body, "")
+}
+
+// postAs delivers body of media type contentType ("": application/json)
+// to source with headers h.
+func (e *env) postAs(t *testing.T, source string, h http.Header, body []byte, contentType string) (int, http.Header, []byte) {
+	t.Helper()
+	if contentType == "" {
+		contentType = "application/json"
+	}
 	req, err := http.NewRequest(http.MethodPost, e.url+"/webhooks/"+source, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +112,7 @@ func (e *env) post(t *testing.T, source string, h http.Header, body []byte) (int
 	for k, vs := range h {
 		req.Header[k] = vs
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,9 @@
 //   - the adapter alone turns each sample into the same events, byte for
 //     byte, and refuses each refused sample with its status.
 //
+// A Notifier provider's samples go through the notifier suite instead
+// (notices.go): its webhooks name payments fetched from a fake of its API.
+//
 // A failure says which sample broke which promise, or what the samples
 // still lack. The check helpers (WantEvents, WantRefused, CheckAdapted) are
 // for a provider's own unit tests.
@@ -48,9 +51,32 @@ func Run(t *testing.T, names []string) {
 	}
 }
 
+// RunSamples runs the suite over the provider registered as name with
+// samples s rather than its Samples: a second form of its sources (a
+// stripe source of thin events, say).
+func RunSamples(t *testing.T, name string, s provider.Samples) {
+	t.Helper()
+	p, ok := provider.Lookup(name)
+	if !ok {
+		t.Fatalf("no provider is registered as %q", name)
+	}
+	runSamples(t, name, p, s)
+}
+
 // runProvider is the suite of one provider.
 func runProvider(t *testing.T, name string, p provider.Provider) {
-	s := p.Samples()
+	runSamples(t, name, p, p.Samples())
+}
+
+// runSamples is the suite of one provider with samples s: a notifier's
+// (notices.go) when its adapter is a provider.Notifier.
+func runSamples(t *testing.T, name string, p provider.Provider, s provider.Samples) {
+	if a, err := p.New(provider.Config{Source: signedSource, Settings: s.Settings, Rules: payload.NewRules("", nil)}); err == nil {
+		if _, ok := a.(provider.Notifier); ok {
+			runNotifier(t, name, p, s)
+			return
+		}
+	}
 	e := start(t, name, p, s)
 	t.Run("the adapter alone", func(t *testing.T) { e.adaptAlone(t) })
 	for i, d := range s.Deliveries {
