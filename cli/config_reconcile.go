@@ -19,6 +19,11 @@ type ReconcileConfig struct {
 	// this long after its last change is synced; 0 is off.
 	SyncPendingAfter time.Duration
 	SyncRate         float64 // PAYLOCK_SYNC_RATE: the janitor's provider calls per second, at most
+	// FetchRate and FetchConcurrency are each notifier source's budget of
+	// fetches from its provider's API (PAYLOCK_FETCH_RATE,
+	// PAYLOCK_FETCH_CONCURRENCY): the payments its webhooks name.
+	FetchRate        float64
+	FetchConcurrency int
 
 	stripeKey string // STRIPE_API_KEY; never printed
 }
@@ -67,6 +72,24 @@ func (c *ReconcileConfig) settings() []setting {
 					return errors.New("must be a number of payments per second above 0 and at most 1000, such as 5 or 0.5")
 				}
 				c.SyncRate = r
+				return nil
+			}},
+		{env: "PAYLOCK_FETCH_RATE", flag: "fetch-rate", def: "20", usage: "fetches per second, at most, from the provider's API of each source whose webhooks only name payments (mollie, gocardless, a stripe source with thin: true), shared by the replicas through Redis; beyond it a webhook is answered 503 with Retry-After, so that a flood of ids costs the API at most this",
+			parse: func(v string) error {
+				r, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(r) || r <= 0 || r > 10000 {
+					return errors.New("must be a number of fetches per second above 0 and at most 10000, such as 20 or 0.5")
+				}
+				c.FetchRate = r
+				return nil
+			}},
+		{env: "PAYLOCK_FETCH_CONCURRENCY", flag: "fetch-concurrency", def: "8", usage: "fetches at once, at most, from the provider's API of each source whose webhooks only name payments, shared by the replicas",
+			parse: func(v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 1024 {
+					return errors.New("must be a whole number from 1 to 1024")
+				}
+				c.FetchConcurrency = n
 				return nil
 			}},
 	}

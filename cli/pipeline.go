@@ -48,6 +48,10 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 		if src.BasicAuth, err = basicAuthOf(spec, getenv); err != nil {
 			return nil, forward.Routes{}, err
 		}
+		if adapterSignsNothing(spec.Adapter) {
+			logger.Info("this source's webhooks carry no signature: paylock records only what the provider's API answers, with the source's key, for the payments they name",
+				slog.String("source", spec.Name), slog.String("adapter", spec.Adapter))
+		}
 		if !spec.unsigned() {
 			v, n, err := sourceVerifier(spec, cfg.Sources.SigTolerance)
 			if err != nil {
@@ -133,8 +137,13 @@ func forwardOnRecord(sources []handler.Source, routes forward.Routes, st *store.
 // newPipeline is the handler of serve and of "reconcile payments": the same
 // sources, adapters, locks and record hooks, so that a payment reconciled
 // from the provider's API takes the steps of its webhook. lk reports to
-// metrics (newLocker).
-func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *store.Store, lk *lock.Locker, metrics *handler.Metrics, checks []handler.Check) (*handler.Handler, error) {
+// metrics (newLocker); rdb, the lock's Redis, also holds the notifier
+// sources' fetch ledger and budget. Each source whose provider has a
+// status API gets its fetcher (withFetchers).
+func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *store.Store, lk *lock.Locker, rdb redis.UniversalClient, metrics *handler.Metrics, checks []handler.Check) (*handler.Handler, error) {
+	if err := withFetchers(cfg, sources); err != nil {
+		return nil, err
+	}
 	return handler.New(handler.Config{
 		LockTTL:          cfg.Lock.TTL,
 		LockWait:         handlerWait(cfg.Lock.Wait),
@@ -159,6 +168,10 @@ func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *
 		Deliveries:       deliveryLogOf(cfg, st),
 		DeliveryRedact:   cfg.DeliveryLog.Redact,
 		TracerProvider:   cfg.Telemetry.tracerProvider(),
+		Notices:          lock.NewNotices(rdb, cfg.Lock.Prefix),
+		FetchPacer:       lock.NewPacer(rdb, cfg.Lock.Prefix),
+		FetchRate:        cfg.Reconcile.FetchRate,
+		FetchConcurrency: cfg.Reconcile.FetchConcurrency,
 	}, lk, st.Payments())
 }
 
@@ -179,7 +192,7 @@ func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.
 	}
 	traceRedis(cfg.Telemetry, rdb, logger)
 	metrics := handler.NewMetrics(prometheus.NewRegistry(), cfg.Lock.TTL)
-	h, err = newPipeline(cfg, logger, sources, st, newLocker(lockClient(cfg.Lock, rdb, logger), metrics), metrics, nil)
+	h, err = newPipeline(cfg, logger, sources, st, newLocker(lockClient(cfg.Lock, rdb, logger), metrics), rdb, metrics, nil)
 	if err != nil {
 		rdb.Close()
 		return nil, nil, nil, err

@@ -143,7 +143,7 @@ func (s *serving) startPipeline(ctx context.Context) error {
 		{Name: "redis", Critical: cfg.Lock.Unavailable == handler.Reject, Ping: lk.Ping},
 	}
 	var err error
-	if s.h, err = newPipeline(cfg, s.logger, s.sources, s.st, lk, metrics, checks); err != nil {
+	if s.h, err = newPipeline(cfg, s.logger, s.sources, s.st, lk, s.rdb, metrics, checks); err != nil {
 		return err
 	}
 	if s.sync, err = paymentSync(cfg, s.sources, s.h, s.logger); err != nil {

@@ -313,7 +313,7 @@ func buildSources(cfg Config, getenv func(string) string, data []byte) ([]source
 			return nil, nil, fail(se)
 		case !served:
 			continue
-		case s.unsigned():
+		case s.unsigned() && !adapterSignsNothing(s.Adapter):
 			unsigned = append(unsigned, s.Name)
 		}
 		specs = append(specs, s)
@@ -383,7 +383,7 @@ func withSecrets(c candidate, raw string, allowUnsigned bool, vars map[string]st
 		return s, false, &sourceError{Field: field, Err: err}
 	}
 	if s.Scheme == schemeNone {
-		if !allowUnsigned {
+		if !allowUnsigned && !adapterSignsNothing(s.Adapter) {
 			return fail("signature", fmt.Errorf("none: %w", errUnsignedSource))
 		}
 		return s, true, nil
@@ -579,9 +579,13 @@ func applySource(base sourceSpec, rs rawSource) (sourceSpec, *sourceError) {
 			s.Settings[k] = raw
 		}
 	}
-	for _, k := range []string{"adapter", "signature"} {
-		if !rs.has[k] && !base.Builtin {
-			return s, fail(k, errors.New("missing"))
+	if !rs.has["adapter"] && !base.Builtin {
+		return s, fail("adapter", errors.New("missing"))
+	}
+	if !rs.has["signature"] && !base.Builtin {
+		var ok bool
+		if s.Scheme, ok = defaultScheme(s.Adapter); !ok {
+			return s, fail("signature", errors.New("missing"))
 		}
 	}
 	if !rs.has["secrets_env"] && !base.Builtin && s.Scheme != schemeNone {
@@ -597,6 +601,34 @@ type adapter struct {
 	schemes []signature.Scheme
 	keys    []string
 	p       provider.Provider // nil for loans and payouts
+}
+
+// defaultScheme is the signature of a source of adapter that names none:
+// its provider's own scheme (Schemes()[0]), or schemeNone for a provider
+// that signs nothing (provider.SignsNothing); false for an adapter that
+// is not a registered provider.
+func defaultScheme(adapter string) (signature.Scheme, bool) {
+	p, ok := provider.Lookup(adapter)
+	switch {
+	case ok && signsNothing(p):
+		return schemeNone, true
+	case ok && len(p.Schemes()) > 0:
+		return p.Schemes()[0], true
+	}
+	return "", false
+}
+
+// signsNothing reports whether p's webhooks carry no signature
+// (provider.SignsNothing): its sources need no secrets.
+func signsNothing(p provider.Provider) bool {
+	_, ok := p.(provider.SignsNothing)
+	return ok
+}
+
+// adapterSignsNothing is signsNothing of the provider registered as name.
+func adapterSignsNothing(name string) bool {
+	p, ok := provider.Lookup(name)
+	return ok && signsNothing(p)
 }
 
 // adapterOf looks up the adapter name; newSource is a source of the file
@@ -672,6 +704,8 @@ var headerSchemes = []signature.Scheme{signature.SchemeStandard, signature.Schem
 // may use it.
 func checkScheme(s sourceSpec, a adapter) error {
 	switch {
+	case a.p != nil && signsNothing(a.p) && s.Scheme != schemeNone:
+		return fmt.Errorf("adapter %s's webhooks carry no signature: omit signature (or say none); paylock records only what the provider's API answers for the payments they name", s.Adapter)
 	case s.Scheme == schemeNone:
 		return nil
 	case !slices.Contains(signature.Schemes(), s.Scheme):

@@ -13,13 +13,18 @@ import (
 	"github.com/paylock/paylock/store"
 )
 
-// apiOf is the status API of src, a source whose provider has one (stripe):
-// its base URL (api_url, else PAYLOCK_STRIPE_API_URL) and its secret key
-// (the variable api_key_env names, else STRIPE_API_KEY; "" when neither
-// is set). A set api_key_env whose variable is empty is an error naming
-// the variable, never its value.
+// apiOf is the status API of src, a source whose provider has one: its
+// base URL (api_url; else, for a provider.GlobalKeyed one (stripe),
+// PAYLOCK_STRIPE_API_URL; else "", the provider's own) and its secret key
+// (the variable api_key_env names; else, for a GlobalKeyed provider,
+// STRIPE_API_KEY; "" when neither is set). A set api_key_env whose
+// variable is empty is an error naming the variable, never its value.
 func apiOf(cfg Config, src handler.Source) (url, key string, err error) {
-	url, key = cfg.Reconcile.StripeURL, cfg.Reconcile.stripeKey
+	if p, ok := provider.Lookup(src.Provider); ok {
+		if _, global := p.(provider.GlobalKeyed); global {
+			url, key = cfg.Reconcile.StripeURL, cfg.Reconcile.stripeKey
+		}
+	}
 	if raw, ok := src.Settings[provider.KeyAPIURL]; ok {
 		if err := json.Unmarshal(raw, &url); err != nil {
 			return "", "", fmt.Errorf("source %q: %s: want a URL", src.Name, provider.KeyAPIURL)
@@ -56,25 +61,59 @@ func paymentSync(cfg Config, sources []handler.Source, h *handler.Handler, logge
 		if c, ok := p.(provider.Confirmer); ok {
 			s.Confirmers[src.Name] = reconcile.Confirmer{Provider: c, Settings: src.Settings}
 		}
-		sy, ok := p.(provider.Syncer)
-		if !ok {
-			continue
+		f := src.Fetcher
+		if f == nil {
+			var err error
+			if f, err = fetcherOf(cfg, src); err != nil {
+				return nil, err
+			}
 		}
-		url, key, err := apiOf(cfg, src)
-		if err != nil {
-			return nil, err
-		}
-		if key == "" {
+		if f == nil {
 			logger.Debug("a source without an API key is not synced", slog.String("source", src.Name))
 			continue
-		}
-		f, err := sy.NewFetcher(provider.ListerConfig{Source: src.Name, Settings: src.Settings, URL: url, Key: key})
-		if err != nil {
-			return nil, fmt.Errorf("source %q: %w", src.Name, err)
 		}
 		s.Fetchers[src.Name] = f
 	}
 	return s, nil
+}
+
+// fetcherOf is the status API of src (apiOf), nil when its provider has
+// none (provider.Syncer) or it has no key.
+func fetcherOf(cfg Config, src handler.Source) (provider.Fetcher, error) {
+	p, ok := provider.Lookup(src.Provider)
+	if !ok {
+		return nil, nil
+	}
+	sy, ok := p.(provider.Syncer)
+	if !ok {
+		return nil, nil
+	}
+	url, key, err := apiOf(cfg, src)
+	if err != nil || key == "" {
+		return nil, err
+	}
+	f, err := sy.NewFetcher(provider.ListerConfig{Source: src.Name, Settings: src.Settings, URL: url, Key: key})
+	if err != nil {
+		return nil, fmt.Errorf("source %q: %w", src.Name, err)
+	}
+	return f, nil
+}
+
+// withFetchers gives each source whose provider has a status API its
+// fetcher (fetcherOf): the pipeline fetches with it the payments a
+// notifier source's webhooks name (provider.Notifier).
+func withFetchers(cfg Config, sources []handler.Source) error {
+	for i := range sources {
+		if sources[i].Fetcher != nil {
+			continue
+		}
+		f, err := fetcherOf(cfg, sources[i])
+		if err != nil {
+			return err
+		}
+		sources[i].Fetcher = f
+	}
+	return nil
 }
 
 // syncAdmin is s as the admin API's PaymentSync.

@@ -30,6 +30,16 @@ type Syncer interface {
 	NewFetcher(cfg ListerConfig) (Fetcher, error)
 }
 
+// A GlobalKeyed Syncer's sources fall back on paylock's command-wide API
+// settings when they set no api_key_env or api_url (Stripe's, from
+// paylock's first releases: STRIPE_API_KEY, PAYLOCK_STRIPE_API_URL).
+// Another Syncer's source names its own api_key_env, and its Fetcher
+// takes an empty URL for the provider's own API. Implementing it is
+// optional.
+type GlobalKeyed interface {
+	GlobalKeyed()
+}
+
 // A Fetcher asks the provider's API for one payment of a source.
 type Fetcher interface {
 	// Fetch returns the payment ref as the source's adapter reads it: a
