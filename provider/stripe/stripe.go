@@ -3,7 +3,10 @@
 // scheme (Stripe-Signature; Standard Webhooks is accepted too), the
 // sources-file key events (which event types a source records), and the
 // listing of past events through Stripe's API (GET /v1/events) that
-// reconciliation uses.
+// reconciliation uses. A source with the key thin receives Stripe's thin
+// events (https://docs.stripe.com/event-destinations#thin-events) instead:
+// each names a PaymentIntent that paylock fetches from Stripe's API
+// (thin.go).
 package stripe
 
 import (
@@ -79,6 +82,10 @@ func (Provider) Schemes() []signature.Scheme {
 	return []signature.Scheme{signature.SchemeStripe, signature.SchemeStandard}
 }
 
+// OrderPointer: a Stripe Event names its order in the PaymentIntent's or
+// Charge's metadata (provider.OrderNamer).
+func (Provider) OrderPointer() string { return "/data/object/metadata/order_id" }
+
 // Keys: events, the event types the source records (default
 // payment_intent.succeeded and every lifecycle type:
 // payment_intent.amount_capturable_updated, charge.captured,
@@ -93,14 +100,18 @@ func (Provider) Schemes() []signature.Scheme {
 // api_key_env and api_url are its status API's (sync): the environment
 // variable holding the secret key, and the base URL (default
 // https://api.stripe.com).
-// OrderPointer: a Stripe Event names its order in the PaymentIntent's or
-// Charge's metadata (provider.OrderNamer).
-func (Provider) OrderPointer() string { return "/data/object/metadata/order_id" }
-
-func (Provider) Keys() []string { return []string{"events", provider.KeyAPIKeyEnv, provider.KeyAPIURL} }
+//
+// thin (true or false, default false): the source's deliveries are thin
+// events, which paylock records only as Stripe's API answers the
+// PaymentIntent each names (KeyThin).
+func (Provider) Keys() []string {
+	return []string{"events", provider.KeyAPIKeyEnv, provider.KeyAPIURL, KeyThin}
+}
 
 // New returns the adapter of s's events, or a *provider.SettingError for
-// events that are not a list of the known types, empty or repeated.
+// events that are not a list of the known types, empty or repeated, or a
+// thin that is not a boolean. A thin source's adapter is a
+// provider.Notifier (thinAdapter).
 func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 	events, err := eventTypes(cfg.Settings)
 	if err != nil {
@@ -115,15 +126,23 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 			}
 		}
 	}
+	if thin, _ := thinSetting(cfg.Settings); thin {
+		return thinAdapter{a}, nil
+	}
 	return a, nil
 }
 
-// eventTypes are the event types settings name, or the default.
+// eventTypes are the event types settings name, or the default, once
+// every setting is checked.
 func eventTypes(s provider.Settings) ([]string, error) {
-	if err := s.Only("events", provider.KeyAPIKeyEnv, provider.KeyAPIURL); err != nil {
+	if err := s.Only("events", provider.KeyAPIKeyEnv, provider.KeyAPIURL, KeyThin); err != nil {
 		return nil, err
 	}
 	if err := checkAPI(s); err != nil {
+		return nil, err
+	}
+	thin, err := thinSetting(s)
+	if err != nil {
 		return nil, err
 	}
 	raw, ok := s["events"]
@@ -150,6 +169,9 @@ func eventTypes(s provider.Settings) ([]string, error) {
 		if slices.Contains(events[:i], e) {
 			return nil, fail(fmt.Errorf("%q listed twice", e))
 		}
+	}
+	if thin && !slices.Contains(events, defaultEvent) {
+		return nil, fail(errThinByCharge)
 	}
 	return events, nil
 }

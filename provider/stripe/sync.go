@@ -55,6 +55,13 @@ func (f fetcher) Fetch(ctx context.Context, ref string) ([]byte, string, error) 
 	if err != nil {
 		return nil, "", err
 	}
+	return syncEvent(raw, ref, f.now())
+}
+
+// syncEvent is Fetch's answer when Stripe's API answered raw for the
+// PaymentIntent ref at now (the event's created). ThinSamples builds its
+// fetched bodies with it, so that they are what Fetch returns.
+func syncEvent(raw json.RawMessage, ref string, now time.Time) ([]byte, string, error) {
 	var pi struct {
 		ID               string          `json:"id"`
 		Object           string          `json:"object"`
@@ -74,7 +81,7 @@ func (f fetcher) Fetch(ctx context.Context, ref string) ([]byte, string, error) 
 	}
 	body, err := json.Marshal(map[string]any{
 		"id": SyncEventPrefix + pi.ID + ":" + pi.Status, "object": "event", "type": typ,
-		"created": f.now().Unix(), "livemode": pi.Livemode, "api_version": nil,
+		"created": now.Unix(), "livemode": pi.Livemode, "api_version": nil,
 		"data": map[string]json.RawMessage{"object": raw},
 	})
 	return body, pi.Status, err
