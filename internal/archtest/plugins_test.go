@@ -24,6 +24,8 @@ var reachedByRegistry = []struct {
 }{
 	{"provider/checkout", []string{"provider/checkout", "provider/all"}, []string{"checkout", "cko-signature"}},
 	{"provider/paypal", []string{"provider/paypal", "provider/all"}, []string{"paypal", "paypal-transmission-sig", "paypal-cert-url"}},
+	{"provider/gocardless", []string{"provider/gocardless", "provider/all"}, []string{"gocardless", "gocardless-version"}},
+	{"provider/mollie", []string{"provider/mollie", "provider/all"}, []string{"mollie"}},
 }
 
 // TestPluginsAreReachedOnlyThroughTheirRegistry: adding Checkout.com edited

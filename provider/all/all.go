@@ -7,10 +7,12 @@
 package all
 
 import (
-	_ "github.com/paylock/paylock/provider/adyen"    // "adyen"
-	_ "github.com/paylock/paylock/provider/checkout" // "checkout"
-	_ "github.com/paylock/paylock/provider/mapped"   // "mapped"
-	_ "github.com/paylock/paylock/provider/native"   // "paylock"
-	_ "github.com/paylock/paylock/provider/paypal"   // "paypal"
-	_ "github.com/paylock/paylock/provider/stripe"   // "stripe"
+	_ "github.com/paylock/paylock/provider/adyen"      // "adyen"
+	_ "github.com/paylock/paylock/provider/checkout"   // "checkout"
+	_ "github.com/paylock/paylock/provider/gocardless" // "gocardless"
+	_ "github.com/paylock/paylock/provider/mapped"     // "mapped"
+	_ "github.com/paylock/paylock/provider/mollie"     // "mollie"
+	_ "github.com/paylock/paylock/provider/native"     // "paylock"
+	_ "github.com/paylock/paylock/provider/paypal"     // "paypal"
+	_ "github.com/paylock/paylock/provider/stripe"     // "stripe"
 )
