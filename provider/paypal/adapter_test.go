@@ -89,8 +89,11 @@ func TestAPaymentNamesItsOrderInItsCustomID(t *testing.T) {
 	}
 }
 
-// TestTheConformanceSuite runs the kit over paypal: its samples signed
-// with the test key, the certificate served by the allowlisted test host.
+// TestTheConformanceSuite runs the adapter conformance suite over paypal
+// where its signatures can be made: its samples signed with the test key
+// verify against the certificate the allowlisted test host serves, and
+// each tampered with does not. Through the real pipeline, a delivery is
+// tested by pipeline_test.go.
 func TestTheConformanceSuite(t *testing.T) {
 	providertest.Run(t, []string{"paypal"})
 }

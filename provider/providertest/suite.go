@@ -1,33 +1,48 @@
-// Package providertest is the one conformance suite of paylock's
-// providers: Run delivers each registered provider's Samples through the
-// real webhook pipeline (package handler) to a real Postgres and Redis
-// (internal/testkit: a schema and lock keys of the test's own), and checks
-// what a provider's author promises:
+// Package providertest is the adapter conformance suite of paylock's
+// providers: Run checks each registered provider's Samples against its
+// adapter and its signature scheme alone, with no server, no Postgres and
+// no Redis, so that a provider's own `go test` runs it. It checks what a
+// provider's author promises:
 //
-//   - every sample delivery, signed with the provider's first scheme, is
-//     accepted (2xx, or the provider's own acknowledgement) and records
-//     exactly its events: transaction id, amount, currency, event id and
-//     stored payload; delivered again, it records nothing more;
-//   - the same delivery tampered with is refused 401 and writes nothing;
-//   - every refused sample, and bodies no provider accepts (not JSON, an
-//     array, trailing data), is answered with its 400 or 422 problem and
-//     writes nothing, takes no lock;
-//   - the adapter alone turns each sample into the same events, byte for
-//     byte, and refuses each refused sample with its status.
+//   - the samples are complete: a scheme and a secret of it (none for a
+//     provider.SignsNothing provider), a delivery that records something,
+//     refusals of status 400 or 422, and for a Notifier notices whose refs
+//     its API's answers cover; a failure says what is still missing;
+//   - the adapter alone turns each sample delivery into exactly its
+//     events, byte for byte, and refuses each refused sample, and bodies
+//     no provider accepts (not JSON, an array, trailing data), with its
+//     status; a Notifier's adapter reads each API answer into its events,
+//     each notice into the refs it names, and refuses each refused body;
+//   - the signature: each sample delivery (a Notifier's: each notice)
+//     signed with signature.Sign and Samples.Secret verifies with
+//     signature.NewVerifier over its raw bytes, and the same body with a
+//     byte added (or Delivery.Tampered) does not, with one of signature's
+//     errors (ErrMissingHeader, ErrMalformed, ErrTimestamp, ErrNoMatch).
+//     A scheme that signs inside the body (Adyen) verifies the sample
+//     bodies as they come, signed already, and every delivery must give
+//     Tampered. A provider that signs nothing has nothing to verify.
 //
-// A Notifier provider's samples go through the notifier suite instead
-// (notices.go): its webhooks name payments fetched from a fake of its API.
+// A scheme paylock cannot sign with (signature.TrySign's error: PayPal's
+// RSA, whose private key only PayPal holds) has its signatures checked by
+// its own package's tests, which sign with a test key: where signing
+// fails, Run checks the provider's samples and adapter and logs that it
+// checked no signature.
 //
-// A failure says which sample broke which promise, or what the samples
-// still lack. The check helpers (WantEvents, WantRefused, CheckAdapted) are
-// for a provider's own unit tests.
+// The same samples through the real webhook pipeline (package handler,
+// Postgres, Redis, three replicas) are the pipeline conformance,
+// internal/testkit/pipelinetest, which reads them through the same
+// Subject. A provider package's tests cannot import it: it imports every
+// provider.
+//
+// The check helpers (WantEvents, WantRefused, CheckAdapted) are for a
+// provider's own unit tests.
 package providertest
 
 import (
-	"fmt"
+	"errors"
+	"slices"
 	"testing"
 
-	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
@@ -42,11 +57,8 @@ func Run(t *testing.T, names []string) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			p, ok := provider.Lookup(name)
-			if !ok {
-				t.Fatalf("no provider is registered as %q", name)
-			}
-			runProvider(t, name, p)
+			p := Lookup(t, name)
+			run(t, NewSubject(t, name, p, p.Samples()))
 		})
 	}
 }
@@ -56,106 +68,44 @@ func Run(t *testing.T, names []string) {
 // stripe source of thin events, say).
 func RunSamples(t *testing.T, name string, s provider.Samples) {
 	t.Helper()
-	p, ok := provider.Lookup(name)
-	if !ok {
-		t.Fatalf("no provider is registered as %q", name)
-	}
-	runSamples(t, name, p, s)
+	run(t, NewSubject(t, name, Lookup(t, name), s))
 }
 
-// runProvider is the suite of one provider.
-func runProvider(t *testing.T, name string, p provider.Provider) {
-	runSamples(t, name, p, p.Samples())
-}
-
-// runSamples is the suite of one provider with samples s: a notifier's
-// (notices.go) when its adapter is a provider.Notifier.
-func runSamples(t *testing.T, name string, p provider.Provider, s provider.Samples) {
-	if a, err := p.New(provider.Config{Source: signedSource, Settings: s.Settings, Rules: payload.NewRules("", nil)}); err == nil {
-		if _, ok := a.(provider.Notifier); ok {
-			runNotifier(t, name, p, s)
-			return
-		}
+// run is the suite of one subject: a notifier's (notices.go) when its
+// adapter is a provider.Notifier.
+func run(t *testing.T, s *Subject) {
+	if s.Notifier {
+		t.Run("the adapter alone", func(t *testing.T) { noticesAlone(t, s) })
+	} else {
+		t.Run("the adapter alone", func(t *testing.T) { adaptAlone(t, s) })
 	}
-	e := start(t, name, p, s)
-	t.Run("the adapter alone", func(t *testing.T) { e.adaptAlone(t) })
-	for i, d := range s.Deliveries {
-		t.Run("delivery "+d.Name, func(t *testing.T) {
-			e.tampered(t, i, d)
-			e.authentic(t, i, d)
-		})
+	signed := signedBodies(s)
+	if len(signed) == 0 {
+		return // a provider that signs nothing
 	}
-	for _, r := range e.refusals() {
-		t.Run("refused "+r.Name, func(t *testing.T) { e.refused(t, r) })
+	if _, err := s.Sign(signed[0].id, signed[0].body); err != nil {
+		t.Logf("no signature checked: %v (the provider's own tests sign with a test key)", err)
+		return
 	}
-}
-
-// checkSamples fails unless s gives the suite what it needs, saying what
-// is missing.
-func checkSamples(t *testing.T, p provider.Provider, s provider.Samples) (signature.Scheme, signature.Secret) {
-	t.Helper()
-	if len(p.Schemes()) == 0 {
-		t.Fatal("Schemes is empty: name the signature scheme(s) the provider's sources use")
+	v := s.Verifier(t)
+	for _, b := range signed {
+		t.Run("signature of "+b.name, func(t *testing.T) { checkSignature(t, s, v, b) })
 	}
-	scheme := p.Schemes()[0]
-	secrets, err := signature.ParseSecrets(scheme, s.Secret)
-	if err != nil || len(secrets) != 1 {
-		t.Fatalf("Samples.Secret is not one secret of scheme %s (Schemes()[0]): %v", scheme, err)
-	}
-	recorded := false
-	for _, d := range s.Deliveries {
-		recorded = recorded || len(d.Events) > 0
-		if inBody(scheme) && d.Tampered == nil {
-			t.Fatalf("delivery %q: scheme %s signs inside the body: give Tampered, the body with a signed value changed", d.Name, scheme)
-		}
-		for _, e := range d.Events {
-			if e.TransactionID == "" {
-				t.Fatalf("delivery %q: an event without a transaction id", d.Name)
-			}
-		}
-	}
-	if !recorded {
-		t.Fatal("Samples.Deliveries record nothing: add a delivery with the events it must record")
-	}
-	for _, r := range s.Refused {
-		if r.Status != 400 && r.Status != 422 {
-			t.Fatalf("refused sample %q: Status %d, want 400 or 422", r.Name, r.Status)
-		}
-	}
-	return scheme, secrets[0]
-}
-
-// inBody reports whether scheme signs inside the body (Adyen) rather than
-// in headers.
-func inBody(scheme signature.Scheme) bool { return signature.SignsInBody(scheme) }
-
-// refusals are the provider's refused samples, then bodies no provider
-// accepts, built around its first delivery.
-func (e *env) refusals() []provider.Refusal {
-	first := e.samples.Deliveries[0].Body
-	return append(append([]provider.Refusal{}, e.samples.Refused...),
-		provider.Refusal{Name: "not JSON", Body: []byte(`{"a":`), Status: 400},
-		provider.Refusal{Name: "an array", Body: append(append([]byte("["), first...), ']'), Status: 400},
-		provider.Refusal{Name: "trailing data", Body: append(append([]byte{}, first...), "{}"...), Status: 400},
-	)
 }
 
 // adaptAlone checks the adapter on its own: each delivery becomes its
 // events byte for byte, each refused body its error.
-func (e *env) adaptAlone(t *testing.T) {
-	a, err := e.p.New(provider.Config{Source: signedSource, Settings: e.samples.Settings, Rules: payload.NewRules("", nil)})
-	if err != nil {
-		t.Fatalf("New(Samples.Settings): %v", err)
-	}
-	for i, d := range e.samples.Deliveries {
-		got, err := a.Adapt(d.Body, e.headerID(i, d))
+func adaptAlone(t *testing.T, s *Subject) {
+	a := s.Adapter(t)
+	for i, d := range s.Samples.Deliveries {
+		got, err := a.Adapt(d.Body, s.DeliveryID(i))
 		if err != nil {
 			t.Fatalf("delivery %q: %v", d.Name, err)
 		}
 		CheckAdapted(t, got, nil)
-		WantEvents(t, got, wanted(d))
+		WantEvents(t, got, Wanted(d))
 	}
-	for _, r := range e.refusals() {
+	for _, r := range s.Refusals() {
 		got, err := a.Adapt(r.Body, "")
 		if got != nil || err == nil {
 			t.Fatalf("refused sample %q: adapted to %+v, %v", r.Name, got, err)
@@ -164,26 +114,53 @@ func (e *env) adaptAlone(t *testing.T) {
 	}
 }
 
-// wanted are d's events, an absent payload standing for the whole body.
-func wanted(d provider.Delivery) []provider.Event {
-	out := make([]provider.Event, len(d.Events))
-	for i, ev := range d.Events {
-		if ev.Payload == nil {
-			ev.Payload = d.Body
+// signedBody is a body the provider signs: a delivery, or a Notifier's
+// notice, with the webhook-id it is signed with and itself tampered with.
+type signedBody struct {
+	name           string
+	id             string
+	body, tampered []byte
+}
+
+// signedBodies are the bodies of s whose signature the suite checks: none
+// for a provider that signs nothing.
+func signedBodies(s *Subject) []signedBody {
+	if !s.Signed {
+		return nil
+	}
+	var out []signedBody
+	if s.Notifier {
+		for i, n := range s.Samples.Notices {
+			out = append(out, signedBody{name: "notice " + n.Name, id: s.NoticeID(i), body: n.Body,
+				tampered: append(append([]byte{}, n.Body...), ' ')})
 		}
-		out[i] = ev
+		return out
+	}
+	for i, d := range s.Samples.Deliveries {
+		out = append(out, signedBody{name: "delivery " + d.Name, id: s.DeliveryID(i), body: d.Body, tampered: Tampered(d)})
 	}
 	return out
 }
 
-// headerID is the webhook-id the suite signs delivery i with, "" for a
-// scheme whose headers carry none.
-func (e *env) headerID(i int, d provider.Delivery) string {
-	switch {
-	case e.scheme != signature.SchemeStandard:
-		return ""
-	case d.HeaderID != "":
-		return d.HeaderID
+// verifyErrors are the errors a refused signature wraps, one of them.
+var verifyErrors = []error{signature.ErrMissingHeader, signature.ErrMalformed, signature.ErrTimestamp, signature.ErrNoMatch}
+
+// checkSignature checks b at the verifier: signed with Samples.Secret
+// (headers, or the body itself for a scheme that signs inside it), its raw
+// bytes verify; the tampered body under the same headers does not.
+func checkSignature(t *testing.T, s *Subject, v *signature.Verifier, b signedBody) {
+	h, err := s.Sign(b.id, b.body)
+	if err != nil {
+		t.Fatalf("signing with %s: %v", s.Scheme, err)
 	}
-	return fmt.Sprintf("msg_%s_sample_%d", e.name, i)
+	if _, err := v.Verify(h.Clone(), b.body); err != nil {
+		t.Fatalf("signed with Samples.Secret, it does not verify: %v", err)
+	}
+	_, err = v.Verify(h.Clone(), b.tampered)
+	if err == nil {
+		t.Fatal("tampered with, it still verifies")
+	}
+	if !slices.ContainsFunc(verifyErrors, func(want error) bool { return errors.Is(err, want) }) {
+		t.Fatalf("tampered with, it is refused with %v, which wraps none of signature's errors", err)
+	}
 }

@@ -1,4 +1,4 @@
-package providertest
+package pipelinetest
 
 import (
 	"context"
@@ -7,18 +7,15 @@ import (
 	"testing"
 
 	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/provider/providertest"
 )
 
 // tampered delivers delivery i with a signed value changed, signed as the
-// authentic body: 401, nothing written.
+// authentic body, to replica i: 401, nothing written, no lock taken.
 func (e *env) tampered(t *testing.T, i int, d provider.Delivery) {
 	t.Helper()
-	body := d.Tampered
-	if body == nil {
-		body = append(append([]byte{}, d.Body...), ' ')
-	}
 	rows, keys := e.written(t)
-	status, _, raw := e.post(t, signedSource, e.sign(e.headerID(i, d), d.Body), body)
+	status, _, raw := e.post(t, i, signedSource, e.sign(t, e.DeliveryID(i), d.Body), providertest.Tampered(d))
 	if status != http.StatusUnauthorized {
 		t.Fatalf("tampered: %d %s, want 401", status, raw)
 	}
@@ -27,13 +24,13 @@ func (e *env) tampered(t *testing.T, i int, d provider.Delivery) {
 	}
 }
 
-// authentic delivers delivery i twice: the first records exactly its
-// events, the second nothing more.
+// authentic delivers delivery i twice, to replica i and then to the next
+// one: the first records exactly its events, the second nothing more.
 func (e *env) authentic(t *testing.T, i int, d provider.Delivery) {
 	t.Helper()
 	for attempt, want := range []string{"processed", "duplicate"} {
 		rows, _ := e.written(t)
-		status, h, raw := e.post(t, signedSource, e.sign(e.headerID(i, d), d.Body), d.Body)
+		status, h, raw := e.post(t, i+attempt, signedSource, e.sign(t, e.DeliveryID(i), d.Body), d.Body)
 		if status != http.StatusOK {
 			t.Fatalf("delivery %d: %d %s, want 200", attempt+1, status, raw)
 		}
@@ -53,7 +50,7 @@ func (e *env) authentic(t *testing.T, i int, d provider.Delivery) {
 // wantRecorded checks that d's events are recorded as they are.
 func (e *env) wantRecorded(t *testing.T, d provider.Delivery) {
 	t.Helper()
-	for _, want := range wanted(d) {
+	for _, want := range providertest.Wanted(d) {
 		if !want.Succeeded() {
 			e.wantEvent(t, want)
 			continue
@@ -119,16 +116,16 @@ func (e *env) wantAnswer(t *testing.T, h http.Header, raw []byte, want string, i
 	}
 }
 
-// refused delivers a body the provider must refuse: its status as a
-// problem, nothing written, no lock taken.
-func (e *env) refused(t *testing.T, r provider.Refusal) {
+// refused delivers refused body i, to replica i, a body the provider must
+// refuse: its status as a problem, nothing written, no lock taken.
+func (e *env) refused(t *testing.T, i int, r provider.Refusal) {
 	t.Helper()
-	source, h := signedSource, e.sign("msg_"+e.name+"_refused", r.Body)
-	if inBody(e.scheme) {
+	source, h := signedSource, e.sign(t, "msg_"+e.Name+"_refused", r.Body)
+	if e.InBody() {
 		source, h = unsignedSource, nil
 	}
 	rows, keys := e.written(t)
-	status, hdr, raw := e.post(t, source, h, r.Body)
+	status, hdr, raw := e.post(t, i, source, h, r.Body)
 	if status != r.Status || hdr.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("%d %s (%s), want a %d problem", status, raw, hdr.Get("Content-Type"), r.Status)
 	}
