@@ -39,9 +39,11 @@
 //     refuses keys it does not read (Settings.Only).
 //   - Samples are authentic deliveries with the events they must record
 //     (signed with Samples.Secret where the scheme signs inside the body),
-//     and refused bodies with their status. provider/providertest runs one
-//     conformance suite over every registered provider through the real
-//     pipeline; provider/all's test runs it over Names.
+//     and refused bodies with their status. provider/providertest checks
+//     them against the adapter and the scheme alone, with no server
+//     (provider/all's test runs it over Names); internal/testkit/pipelinetest
+//     delivers them through three replicas of the real pipeline (package
+//     handler's test runs it).
 //   - An Adapter that is also Typed names the event types it understands
 //     and which its source records: the loader warns about a source that
 //     leaves lifecycle types out (LeftOut), and the pipeline labels an

@@ -1,10 +1,12 @@
 package provider
 
-// Samples are a provider's examples for the conformance suite
-// (provider/providertest): deliveries it sends, with the events each must
-// become, and bodies that must be refused. Writing them is how a provider's
-// author states what it does; the suite checks that the whole pipeline
-// (signature, adapter, lock, Postgres) does exactly that.
+// Samples are a provider's examples for the conformance suites: deliveries
+// it sends, with the events each must become, and bodies that must be
+// refused. Writing them is how a provider's author states what it does;
+// provider/providertest checks that its adapter and signature scheme do
+// exactly that, with no server, and internal/testkit/pipelinetest that the
+// whole pipeline (signature, adapter, lock, Postgres) does, through three
+// replicas.
 type Samples struct {
 	// Settings are those of the source the samples are delivered to (a
 	// mapped source's pointers); nil for none.

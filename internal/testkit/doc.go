@@ -42,7 +42,7 @@
 // internal/testkit/paylocktest.
 //
 // It is for tests: only _test.go files and the test support packages
-// (internal/scaletest, forward/sinktest, provider/providertest) import it,
+// (internal/scaletest, forward/sinktest, internal/testkit/pipelinetest) import it,
 // and the bench module's load generator, which reads /metrics with
 // ParseMetrics.
 package testkit
