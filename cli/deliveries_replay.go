@@ -15,7 +15,7 @@ import (
 // replayer is what a replay needs of the pipeline: *handler.Handler.
 type replayer interface {
 	Replay(ctx context.Context, source string, body []byte, signatureID string) (handler.IngestResult, error)
-	Check(ctx context.Context, source string, body []byte) (handler.IngestResult, error)
+	CheckWebhook(ctx context.Context, source string, body []byte) (handler.IngestResult, error)
 }
 
 // replayTally counts what a replay's deliveries came to.
@@ -112,7 +112,7 @@ func replayOne(ctx context.Context, h replayer, d store.Delivery, dryRun bool) (
 	var res handler.IngestResult
 	var err error
 	if dryRun {
-		res, err = h.Check(ctx, d.Source, d.Body)
+		res, err = h.CheckWebhook(ctx, d.Source, d.Body)
 		if res.Result == "missing" {
 			res.Result = "processed"
 		}

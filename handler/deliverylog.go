@@ -105,6 +105,12 @@ func (h *Handler) keep(ctx context.Context, r *http.Request, o *outcome, err err
 	if !ok {
 		return err
 	}
+	if src := h.sources[o.source]; src != nil && src.signsNothing && err != nil {
+		// Anyone can send a source that signs nothing (Mollie's) what it
+		// refuses: kept, it would fill the log and crowd out the
+		// deliveries worth keeping. Its refusals are logged and counted.
+		return err
+	}
 	headers := keptHeadersOf(r.Header)
 	// The answer waits for the rows, within the delivery's own deadline;
 	// a client that hung up does not stop it.

@@ -110,17 +110,33 @@ func (h *Handler) ingest(ctx context.Context, source string, body []byte, header
 	return res, nil
 }
 
-// Check reads a body of source as Ingest would, and changes nothing: each
-// record is looked up in the store (no lock, no write). A record is
-// "duplicate" when stored as sent, "missing" when not stored; the overall
-// Result is "missing" when any record is. It returns Ingest's errors, an
-// error wrapping store.ErrMismatch included.
+// Check reads a body of source from the provider's API as Ingest would,
+// and changes nothing: each record is looked up in the store (no lock, no
+// write). A record is "duplicate" when stored as sent, "missing" when not
+// stored; the overall Result is "missing" when any record is. It returns
+// Ingest's errors, an error wrapping store.ErrMismatch included.
 func (h *Handler) Check(ctx context.Context, source string, body []byte) (IngestResult, error) {
+	return h.check(ctx, source, body, true)
+}
+
+// CheckWebhook is Check for a webhook body (one the delivery log kept), as
+// Replay would read it: a notice of a source whose webhooks only name
+// payments (provider.Notifier) is "missing", since only a fetch can say
+// what it would record.
+func (h *Handler) CheckWebhook(ctx context.Context, source string, body []byte) (IngestResult, error) {
+	return h.check(ctx, source, body, false)
+}
+
+func (h *Handler) check(ctx context.Context, source string, body []byte, fromAPI bool) (IngestResult, error) {
 	src, ok := h.sources[source]
 	if !ok {
 		return IngestResult{}, fmt.Errorf("%w: %q", ErrUnknownSource, source)
 	}
-	units, err := src.parseAPI(body, "")
+	parse := src.parse
+	if fromAPI {
+		parse = src.parseAPI
+	}
+	units, err := parse(body, "")
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -131,6 +147,10 @@ func (h *Handler) Check(ctx context.Context, source string, body []byte) (Ingest
 	defer cancel()
 	res := IngestResult{Result: "duplicate", Records: make([]IngestRecord, len(units))}
 	for i, u := range units {
+		if _, notice := u.(*noticeUnit); notice {
+			res.Result, res.Records[i] = "missing", IngestRecord{Ref: u.ref(), Result: "missing"}
+			continue
+		}
 		r, err := u.confirm(ctx)
 		switch {
 		case errors.Is(err, store.ErrNotFound):

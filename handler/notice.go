@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/paylock/paylock/internal/pace"
@@ -19,9 +20,9 @@ import (
 // named by notices (provider.Notifier): *lock.Notices is one. Nil (or
 // PAYLOCK_LOCK=off) fetches for every notice.
 type NoticeLedger interface {
-	Arrive(ctx context.Context, key string) (int64, error)
+	Arrive(ctx context.Context, key, eventID string) (lock.Arrival, error)
 	State(ctx context.Context, key string) (lock.NoticeState, error)
-	Cover(ctx context.Context, key string, place int64, gone bool) (bool, error)
+	Cover(ctx context.Context, key string, st lock.NoticeState, outcome lock.NoticeOutcome) (bool, error)
 }
 
 // FetchPacer shares each source's fetch budget among the replicas:
@@ -48,7 +49,10 @@ type fetcher struct {
 }
 
 // noticeParser turns the notices n's webhook bodies carry into units, each
-// settled by fetching its payment (noticeUnit).
+// settled by fetching its payment (noticeUnit). The units of one body share
+// whether the ledger failed them: after its first error, none asks it
+// again (each fetches), so that a Redis that times out costs a batch one
+// timeout, not one per call.
 func (h *Handler) noticeParser(s Source, n provider.Notifier, f *fetcher) func(body []byte, headerID string) ([]unit, error) {
 	keyOf := paymentLockKey(h.cfg.LockPrefix, s)
 	return func(body []byte, headerID string) ([]unit, error) {
@@ -57,8 +61,9 @@ func (h *Handler) noticeParser(s Source, n provider.Notifier, f *fetcher) func(b
 			return nil, err
 		}
 		units := make([]unit, len(notices))
+		down := new(atomic.Bool)
 		for i, nt := range notices {
-			units[i] = &noticeUnit{h: h, source: s.Name, f: f, n: nt, key: keyOf(nt.Ref)}
+			units[i] = &noticeUnit{h: h, source: s.Name, f: f, n: nt, key: keyOf(nt.Ref), ledgerDown: down, inBatch: len(notices) > 1}
 		}
 		return units, nil
 	}
@@ -72,12 +77,18 @@ func (h *Handler) noticeParser(s Source, n provider.Notifier, f *fetcher) func(b
 // that began after it arrived answer it: copies of one notification, at
 // once on several replicas, cost one or two fetches.
 type noticeUnit struct {
-	h      *Handler
-	source string
-	f      *fetcher
-	n      provider.Notice
-	key    string
-	place  int64 // in the ledger; 0: unknown, covered by nothing
+	h       *Handler
+	source  string
+	f       *fetcher
+	n       provider.Notice
+	key     string
+	arrival lock.Arrival // in the ledger; zero: unknown, covered by nothing
+	// ledgerDown is shared by the units of one delivery: set on the
+	// ledger's first error.
+	ledgerDown *atomic.Bool
+	// inBatch: the delivery names more than this payment, so that a
+	// refusal of this one does not stop the others (Handler.process).
+	inBatch bool
 }
 
 // arriver is a unit that notes its arrival before any unit of its delivery
@@ -89,55 +100,69 @@ type arriver interface {
 func (u *noticeUnit) lockKey() string { return u.key }
 func (u *noticeUnit) unsettled()      {}
 func (u *noticeUnit) ref() string     { return u.n.Ref }
-func (u *noticeUnit) ledgerKey() string {
-	return u.source + ":" + u.n.Ref
-}
 
-// ledger is the fetch ledger, nil when there is none (PAYLOCK_LOCK=off).
-func (h *Handler) ledger() NoticeLedger {
-	if h.cfg.NoLock {
+// ledger is the fetch ledger of u's delivery, nil when there is none
+// (PAYLOCK_LOCK=off) or it failed this delivery already.
+func (u *noticeUnit) ledger() NoticeLedger {
+	if u.h.cfg.NoLock || u.ledgerDown.Load() {
 		return nil
 	}
-	return h.cfg.Notices
+	return u.h.cfg.Notices
+}
+
+// ledgerFailed notes the ledger's error: the rest of the delivery fetches
+// without it.
+func (u *noticeUnit) ledgerFailed(ctx context.Context, err error) {
+	if !u.ledgerDown.Swap(true) {
+		u.h.noticeLog(ctx, "the fetch ledger cannot answer; this delivery's notices fetch their payments", u, err)
+	}
 }
 
 func (u *noticeUnit) arrive(ctx context.Context) {
-	l := u.h.ledger()
+	l := u.ledger()
 	if l == nil {
 		return
 	}
-	place, err := l.Arrive(ctx, u.ledgerKey())
+	a, err := l.Arrive(ctx, u.ledgerKey(), u.n.EventID)
 	if err != nil {
 		// Without a place, nothing covers this notice: it fetches.
-		u.h.noticeLog(ctx, "the fetch ledger cannot answer; the notice fetches its payment", u, err)
+		u.ledgerFailed(ctx, err)
 		return
 	}
-	u.place = place
+	u.arrival = a
 }
 
 // covered answers u from the ledger when a fetch that began after u
-// arrived was recorded ("duplicate"), or found no such payment
-// (problem.ErrUnknownPayment); else store.ErrNotFound. It also returns the
-// ledger's count: the place a fetch starting now covers.
-func (u *noticeUnit) covered(ctx context.Context) (string, int64, error) {
-	l := u.h.ledger()
+// arrived answers it: "duplicate" when it recorded the payment,
+// "not_final" when the payment was in no state to record,
+// problem.ErrUnknownPayment when the API knew no such payment; else
+// store.ErrNotFound. It also returns the ledger's state: what a fetch
+// starting now covers.
+func (u *noticeUnit) covered(ctx context.Context) (string, lock.NoticeState, error) {
+	l := u.ledger()
 	if l == nil {
-		return "", 0, store.ErrNotFound
+		return "", lock.NoticeState{}, store.ErrNotFound
 	}
 	st, err := l.State(ctx, u.ledgerKey())
-	switch {
-	case err != nil:
-		u.h.noticeLog(ctx, "the fetch ledger cannot answer; the notice fetches its payment", u, err)
-		return "", 0, store.ErrNotFound
-	case u.place > 0 && st.Covered >= u.place:
-		u.h.cfg.Metrics.fetched(u.source, "coalesced")
-		return "duplicate", st.Arrived, nil
-	case u.place > 0 && st.Gone >= u.place:
-		u.h.cfg.Metrics.fetched(u.source, "coalesced")
-		return "", st.Arrived, fmt.Errorf("%w: %q (found by a fetch that began after this delivery arrived)", problem.ErrUnknownPayment, u.n.Ref)
+	if err != nil {
+		u.ledgerFailed(ctx, err)
+		return "", lock.NoticeState{}, store.ErrNotFound
 	}
-	return "", st.Arrived, store.ErrNotFound
+	outcome, ok := st.Answers(u.arrival)
+	if !ok {
+		return "", st, store.ErrNotFound
+	}
+	u.h.cfg.Metrics.fetched(u.source, "coalesced")
+	switch outcome {
+	case lock.NoticeGone:
+		return "", st, fmt.Errorf("%w: %q (found by a fetch that began after this delivery arrived)", problem.ErrUnknownPayment, u.n.Ref)
+	case lock.NoticeOpen:
+		return "not_final", st, nil
+	}
+	return "duplicate", st, nil
 }
+
+func (u *noticeUnit) ledgerKey() string { return u.source + ":" + u.n.Ref }
 
 func (u *noticeUnit) confirm(ctx context.Context) (string, error) {
 	res, _, err := u.covered(ctx)
@@ -149,7 +174,7 @@ func (u *noticeUnit) confirm(ctx context.Context) (string, error) {
 // was already (or a fetch that began after u arrived answered it),
 // "not_final" when the API says the payment is in no state to record.
 func (u *noticeUnit) record(ctx context.Context) (string, error) {
-	res, count, err := u.covered(ctx)
+	res, st, err := u.covered(ctx)
 	if !errors.Is(err, store.ErrNotFound) {
 		return res, err
 	}
@@ -163,14 +188,14 @@ func (u *noticeUnit) record(ctx context.Context) (string, error) {
 	switch {
 	case errors.Is(err, provider.ErrNoSuchPayment):
 		u.h.cfg.Metrics.fetched(u.source, "gone")
-		u.cover(ctx, count, true)
+		u.cover(ctx, st, lock.NoticeGone)
 		return "", fmt.Errorf("%w: %q: %w", problem.ErrUnknownPayment, u.n.Ref, err)
 	case err != nil:
 		u.h.cfg.Metrics.fetched(u.source, "failed")
 		return "", fmt.Errorf("%w: %w", problem.ErrProviderAPI, err)
 	case body == nil:
 		u.h.cfg.Metrics.fetched(u.source, "not_final")
-		u.cover(ctx, count, false)
+		u.cover(ctx, st, lock.NoticeOpen)
 		return "not_final", nil
 	}
 	u.h.cfg.Metrics.fetched(u.source, "fetched")
@@ -192,19 +217,23 @@ func (u *noticeUnit) record(ctx context.Context) (string, error) {
 			out = r
 		}
 	}
-	u.cover(ctx, count, false)
+	outcome := lock.NoticeRecorded
+	if out == "not_final" {
+		outcome = lock.NoticeOpen
+	}
+	u.cover(ctx, st, outcome)
 	return out, nil
 }
 
-// cover notes in the ledger that a fetch which began at count is
-// recorded (gone: it found no such payment).
-func (u *noticeUnit) cover(ctx context.Context, count int64, gone bool) {
-	l := u.h.ledger()
-	if l == nil || count == 0 {
+// cover notes in the ledger that a fetch which began at st came to
+// outcome.
+func (u *noticeUnit) cover(ctx context.Context, st lock.NoticeState, outcome lock.NoticeOutcome) {
+	l := u.ledger()
+	if l == nil || st.Arrived == 0 {
 		return
 	}
-	if _, err := l.Cover(ctx, u.ledgerKey(), count, gone); err != nil {
-		u.h.noticeLog(ctx, "the fetch ledger cannot note a fetch; later copies of the notice fetch again", u, err)
+	if _, err := l.Cover(ctx, u.ledgerKey(), st, outcome); err != nil {
+		u.ledgerFailed(ctx, err)
 	}
 }
 

@@ -41,12 +41,26 @@ type noticeAdapter struct{ rules *payload.Rules }
 
 func (noticeAdapter) MediaTypes() []string { return []string{"application/x-www-form-urlencoded"} }
 
+// Notices reads id=pay_... (several: a batch, as GoCardless's); with
+// events=1, each notice carries an event id (ev_<ref>), as a batch's
+// events do.
 func (noticeAdapter) Notices(body []byte, _ string) ([]provider.Notice, error) {
 	v, err := url.ParseQuery(string(body))
-	if err != nil || len(v) != 1 || len(v["id"]) != 1 || !strings.HasPrefix(v.Get("id"), "pay_") {
-		return nil, payload.Malformed("id", "want one id=pay_...")
+	if err != nil || len(v["id"]) == 0 || len(v) > 2 || len(v) == 2 && v.Get("events") != "1" {
+		return nil, payload.Malformed("id", "want id=pay_...")
 	}
-	return []provider.Notice{{Ref: v.Get("id"), Type: "status_changed"}}, nil
+	var out []provider.Notice
+	for _, id := range v["id"] {
+		if !strings.HasPrefix(id, "pay_") {
+			return nil, payload.Malformed("id", "want id=pay_...")
+		}
+		n := provider.Notice{Ref: id, Type: "status_changed"}
+		if v.Get("events") == "1" {
+			n.EventID = "ev_" + id
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func (a noticeAdapter) Adapt(body []byte, _ string) ([]provider.Event, error) {
@@ -339,4 +353,70 @@ type failingAPI struct{}
 
 func (failingAPI) Fetch(context.Context, string) ([]byte, string, error) {
 	return nil, "", errors.New("fake: 502 from the provider")
+}
+
+// One payment of a batch that the API does not know stops neither the
+// others nor their retries: each other payment is recorded, and the
+// delivery is answered with the refusal (422) so that it is kept and seen.
+func TestAnUnknownPaymentInABatchStopsNoOther(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{}
+	api.set("pay_a", `{"id":"pay_a","amount":100,"currency":"EUR","status":"paid"}`)
+	api.set("pay_c", `{"id":"pay_c","amount":300,"currency":"EUR","status":"paid"}`)
+	r := noticeReplicas(t, 1, api, nil)[0]
+	body := []byte("id=pay_a&id=pay_gone&id=pay_c")
+	for try := range 2 {
+		a := post(t, r.URL, "/webhooks/notes", "application/x-www-form-urlencoded", body)
+		wantProblem(t, a, http.StatusUnprocessableEntity)
+		if !strings.HasSuffix(a.str("type"), "#unknown-payment") {
+			t.Fatalf("try %d: %s; want unknown-payment", try+1, a.raw)
+		}
+		for _, ref := range []string{"pay_a", "pay_c"} {
+			if _, err := r.Store.Payments().Payment(context.Background(), "notes", ref); err != nil {
+				t.Fatalf("try %d: %s, named after the unknown payment, is not recorded: %v", try+1, ref, err)
+			}
+		}
+	}
+}
+
+// A batch naming more payments than the fetch budget allows at once
+// converges: each try fetches what the budget allows and is answered 503;
+// a retried notice keeps its event's first place, so the payments fetched
+// by an earlier try are answered without a fetch, and every payment is
+// fetched once.
+func TestABatchOverTheFetchBudgetConvergesOnRetries(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{}
+	var body strings.Builder
+	body.WriteString("events=1")
+	for i := range 30 {
+		ref := fmt.Sprintf("pay_b%02d", i)
+		api.set(ref, fmt.Sprintf(`{"id":%q,"amount":%d,"currency":"EUR","status":"paid"}`, ref, 100+i))
+		body.WriteString("&id=" + ref)
+	}
+	r := noticeReplicas(t, 1, api, func(c *handler.Config) { c.FetchRate = 10 })[0]
+	var last answer
+	tries := 0
+	for ; tries < 8; tries++ {
+		last = post(t, r.URL, "/webhooks/notes", "application/x-www-form-urlencoded", []byte(body.String()))
+		if last.status == http.StatusOK {
+			break
+		}
+		if last.status != http.StatusServiceUnavailable || !strings.HasSuffix(last.str("type"), "#fetch-paced") {
+			t.Fatalf("try %d: %d %s; want 200 or 503 fetch-paced", tries+1, last.status, last.raw)
+		}
+		time.Sleep(time.Second)
+	}
+	if last.status != http.StatusOK {
+		t.Fatalf("the batch did not converge in %d tries: %s", tries, last.raw)
+	}
+	if tries == 0 {
+		t.Fatal("30 fetches went through a budget of 10 a second at once")
+	}
+	if n := testkit.Count(t, r.Store.Pool(), `SELECT count(*) FROM payments WHERE source = 'notes'`); n != 30 {
+		t.Fatalf("%d payments recorded, want 30", n)
+	}
+	if got := api.fetches.Load(); got != 30 {
+		t.Fatalf("%d fetches over %d tries, want 30: one per payment", got, tries+1)
+	}
 }

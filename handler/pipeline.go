@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -213,17 +214,41 @@ func (h *Handler) process(ctx context.Context, src *source, body []byte, headerI
 		}
 	}
 	results := make([]string, len(units))
+	var refused error
 	for i, u := range units {
 		res, err := h.settle(ctx, u, o)
 		if err != nil {
-			return nil, nil, err
+			if !passOver(u, err) {
+				return nil, nil, err
+			}
+			// One payment of a batch of notices that the provider's API
+			// refuses for good (unknown, an answer the rules refuse)
+			// stops neither the others nor their retries: the delivery
+			// is answered with its refusal once every other is settled.
+			refused = cmp.Or(refused, err)
+			continue
 		}
 		if i == 0 || res == "processed" || res == "accepted" || res == "applied" {
 			o.result = res
 		}
 		results[i] = res
 	}
+	if refused != nil {
+		return nil, nil, refused
+	}
 	return units, results, nil
+}
+
+// passOver reports whether err, u's, is a refusal for good (a 4xx without
+// Retry-After) of one notice of a batch (noticeUnit.inBatch), which the
+// batch's other units are settled past.
+func passOver(u unit, err error) bool {
+	n, ok := u.(*noticeUnit)
+	if !ok || !n.inBatch {
+		return false
+	}
+	p := problem.From(err)
+	return p.Status >= 400 && p.Status < 500 && p.RetryAfter == 0
 }
 
 // readVerified checks the signature headers, reads at most MaxBody bytes,

@@ -91,6 +91,10 @@ type source struct {
 	// mediaTypes are the Content-Types its deliveries may have
 	// (application/json, or the adapter's provider.MediaTyped).
 	mediaTypes []string
+	// signsNothing: its provider's webhooks carry no signature
+	// (provider.SignsNothing); what it refuses is not kept in the
+	// delivery log.
+	signsNothing bool
 	// ack, when set, is the provider's own 2xx answer (Adyen's
 	// "[accepted]").
 	ack provider.Acknowledger
@@ -154,6 +158,7 @@ func (h *Handler) build(s Source) (*source, error) {
 	}
 	src.parse = h.paymentParser(s, a)
 	src.parseAPI = src.parse
+	_, src.signsNothing = p.(provider.SignsNothing)
 	if mt, ok := a.(provider.MediaTyped); ok {
 		src.mediaTypes = mt.MediaTypes()
 	}

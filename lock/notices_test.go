@@ -11,7 +11,8 @@ import (
 )
 
 // Notices arriving at two processes share one count; a fetch covers every
-// notice that arrived before it began, and none that arrived after.
+// notice that arrived before it began, and none that arrived after; the
+// latest fetch's outcome answers.
 func TestNoticesCoverWhatArrivedBeforeTheFetch(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
@@ -19,72 +20,111 @@ func TestNoticesCoverWhatArrivedBeforeTheFetch(t *testing.T) {
 	a := lock.NewNotices(testkit.Redis(t), prefix)
 	b := lock.NewNotices(testkit.Redis(t), prefix)
 
-	p1, err := a.Arrive(ctx, "mollie:tr_1")
-	if err != nil || p1 != 1 {
-		t.Fatalf("first notice: place %d, %v; want 1", p1, err)
+	n1, err := a.Arrive(ctx, "mollie:tr_1", "")
+	if err != nil || n1.Place != 1 || n1.Epoch == "" {
+		t.Fatalf("first notice: %+v, %v; want place 1 of an epoch", n1, err)
 	}
-	p2, err := b.Arrive(ctx, "mollie:tr_1")
-	if err != nil || p2 != 2 {
-		t.Fatalf("second notice, another process: place %d, %v; want 2", p2, err)
+	n2, err := b.Arrive(ctx, "mollie:tr_1", "")
+	if err != nil || n2.Place != 2 || n2.Epoch != n1.Epoch {
+		t.Fatalf("second notice, another process: %+v, %v; want place 2 of the same epoch", n2, err)
 	}
-	if p, err := a.Arrive(ctx, "mollie:tr_2"); err != nil || p != 1 {
-		t.Fatalf("another payment's count is its own: place %d, %v", p, err)
+	if other, err := a.Arrive(ctx, "mollie:tr_2", ""); err != nil || other.Place != 1 || other.Epoch == n1.Epoch {
+		t.Fatalf("another payment's ledger is its own: %+v, %v", other, err)
 	}
 	// A fetch begins: it sees 2 arrivals. A third notice arrives meanwhile.
 	st, err := a.State(ctx, "mollie:tr_1")
-	if err != nil || st != (lock.NoticeState{Arrived: 2}) {
+	if err != nil || st.Arrived != 2 || st.Epoch != n1.Epoch {
 		t.Fatalf("state before any fetch: %+v, %v", st, err)
 	}
-	p3, _ := b.Arrive(ctx, "mollie:tr_1")
-	if ok, err := a.Cover(ctx, "mollie:tr_1", st.Arrived, false); !ok || err != nil {
+	if _, ok := st.Answers(n1); ok {
+		t.Fatal("a notice is answered before any fetch")
+	}
+	n3, _ := b.Arrive(ctx, "mollie:tr_1", "")
+	if ok, err := a.Cover(ctx, "mollie:tr_1", st, lock.NoticeOpen); !ok || err != nil {
 		t.Fatalf("cover: %v, %v", ok, err)
 	}
-	st, err = b.State(ctx, "mollie:tr_1")
-	if err != nil || st.Covered != 2 || st.Arrived != 3 || st.Gone != 0 {
-		t.Fatalf("state after the fetch: %+v, %v; want 3 arrived, 2 covered", st, err)
+	after, _ := b.State(ctx, "mollie:tr_1")
+	for _, n := range []lock.Arrival{n1, n2} {
+		if o, ok := after.Answers(n); !ok || o != lock.NoticeOpen {
+			t.Fatalf("notice %d after the fetch that began after it: %q %v; want open", n.Place, o, ok)
+		}
 	}
-	if p1 > st.Covered || p2 > st.Covered || p3 <= st.Covered {
-		t.Fatalf("places %d %d covered and %d not: covered %d", p1, p2, p3, st.Covered)
+	if _, ok := after.Answers(n3); ok {
+		t.Fatalf("notice 3 arrived after the fetch began, yet it is answered: %+v", after)
 	}
-	// An older fetch recorded late never lowers what is covered.
-	if ok, err := a.Cover(ctx, "mollie:tr_1", 1, false); !ok || err != nil {
-		t.Fatalf("late cover: %v, %v", ok, err)
+	// The next fetch records the payment: it answers all three.
+	if ok, _ := a.Cover(ctx, "mollie:tr_1", after, lock.NoticeRecorded); !ok {
+		t.Fatal("second cover not noted")
 	}
-	if st, _ := a.State(ctx, "mollie:tr_1"); st.Covered != 2 {
-		t.Fatalf("covered after a late, older cover: %d, want 2", st.Covered)
+	final, _ := a.State(ctx, "mollie:tr_1")
+	for _, n := range []lock.Arrival{n1, n2, n3} {
+		if o, ok := final.Answers(n); !ok || o != lock.NoticeRecorded {
+			t.Fatalf("notice %d: %q %v; want recorded, the latest fetch's outcome", n.Place, o, ok)
+		}
 	}
-	// A fetch that found no such payment is noted apart.
-	if ok, err := a.Cover(ctx, "mollie:tr_1", 3, true); !ok || err != nil {
-		t.Fatalf("gone: %v, %v", ok, err)
+	// An older fetch noted late never lowers what is covered.
+	if ok, _ := a.Cover(ctx, "mollie:tr_1", st, lock.NoticeRecorded); !ok {
+		t.Fatal("late cover not noted")
 	}
-	if st, _ := a.State(ctx, "mollie:tr_1"); st.Covered != 2 || st.Gone != 3 {
-		t.Fatalf("after a gone fetch: %+v, want covered 2, gone 3", st)
+	if s, _ := a.State(ctx, "mollie:tr_1"); s.Recorded != 3 {
+		t.Fatalf("recorded after a late, older cover: %d, want 3", s.Recorded)
+	}
+}
+
+// A copy of an event delivered again (a batch retried) keeps its first
+// copy's place: a fetch that began after the first copy answers it.
+func TestNoticesKeepAnEventsFirstPlace(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	n := lock.NewNotices(testkit.Redis(t), testkit.Key(t, "notices-ev")+":")
+	first, _ := n.Arrive(ctx, "gc:PM1", "EV1")
+	st, _ := n.State(ctx, "gc:PM1")
+	if ok, _ := n.Cover(ctx, "gc:PM1", st, lock.NoticeRecorded); !ok {
+		t.Fatal("cover not noted")
+	}
+	again, _ := n.Arrive(ctx, "gc:PM1", "EV1")
+	other, _ := n.Arrive(ctx, "gc:PM1", "EV2")
+	if again.Place != first.Place {
+		t.Fatalf("the event's second copy took place %d, want its first copy's %d", again.Place, first.Place)
+	}
+	st, _ = n.State(ctx, "gc:PM1")
+	if _, ok := st.Answers(again); !ok {
+		t.Fatal("the event's second copy is not answered by the fetch since its first")
+	}
+	if _, ok := st.Answers(other); ok {
+		t.Fatal("another event arriving after the fetch is answered")
 	}
 }
 
 // A ledger that lost the arrivals a fetch counted (expired, flushed, a
-// failover) is not marked covered: a notice arriving next would take a
-// place that fetch never saw.
-func TestNoticesRefuseToCoverALostCount(t *testing.T) {
+// failover to an empty replica) is made anew with another epoch: the fetch
+// that counted in the old one covers nothing in it, however many notices
+// arrived since.
+func TestNoticesRefuseToCoverALostLedger(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	rdb := testkit.Redis(t)
 	prefix := testkit.Key(t, "notices-lost") + ":"
 	n := lock.NewNotices(rdb, prefix)
-	for range 3 {
-		if _, err := n.Arrive(ctx, "gc:PM1"); err != nil {
+	for range 2 {
+		if _, err := n.Arrive(ctx, "gc:PM1", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
+	st, _ := n.State(ctx, "gc:PM1") // a fetch begins, counting 2
 	if err := rdb.Del(ctx, prefix+"notices:gc:PM1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := n.Cover(ctx, "gc:PM1", 3, false); ok || err != nil {
-		t.Fatalf("cover of a lost count: %v, %v; want not noted", ok, err)
+	later1, _ := n.Arrive(ctx, "gc:PM1", "")
+	later2, _ := n.Arrive(ctx, "gc:PM1", "")
+	if ok, err := n.Cover(ctx, "gc:PM1", st, lock.NoticeRecorded); ok || err != nil {
+		t.Fatalf("cover of a lost ledger: %v, %v; want not noted", ok, err)
 	}
-	p, _ := n.Arrive(ctx, "gc:PM1")
-	if st, _ := n.State(ctx, "gc:PM1"); p != 1 || st.Covered != 0 {
-		t.Fatalf("the next notice: place %d, covered %d; want 1, 0 (it must fetch)", p, st.Covered)
+	now, _ := n.State(ctx, "gc:PM1")
+	for _, a := range []lock.Arrival{later1, later2} {
+		if _, ok := now.Answers(a); ok {
+			t.Fatalf("notice %d, arrived after the fetch began, is answered: %+v", a.Place, now)
+		}
 	}
 }
 
@@ -94,13 +134,13 @@ func TestNoticesReportRedisErrors(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	n := lock.NewNotices(c, "paylock:")
-	if p, err := n.Arrive(context.Background(), "k"); err == nil || p != 0 {
-		t.Fatalf("arrive: %d, %v", p, err)
+	if a, err := n.Arrive(context.Background(), "k", ""); err == nil || a.Place != 0 {
+		t.Fatalf("arrive: %+v, %v", a, err)
 	}
 	if _, err := n.State(context.Background(), "k"); err == nil {
 		t.Fatal("state: no error")
 	}
-	if ok, err := n.Cover(context.Background(), "k", 1, false); err == nil || ok {
+	if ok, err := n.Cover(context.Background(), "k", lock.NoticeState{Epoch: "e", Arrived: 1}, lock.NoticeRecorded); err == nil || ok {
 		t.Fatalf("cover: %v, %v", ok, err)
 	}
 }

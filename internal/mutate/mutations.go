@@ -155,6 +155,43 @@ var mutations = []Mutation{
 		Packages:    []string{"./store/"},
 		Run:         "TestARecordedPaymentEnqueuesOneForwardInItsTransaction",
 	},
+	// Webhooks that name payments (provider.Notifier): the fetch ledger.
+	{
+		ID:          "notice-covers-later-arrival",
+		Why:         "a fetch is taken as covering a notice that arrived after it began: a state change it announced is acknowledged unseen",
+		File:        "lock/notices.go",
+		Snippet:     "\tst.Arrived, _ = v[0].(int64)\n",
+		Replacement: "\tst.Arrived, _ = v[0].(int64)\n\tst.Arrived++\n",
+		Packages:    []string{"./lock/"},
+		Run:         "TestNoticesCoverWhatArrivedBeforeTheFetch",
+	},
+	{
+		ID:          "notice-fetches-always",
+		Why:         "no fetch answers a notice that arrived before it: every copy of a storm asks the provider's API",
+		File:        "handler/notice.go",
+		Snippet:     "outcome, ok := st.Answers(u.arrival)",
+		Replacement: "outcome, ok := st.Answers(lock.Arrival{})",
+		Packages:    []string{"./handler/"},
+		Run:         "TestANoticeStormFetchesABoundedNumberOfTimes",
+	},
+	{
+		ID:          "notice-event-place",
+		Why:         "a retried batch's notices take new places: each try fetches the same first payments again and a batch over the budget never completes",
+		File:        "handler/notice.go",
+		Snippet:     "l.Arrive(ctx, u.ledgerKey(), u.n.EventID)",
+		Replacement: "l.Arrive(ctx, u.ledgerKey(), \"\")",
+		Packages:    []string{"./handler/"},
+		Run:         "TestABatchOverTheFetchBudgetConvergesOnRetries",
+	},
+	{
+		ID:          "notice-batch-stops",
+		Why:         "one unknown payment of a batch stops the payments after it, on every retry",
+		File:        "handler/pipeline.go",
+		Snippet:     "\t\t\tif !passOver(u, err) {\n",
+		Replacement: "\t\t\tif true {\n",
+		Packages:    []string{"./handler/"},
+		Run:         "TestAnUnknownPaymentInABatchStopsNoOther",
+	},
 	// SIGTERM: the forward jobs in hand finish before serve returns.
 	{
 		ID:          "jobs-hard-stop",
