@@ -34,7 +34,8 @@ DETAIL) and a line of counts; --json prints the events as a JSON array
 (result, transaction_id, event_id, detail; [] when every event was
 recorded) and the line of counts on stderr.
 
---source is a source of adapter stripe (default "stripe"); --since a
+--source is a source whose provider lists its events (stripe; default:
+the only such source); --since a
 duration such as 72h, 3d or 1d12h (default 72h). A second run right after finds nothing
 missing. Exit status: 0 when every event was already recorded, 1 when one
 was missing or mismatched (or the check could not run), 2 on usage or
@@ -54,6 +55,9 @@ func isLister(p provider.Provider) bool {
 // reconcilable returns the source named name if its provider can list its
 // events.
 func reconcilable(sources []handler.Source, name string) (handler.Source, error) {
+	if name == "" {
+		return onlyReconcilable(sources)
+	}
 	for _, s := range sources {
 		if s.Name != name {
 			continue
@@ -64,6 +68,29 @@ func reconcilable(sources []handler.Source, name string) (handler.Source, error)
 		return s, nil
 	}
 	return handler.Source{}, fmt.Errorf("no source %q (PAYLOCK_SOURCES_FILE)", name)
+}
+
+// onlyReconcilable is the one source whose provider lists its events, for
+// a --source left out; an error naming them when there are several, or
+// saying which adapters can when there is none.
+func onlyReconcilable(sources []handler.Source) (handler.Source, error) {
+	var found []handler.Source
+	for _, s := range sources {
+		if p, ok := provider.Lookup(s.Provider); ok && isLister(p) {
+			found = append(found, s)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return handler.Source{}, fmt.Errorf("no source can be reconciled: only %s sources can (PAYLOCK_SOURCES_FILE)", orList(listers()))
+	}
+	names := make([]string, len(found))
+	for i, s := range found {
+		names[i] = s.Name
+	}
+	return handler.Source{}, fmt.Errorf("sources %s can be reconciled: name one with --source", strings.Join(names, ", "))
 }
 
 // reconciler is the reconciliation of src, a reconcilable source, through
@@ -86,7 +113,7 @@ func reconciler(cfg Config, src handler.Source, h *handler.Handler, dryRun bool)
 // reconcilePaymentsCommand is "paylock reconcile payments".
 var reconcilePaymentsCommand = Command[*reconcilePaymentsOpts]{
 	Name: "paylock reconcile payments", Usage: reconcilePaymentsUsage, Open: OpenMigratedStore, Traced: true,
-	New: func() *reconcilePaymentsOpts { return &reconcilePaymentsOpts{source: "stripe", since: 72 * time.Hour} },
+	New: func() *reconcilePaymentsOpts { return &reconcilePaymentsOpts{since: 72 * time.Hour} },
 	Run: runReconcilePayments,
 }
 

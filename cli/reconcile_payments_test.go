@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/paylock/paylock/internal/fakestripe"
+	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"
@@ -270,5 +271,23 @@ func TestReconcileDisbursementsStaysTheDefaultSubcommand(t *testing.T) {
 	if code := Main(context.Background(), []string{"reconcile", "disbursements"}, envMap(nil), nil, io.Discard, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "PAYLOCK_PAYOUT_URL is required") {
 		t.Errorf("reconcile disbursements without PAYLOCK_PAYOUT_URL: exit %d, %s", code, errb.String())
+	}
+}
+
+// Without --source, reconcile payments takes the one source whose provider
+// lists its events, and asks for a name when there are several or says
+// which adapters can when there is none.
+func TestReconcilePaymentsTakesTheOnlyReconcilableSource(t *testing.T) {
+	t.Parallel()
+	one := []handler.Source{{Name: "payments", Provider: "paylock"}, {Name: "shop", Provider: "stripe"}}
+	if s, err := reconcilable(one, ""); err != nil || s.Name != "shop" {
+		t.Fatalf("one stripe source: %q, %v; want shop", s.Name, err)
+	}
+	two := append(one, handler.Source{Name: "marketplace", Provider: "stripe"})
+	if _, err := reconcilable(two, ""); err == nil || !strings.Contains(err.Error(), "shop, marketplace") || !strings.Contains(err.Error(), "--source") {
+		t.Fatalf("two stripe sources: %v; want both named and --source asked for", err)
+	}
+	if _, err := reconcilable(one[:1], ""); err == nil || !strings.Contains(err.Error(), "only stripe sources can") {
+		t.Fatalf("no stripe source: %v", err)
 	}
 }
