@@ -48,7 +48,7 @@ func (Provider) NewFetcher(cfg provider.ListerConfig) (provider.Fetcher, error) 
 	if base == "" {
 		base = DefaultURL
 	}
-	if err := checkBaseURL(base); err != nil {
+	if err := provider.CheckAPIURL(base); err != nil {
 		return nil, &provider.SettingError{Key: provider.KeyAPIURL, Err: err}
 	}
 	client := cfg.HTTP

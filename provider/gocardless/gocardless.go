@@ -24,10 +24,6 @@
 package gocardless
 
 import (
-	"encoding/json"
-	"errors"
-	"net/url"
-
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
@@ -63,50 +59,10 @@ func (Provider) OrderPointer() string { return "/payments/metadata/order_id" }
 
 // checkSettings refuses the keys New does not read and checks the two it
 // does: api_key_env must be an environment variable's name, api_url an
-// http(s) URL without credentials.
+// API base URL (provider.CheckAPISettings).
 func checkSettings(s provider.Settings) error {
 	if err := s.Only(provider.KeyAPIKeyEnv, provider.KeyAPIURL); err != nil {
 		return err
 	}
-	if raw, ok := s[provider.KeyAPIKeyEnv]; ok {
-		var name string
-		if json.Unmarshal(raw, &name) != nil || !envName(name) {
-			return &provider.SettingError{Key: provider.KeyAPIKeyEnv,
-				Err: errors.New("want the name of an environment variable holding the GoCardless access token")}
-		}
-	}
-	if raw, ok := s[provider.KeyAPIURL]; ok {
-		var v string
-		if json.Unmarshal(raw, &v) != nil || checkBaseURL(v) != nil {
-			return &provider.SettingError{Key: provider.KeyAPIURL, Err: errBaseURL}
-		}
-	}
-	return nil
-}
-
-// errBaseURL says what an API base URL must be.
-var errBaseURL = errors.New("want an http(s) URL without credentials, such as " + DefaultURL)
-
-// checkBaseURL returns errBaseURL unless v is an http(s) URL with a host
-// and without credentials, query or fragment.
-func checkBaseURL(v string) error {
-	u, err := url.Parse(v)
-	if err != nil || v == "" || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
-		u.RawQuery != "" || u.Fragment != "" {
-		return errBaseURL
-	}
-	return nil
-}
-
-// envName reports whether s looks like an environment variable's name.
-func envName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return provider.CheckAPISettings(s, "the GoCardless access token", DefaultURL)
 }

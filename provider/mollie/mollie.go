@@ -26,10 +26,6 @@
 package mollie
 
 import (
-	"encoding/json"
-	"errors"
-	"net/url"
-
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
@@ -69,43 +65,10 @@ func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
 func (Provider) OrderPointer() string { return "/metadata/order_id" }
 
 // checkSettings refuses keys other than Keys, an api_key_env that is not
-// a variable's name and an api_url that is not an http(s) URL without
-// credentials.
+// a variable's name and an api_url that is not an API base URL.
 func checkSettings(s provider.Settings) error {
 	if err := s.Only(provider.KeyAPIKeyEnv, provider.KeyAPIURL); err != nil {
 		return err
 	}
-	if raw, ok := s[provider.KeyAPIKeyEnv]; ok {
-		var name string
-		if json.Unmarshal(raw, &name) != nil || !envName(name) {
-			return &provider.SettingError{Key: provider.KeyAPIKeyEnv,
-				Err: errors.New("want the name of an environment variable holding the Mollie API key (live_... or test_...)")}
-		}
-	}
-	if raw, ok := s[provider.KeyAPIURL]; ok {
-		var v string
-		err := json.Unmarshal(raw, &v)
-		u := &url.URL{}
-		if err == nil {
-			u, err = url.Parse(v)
-		}
-		if err != nil || v == "" || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			return &provider.SettingError{Key: provider.KeyAPIURL,
-				Err: errors.New("want an http(s) URL without credentials, such as " + DefaultURL)}
-		}
-	}
-	return nil
-}
-
-// envName reports whether s looks like an environment variable's name.
-func envName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return provider.CheckAPISettings(s, "the Mollie API key (live_... or test_...)", DefaultURL)
 }

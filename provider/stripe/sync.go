@@ -210,37 +210,7 @@ func (c API) get(ctx context.Context, path, what string) (json.RawMessage, error
 }
 
 // checkAPI checks the api_key_env and api_url settings: a variable name,
-// and an http(s) URL without credentials.
+// and an API base URL (provider.CheckAPISettings).
 func checkAPI(s provider.Settings) error {
-	if raw, ok := s[provider.KeyAPIKeyEnv]; ok {
-		var name string
-		if json.Unmarshal(raw, &name) != nil || !envName(name) {
-			return &provider.SettingError{Key: provider.KeyAPIKeyEnv, Err: errors.New("want the name of an environment variable holding the secret key (sk_...)")}
-		}
-	}
-	if raw, ok := s[provider.KeyAPIURL]; ok {
-		var v string
-		err := json.Unmarshal(raw, &v)
-		u := &url.URL{}
-		if err == nil {
-			u, err = url.Parse(v)
-		}
-		if err != nil || v == "" || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			return &provider.SettingError{Key: provider.KeyAPIURL, Err: errors.New("want an http(s) URL without credentials, such as " + DefaultURL)}
-		}
-	}
-	return nil
-}
-
-// envName reports whether s looks like an environment variable's name.
-func envName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return provider.CheckAPISettings(s, "the secret key (sk_...)", DefaultURL)
 }
