@@ -1,7 +1,10 @@
 package signature
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -209,6 +212,35 @@ const MaxHeaderBytes = maxHeaderBytes
 
 // MACSize is the size of an HMAC-SHA256.
 const MACSize = macSize
+
+// HexMACHeader returns the MAC the header name of h carries as MACSize
+// bytes of hex digits (Checkout.com's Cko-Signature, GoCardless's
+// Webhook-Signature): an error wrapping [ErrMissingHeader] when it is
+// absent, [ErrMalformed] when it is repeated, too long, of another length
+// or not hex.
+func HexMACHeader(h http.Header, name string) ([]byte, error) {
+	s, err := header(h, name, MaxHeaderBytes)
+	if err != nil {
+		return nil, err
+	}
+	if len(s) != hex.EncodedLen(MACSize) {
+		return nil, malformed("%s: not %d hex digits", name, hex.EncodedLen(MACSize))
+	}
+	sig, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, malformed("%s: not hex", name)
+	}
+	return sig, nil
+}
+
+// BodyMAC is HMAC-SHA256(key, body): what a scheme that signs the raw body
+// alone (Checkout.com's, GoCardless's) sends, and compares with
+// [Check.Match].
+func BodyMAC(key, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	_, _ = m.Write(body)
+	return m.Sum(nil)
+}
 
 // SingleHeader returns the single value of the header name in h, an error
 // wrapping [ErrMissingHeader] if it is absent or empty, and one wrapping

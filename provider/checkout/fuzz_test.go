@@ -42,7 +42,7 @@ func FuzzCkoSignature(f *testing.F) {
 			return
 		}
 		got, decErr := hex.DecodeString(sig)
-		if decErr != nil || !hmac.Equal(got, mac(key, b)) || auth != authOld || res.SecretIndex != 0 {
+		if decErr != nil || !hmac.Equal(got, signature.BodyMAC(key, b)) || auth != authOld || res.SecretIndex != 0 {
 			t.Fatalf("Verify accepted sig %q auth %q for a body it does not match", sig, auth)
 		}
 	})

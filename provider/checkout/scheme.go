@@ -1,8 +1,6 @@
 package checkout
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -74,29 +72,9 @@ func parseSecret(entry string) (key, token []byte, err error) {
 	return []byte(k), []byte(tok), nil
 }
 
-// mac is HMAC-SHA256(key, body).
-func mac(key, body []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	_, _ = m.Write(body)
-	return m.Sum(nil)
-}
-
 // signatureOf returns the decoded Cko-Signature of h: one header, 64 hex
 // digits.
-func signatureOf(h http.Header) ([]byte, error) {
-	s, err := signature.SingleHeader(h, HeaderSignature, signature.MaxHeaderBytes)
-	if err != nil {
-		return nil, err
-	}
-	if len(s) != hex.EncodedLen(signature.MACSize) {
-		return nil, signature.Malformed("%s: not %d hex digits", HeaderSignature, hex.EncodedLen(signature.MACSize))
-	}
-	sig, err := hex.DecodeString(s)
-	if err != nil {
-		return nil, signature.Malformed("%s: not hex", HeaderSignature)
-	}
-	return sig, nil
-}
+func signatureOf(h http.Header) ([]byte, error) { return signature.HexMACHeader(h, HeaderSignature) }
 
 // verify checks Cko-Signature over the raw body, then the matching
 // secret's Authorization value, if it has one.
@@ -105,7 +83,7 @@ func verify(c signature.Check) (signature.Result, error) {
 	if err != nil {
 		return signature.Result{}, err
 	}
-	i := c.Match([][]byte{sig}, func(key []byte) []byte { return mac(key, c.Body) })
+	i := c.Match([][]byte{sig}, func(key []byte) []byte { return signature.BodyMAC(key, c.Body) })
 	if i < 0 {
 		return signature.Result{}, signature.ErrNoMatch
 	}
@@ -125,7 +103,7 @@ func verify(c signature.Check) (signature.Result, error) {
 // the secret has a value for it.
 func sign(key, token []byte, _ string, _ time.Time, body []byte) (http.Header, []byte, error) {
 	h := http.Header{}
-	h.Set(HeaderSignature, hex.EncodeToString(mac(key, body)))
+	h.Set(HeaderSignature, hex.EncodeToString(signature.BodyMAC(key, body)))
 	if token != nil {
 		h.Set(HeaderAuthorization, string(token))
 	}

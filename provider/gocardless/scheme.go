@@ -1,8 +1,6 @@
 package gocardless
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"time"
@@ -41,29 +39,9 @@ func init() {
 	})
 }
 
-// mac is HMAC-SHA256(key, body).
-func mac(key, body []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	_, _ = m.Write(body)
-	return m.Sum(nil)
-}
-
-// signatureOf returns the decoded Webhook-Signature of h: one header, 64
-// hex digits.
-func signatureOf(h http.Header) ([]byte, error) {
-	s, err := signature.SingleHeader(h, HeaderSignature, signature.MaxHeaderBytes)
-	if err != nil {
-		return nil, err
-	}
-	if len(s) != hex.EncodedLen(signature.MACSize) {
-		return nil, signature.Malformed("%s: not %d hex digits", HeaderSignature, hex.EncodedLen(signature.MACSize))
-	}
-	sig, err := hex.DecodeString(s)
-	if err != nil {
-		return nil, signature.Malformed("%s: not hex", HeaderSignature)
-	}
-	return sig, nil
-}
+// signatureOf returns the decoded Webhook-Signature of h: one header, 64 hex
+// digits.
+func signatureOf(h http.Header) ([]byte, error) { return signature.HexMACHeader(h, HeaderSignature) }
 
 // verify checks Webhook-Signature over the raw body with each configured
 // secret.
@@ -72,7 +50,7 @@ func verify(c signature.Check) (signature.Result, error) {
 	if err != nil {
 		return signature.Result{}, err
 	}
-	i := c.Match([][]byte{sig}, func(key []byte) []byte { return mac(key, c.Body) })
+	i := c.Match([][]byte{sig}, func(key []byte) []byte { return signature.BodyMAC(key, c.Body) })
 	if i < 0 {
 		return signature.Result{}, signature.ErrNoMatch
 	}
@@ -82,6 +60,6 @@ func verify(c signature.Check) (signature.Result, error) {
 // sign is what GoCardless sends: Webhook-Signature.
 func sign(key, _ []byte, _ string, _ time.Time, body []byte) (http.Header, []byte, error) {
 	h := http.Header{}
-	h.Set(HeaderSignature, hex.EncodeToString(mac(key, body)))
+	h.Set(HeaderSignature, hex.EncodeToString(signature.BodyMAC(key, body)))
 	return h, body, nil
 }
