@@ -21,18 +21,25 @@
 // only carries it: http.go is the http and https sink, a Standard Webhooks
 // POST; nats.go publishes to NATS JetStream (Nats-Msg-Id = the webhook-id,
 // done on the stream's PubAck); kafka.go produces to Kafka (idempotent,
-// acks=all, keyed by Message.Key, done on the ack). An http(s) destination
-// takes signed messages only; a broker authenticates paylock itself, so
-// without PAYLOCK_FORWARD_SECRETS its messages go unsigned (NeedsSignature).
+// acks=all, keyed by Message.Key, done on the ack). Each sink declares
+// its Capabilities when it registers, and paylock decides by them, never
+// by a scheme's name: an http(s) destination takes signed messages only
+// (Signs); a broker authenticates paylock itself, so without
+// PAYLOCK_FORWARD_SECRETS its messages go unsigned (NeedsSignature); a
+// broker keeps a key's messages in order (OrderedPerKey) and may refuse
+// one for good (PermanentRefusals); every shipped sink reaches its
+// destination over the network (Network).
 // A sink says what its failure means for the next attempt
 // (Sink.Deliver): ErrPermanent gives the forward up at once, ErrRejected
 // and anything else are tried again (a *DeliveryError's RetryAfter
 // obeyed).
 //
 // Adding a sink is one file in this package: a Sink, its Opener, and an
-// init function calling RegisterSink for its scheme; its test file gives
-// the conformance table of package forward/sinktest a Harness (see
-// http_test.go), and TestEverySinkPassesTheConformanceTable runs it.
+// init function calling RegisterSink for its scheme with its
+// Capabilities; its test file gives the conformance table of package
+// forward/sinktest a Harness (see http_test.go), and
+// TestEverySinkPassesTheConformanceTable runs every case of it, each
+// capability's promise or its absence's.
 //
 // # Who owns what
 //

@@ -21,9 +21,16 @@ import (
 // answer is delivered; any other answer is ErrRejected (a 429 or 503's
 // Retry-After honoured); a refused connection, a timeout or a lost answer
 // is transient. No answer is permanent: a receiver may come back from any.
+//
+// Its capabilities: a receiver tells paylock's messages from anyone's by
+// their signature alone (Signs); it keeps no order of its own, each POST
+// standing alone (not OrderedPerKey); over the network; no answer is
+// permanent (not PermanentRefusals).
+var httpCapabilities = Capabilities{Signs: true, Network: true}
+
 func init() {
-	RegisterSink("http", openHTTP)
-	RegisterSink("https", openHTTP)
+	RegisterSink("http", httpCapabilities, openHTTP)
+	RegisterSink("https", httpCapabilities, openHTTP)
 }
 
 // httpSink POSTs to one URL.

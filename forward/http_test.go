@@ -17,13 +17,21 @@ func init() {
 	harnesses["https"] = func(t *testing.T) sinktest.Harness { return httpHarness(t, true) }
 }
 
-// httpDestination is a receiver that keeps every POST and answers 500 to
-// the ones it was told to refuse, 204 to the others.
+// httpDestination is a receiver that keeps every POST and answers the
+// ones it was told to refuse with each of httpRefusals in turn, 204 to the
+// others.
 type httpDestination struct {
-	mu     sync.Mutex
-	got    []sinktest.Received
-	refuse int
+	mu      sync.Mutex
+	got     []sinktest.Received
+	refuse  int
+	refused int // refusals so far: the next one answers httpRefusals[refused%len]
 }
+
+// httpRefusals are the answers of a refusing receiver: those a sink might
+// take for "never" (a bad request, a gone endpoint, a body too large) as
+// well as a failure, none of which is permanent for the http sink.
+var httpRefusals = []int{http.StatusBadRequest, http.StatusNotFound, http.StatusGone,
+	http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusInternalServerError}
 
 func (d *httpDestination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -32,14 +40,15 @@ func (d *httpDestination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h[strings.ToLower(k)] = v[0]
 	}
 	d.mu.Lock()
-	refused := d.refuse > 0
+	refused, status := d.refuse > 0, httpRefusals[d.refused%len(httpRefusals)]
 	if refused {
 		d.refuse--
+		d.refused++
 	}
 	d.got = append(d.got, sinktest.Received{Header: h, Body: body, Accepted: !refused})
 	d.mu.Unlock()
 	if refused {
-		w.WriteHeader(http.StatusInternalServerError)
+		w.WriteHeader(status)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -71,7 +80,8 @@ func httpHarness(t *testing.T, withTLS bool) sinktest.Harness {
 			defer d.mu.Unlock()
 			d.refuse += n
 		},
-		// Every answer of an HTTP receiver is tried again: none is permanent.
+		// Every answer of an HTTP receiver is tried again: none is permanent
+		// (the http sink does not declare PermanentRefusals).
 		RefusePermanently: nil,
 	}
 }

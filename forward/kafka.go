@@ -54,8 +54,14 @@ import (
 //
 // A record too large for the broker is ErrPermanent; any other refusal, or
 // no ack within the timeout, is a failed attempt.
+//
+// Its capabilities: the brokers authenticate paylock, so records may go
+// unsigned (not Signs); a key's records go to one partition (by the key's
+// hash), which keeps them in the order they were delivered
+// (OrderedPerKey); over the network; a record too large or invalid is
+// refused for good (PermanentRefusals).
 func init() {
-	RegisterSink("kafka", openKafka)
+	RegisterSink("kafka", Capabilities{OrderedPerKey: true, Network: true, PermanentRefusals: true}, openKafka)
 }
 
 // kafkaSink produces to one topic through one client.

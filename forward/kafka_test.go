@@ -1,6 +1,7 @@
 package forward_test
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,7 @@ func (d *kafkaDestination) produce(kreq kmsg.Request) (kmsg.Response, error, boo
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
-			d.keep(p.Records, !refused)
+			d.keep(p.Records, p.Partition, !refused)
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, code
 			rt.Partitions = append(rt.Partitions, rp)
@@ -65,8 +66,9 @@ func (d *kafkaDestination) produce(kreq kmsg.Request) (kmsg.Response, error, boo
 	return resp, nil, true
 }
 
-// keep records the records of one partition's batch.
-func (d *kafkaDestination) keep(raw []byte, accepted bool) {
+// keep records the records of one partition's batch, the partition as
+// their lane.
+func (d *kafkaDestination) keep(raw []byte, partition int32, accepted bool) {
 	var batch kmsg.RecordBatch
 	if err := batch.ReadFrom(raw); err != nil {
 		d.t.Errorf("a produce request with a batch that does not decode: %v", err)
@@ -82,7 +84,7 @@ func (d *kafkaDestination) keep(raw []byte, accepted bool) {
 		for _, rh := range r.Headers {
 			h[strings.ToLower(rh.Key)] = string(rh.Value)
 		}
-		d.got = append(d.got, sinktest.Received{Header: h, Key: string(r.Key), Body: r.Value, Accepted: accepted})
+		d.got = append(d.got, sinktest.Received{Header: h, Key: string(r.Key), Lane: strconv.Itoa(int(partition)), Body: r.Value, Accepted: accepted})
 	}
 }
 

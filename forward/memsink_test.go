@@ -15,12 +15,13 @@ import (
 )
 
 // memtest is a sink for this package's tests only: a broker-like
-// destination in memory that keeps each message's key and can refuse a
-// message for good, so that the conformance table's permanent cases run
-// (the http sink has none) and the worker's handling of
-// forward.ErrPermanent is tested through the same table.
+// destination in memory that keeps each message's key, in one list in the
+// order Deliver took them, and can refuse a message for good. It declares
+// no Network (the conformance table checks that a destination that is not
+// there is refused at opening, its in-process form of "does not answer")
+// and no Signs (it takes unsigned messages, as a broker does).
 func init() {
-	forward.RegisterSink("memtest", openMem)
+	forward.RegisterSink("memtest", forward.Capabilities{OrderedPerKey: true, PermanentRefusals: true}, openMem)
 	harnesses["memtest"] = memHarness
 }
 

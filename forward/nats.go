@@ -55,8 +55,16 @@ import (
 // A subject no stream takes is a failed attempt saying so (the job is
 // tried again: the stream may be created meanwhile); a message larger than
 // the server or the stream takes is ErrPermanent.
+//
+// Its capabilities: the server authenticates paylock, so messages may go
+// unsigned (not Signs); the stream keeps one sequence, in which a message
+// acknowledged before another was published stays before it, whatever
+// their keys (OrderedPerKey; the key itself is not sent, and readers that
+// share a consumer's messages may handle them out of order, as any
+// consumer of a log may); over the network; a message too large is
+// refused for good (PermanentRefusals).
 func init() {
-	RegisterSink("nats", openNATS)
+	RegisterSink("nats", Capabilities{OrderedPerKey: true, Network: true, PermanentRefusals: true}, openNATS)
 }
 
 // The bounds of the backoff between two dials of a closed connection.
@@ -280,6 +288,12 @@ func (s *natsSink) Deliver(ctx context.Context, m Message) error {
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("paylock.nats.stream", ack.Stream),
 			attribute.Int64("paylock.nats.sequence", int64(ack.Sequence)), attribute.Bool("paylock.nats.duplicate", ack.Duplicate))
 		return nil
+	}
+	if errors.Is(err, nats.ErrHeadersNotSupported) && !js.Conn().IsConnected() {
+		// nats.go learns whether a server takes headers when it first
+		// connects: before that, its "headers not supported by this
+		// server" means that no server answered yet.
+		return fmt.Errorf("forward: no connection to %s yet: no server answered (still dialling)", s.redacted)
 	}
 	return s.publishError(err)
 }

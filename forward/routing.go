@@ -227,7 +227,7 @@ func compileRoute(name, rawURL string, p Policy, defaultSigned bool) (*route, er
 		}
 	}
 	if p.SecretsEnv != "" && !NeedsSignature(rawURL) {
-		return nil, fmt.Errorf("%w: secrets_env %s: only an http(s) destination is signed with its own secrets", ErrConfig, p.SecretsEnv)
+		return nil, fmt.Errorf("%w: secrets_env %s: its sink may send unsigned, so it has no secrets of its own: only a destination that takes signed messages only (an http(s) receiver) has", ErrConfig, p.SecretsEnv)
 	}
 	rt.fingerprint = fingerprint(rawURL, p, defaultSigned)
 	return rt, nil

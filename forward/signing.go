@@ -3,29 +3,21 @@ package forward
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/paylock/paylock/signature"
 )
 
 // NeedsSignature reports whether the destination rawURL takes only signed
-// messages: an http(s) receiver tells paylock's forwards from anyone's by
-// their Standard Webhooks signature alone, while a broker (nats, kafka)
-// authenticates its clients itself, so messages to it may go unsigned.
-// A URL that does not parse needs one (CheckURL refuses it anyway).
+// messages: whether its sink declared Capabilities.Signs (an http(s)
+// receiver tells paylock's forwards from anyone's by their Standard
+// Webhooks signature alone, while a broker authenticates its clients
+// itself, so messages to it may go unsigned). A URL that does not parse,
+// or that no sink takes, needs one (CheckURL refuses it anyway).
 func NeedsSignature(rawURL string) bool {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return true
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "nats", "kafka":
-		return false
-	}
-	return true
+	caps, ok := CapabilitiesOf(rawURL)
+	return !ok || caps.Signs
 }
 
 // signs reports whether secret is set (not the zero Secret).
@@ -60,7 +52,7 @@ func checkSigning(secret signature.Secret, others []signature.Secret, dests Dest
 	}
 	for _, name := range dests.Names() {
 		if NeedsSignature(dests[name]) && len(policies[name].Secrets) == 0 {
-			return fmt.Errorf("%w: destination %q (%s) is an http(s) receiver: PAYLOCK_FORWARD_SECRETS must be set to sign what it receives", ErrConfig, name, Redact(dests[name]))
+			return fmt.Errorf("%w: destination %q (%s) takes signed messages only: PAYLOCK_FORWARD_SECRETS must be set to sign what it receives", ErrConfig, name, Redact(dests[name]))
 		}
 	}
 	return nil

@@ -130,16 +130,56 @@ type SinkConfig struct {
 // credentials).
 type Opener func(u *url.URL, cfg SinkConfig) (Sink, error)
 
+// Capabilities are what a sink declares of its destinations when it
+// registers (RegisterSink): what the rest of paylock decides by
+// (NeedsSignature) instead of by the sink's scheme, and what the
+// conformance table of package forward/sinktest checks of it, each
+// capability's promise and its absence's.
+type Capabilities struct {
+	// Signs: the destination takes signed messages only, telling paylock's
+	// messages from anyone's by their Standard Webhooks signature alone
+	// (an http(s) receiver): a worker without a secret refuses it
+	// (ErrConfig). Without it the destination authenticates paylock itself
+	// (a broker's credentials), so its messages may go unsigned; they are
+	// signed when the worker has a secret.
+	Signs bool
+	// OrderedPerKey: the destination keeps the messages of one
+	// Message.Key in an ordered log, in the order they were delivered (a
+	// Kafka partition chosen by the key; a JetStream stream's one
+	// sequence), so that its readers get them in that order, later and
+	// again. Without it nothing is kept in order (an http receiver gets
+	// each message on its own): the order of a key's messages is the
+	// worker's alone (order.go) and the version they carry.
+	OrderedPerKey bool
+	// Network: the destination is reached over the network: opening waits
+	// on nothing (Opener), a destination that does not answer is a failed
+	// attempt, never an error at opening, and SinkConfig.TLS applies.
+	// Without it the destination is in this process (a test's memory):
+	// opening finds it or fails.
+	Network bool
+	// PermanentRefusals: some answer of the destination means "never" (a
+	// message larger than a broker takes): Deliver then returns an error
+	// wrapping ErrPermanent and the forward is given up. Without it every
+	// failure is tried again.
+	PermanentRefusals bool
+}
+
+// sinkKind is one registered sink: how to open it and what it declared.
+type sinkKind struct {
+	open Opener
+	caps Capabilities
+}
+
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Opener{}
+	registry   = map[string]sinkKind{}
 )
 
 // RegisterSink makes open the sink of destination URLs with scheme (lower
-// case, without "://"). It is called from the init function of the sink's
-// file; a second registration of a scheme, or a nil open, panics (as
-// database/sql's Register does).
-func RegisterSink(scheme string, open Opener) {
+// case, without "://"), declaring caps of its destinations. It is called
+// from the init function of the sink's file; a second registration of a
+// scheme, or a nil open, panics (as database/sql's Register does).
+func RegisterSink(scheme string, caps Capabilities, open Opener) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if open == nil {
@@ -148,7 +188,21 @@ func RegisterSink(scheme string, open Opener) {
 	if _, dup := registry[scheme]; dup {
 		panic("forward: RegisterSink called twice for scheme " + scheme)
 	}
-	registry[scheme] = open
+	registry[scheme] = sinkKind{open: open, caps: caps}
+}
+
+// CapabilitiesOf returns what the sink of rawURL's scheme declared when it
+// registered (RegisterSink); false when rawURL does not parse or no sink
+// has its scheme.
+func CapabilitiesOf(rawURL string) (Capabilities, bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return Capabilities{}, false
+	}
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	k, ok := registry[strings.ToLower(u.Scheme)]
+	return k.caps, ok
 }
 
 // Schemes returns the registered sinks' schemes, sorted.
@@ -171,7 +225,7 @@ func OpenSink(rawURL string, cfg SinkConfig) (Sink, error) {
 		return nil, errors.New("want an absolute " + schemeList() + " URL")
 	}
 	registryMu.RLock()
-	open, ok := registry[strings.ToLower(u.Scheme)]
+	k, ok := registry[strings.ToLower(u.Scheme)]
 	registryMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("no sink for scheme %q: want an absolute %s URL", u.Scheme, schemeList())
@@ -179,7 +233,7 @@ func OpenSink(rawURL string, cfg SinkConfig) (Sink, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return open(u, cfg)
+	return k.open(u, cfg)
 }
 
 // CheckURL reports whether rawURL is a destination some sink accepts: it

@@ -54,7 +54,7 @@ func TestRegisterSinkRefusesASchemeTwice(t *testing.T) {
 			t.Fatal("a second RegisterSink(\"http\") did not panic")
 		}
 	}()
-	forward.RegisterSink("http", func(*url.URL, forward.SinkConfig) (forward.Sink, error) { return nil, nil })
+	forward.RegisterSink("http", forward.Capabilities{}, func(*url.URL, forward.SinkConfig) (forward.Sink, error) { return nil, nil })
 }
 
 func TestADeliveryErrorSaysWhatItMeansForARetry(t *testing.T) {
@@ -73,5 +73,44 @@ func TestADeliveryErrorSaysWhatItMeansForARetry(t *testing.T) {
 	}
 	if got := rejected.Error(); got != "wrapped: forward: the receiver answered 503 (Retry-After 2s)" {
 		t.Errorf("Error() = %q", got)
+	}
+}
+
+// Each sink declares its capabilities with its scheme, and the registry
+// answers for a URL of any case; a URL no sink takes has none.
+func TestEachSinkDeclaresItsCapabilities(t *testing.T) {
+	t.Parallel()
+	broker := forward.Capabilities{OrderedPerKey: true, Network: true, PermanentRefusals: true}
+	for rawURL, want := range map[string]forward.Capabilities{
+		"http://orders.internal/paylock":           {Signs: true, Network: true},
+		"HTTPS://orders.internal/paylock":          {Signs: true, Network: true},
+		"nats://127.0.0.1:4222/paylock.payments":   broker,
+		"kafka://k1:9092,k2:9092/paylock.payments": broker,
+		"memtest://d1/topic":                       {OrderedPerKey: true, PermanentRefusals: true},
+	} {
+		got, ok := forward.CapabilitiesOf(rawURL)
+		if !ok || got != want {
+			t.Errorf("CapabilitiesOf(%q) = %+v, %v; want %+v, true", rawURL, got, ok, want)
+		}
+	}
+	for _, rawURL := range []string{"ftp://orders.internal/x", "https://orders.internal/%zz", "orders.internal/paylock"} {
+		if got, ok := forward.CapabilitiesOf(rawURL); ok {
+			t.Errorf("CapabilitiesOf(%q) = %+v, true; want none", rawURL, got)
+		}
+	}
+}
+
+// NeedsSignature reads the registry, not a list of names: the test-only
+// memtest sink, which declares no Signs, takes unsigned messages; a scheme
+// no sink registered needs a signature.
+func TestNeedsSignatureReadsTheSinksCapabilities(t *testing.T) {
+	t.Parallel()
+	for rawURL, want := range map[string]bool{
+		"memtest://d1/topic":      false,
+		"ftp://orders.internal/x": true,
+	} {
+		if got := forward.NeedsSignature(rawURL); got != want {
+			t.Errorf("NeedsSignature(%q) = %v, want %v", rawURL, got, want)
+		}
 	}
 }

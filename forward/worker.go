@@ -61,8 +61,10 @@ func (c capped) ForwardsBefore(ctx context.Context, jobID int64, a store.Forward
 // Config tunes a Worker. Zero values take the defaults noted.
 type Config struct {
 	// Secret signs every forward (Standard Webhooks): the first of
-	// PAYLOCK_FORWARD_SECRETS. Required when a destination is http(s)
-	// (NeedsSignature); without it, messages go unsigned to brokers.
+	// PAYLOCK_FORWARD_SECRETS. Required when a destination takes signed
+	// messages only, an http(s) one (NeedsSignature: its sink's
+	// Capabilities.Signs); without it, messages go unsigned to the others,
+	// brokers.
 	Secret signature.Secret
 	// OtherSecrets are the rest of PAYLOCK_FORWARD_SECRETS, in order: each
 	// adds its own v1 entry to webhook-signature after Secret's, so a

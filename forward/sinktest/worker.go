@@ -3,6 +3,7 @@ package sinktest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -58,21 +59,29 @@ func (w *worker) outcomes(id string) []forward.Outcome {
 	return out
 }
 
+// maxAttempts is the attempts of the table's forward jobs.
+const maxAttempts = 5
+
 // startWorker migrates a schema, opens a store on it and works its forward
-// queue with short timings until the test ends.
-func startWorker(t *testing.T, h Harness) *worker {
+// queue with short timings until the test ends. The worker signs with
+// Secret when sign is true, and has no secret otherwise.
+func startWorker(t *testing.T, h Harness, sign bool) *worker {
 	t.Helper()
 	ctx := context.Background()
 	dsn, _ := paylocktest.MigratedSchema(t)
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: 5, TracerProvider: tp})
+	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts, TracerProvider: tp})
 	w := &worker{st: st, spans: spans}
 	quiet := slog.New(slog.DiscardHandler)
-	fw, err := forward.New(forward.Config{Secret: secret(t), Destinations: forward.Destinations{destination: h.URL},
+	cfg := forward.Config{Destinations: forward.Destinations{destination: h.URL},
 		TLS: h.TLS, Timeout: 5 * time.Second, Backoff: func(int) time.Duration { return 20 * time.Millisecond },
-		Logger: quiet, Observe: w.observe, TracerProvider: tp, Propagator: propagation.TraceContext{}}, st.Payments())
+		Logger: quiet, Observe: w.observe, TracerProvider: tp, Propagator: propagation.TraceContext{}}
+	if sign {
+		cfg.Secret = secret(t)
+	}
+	fw, err := forward.New(cfg, st.Payments())
 	if err != nil {
 		t.Fatalf("forward.New with destination %s: %v", forward.Redact(h.URL), err)
 	}
@@ -121,24 +130,62 @@ type workerCase struct {
 	state     string // the job's state at the end
 }
 
-var workerCases = []workerCase{
-	{name: "a recorded payment is delivered once",
-		outcomes: []forward.Outcome{forward.OutcomeDelivered}, state: "completed"},
-	{name: "after refusals it is delivered, under one webhook-id on every attempt", refuse: 2,
-		outcomes: []forward.Outcome{forward.OutcomeFailedAttempt, forward.OutcomeFailedAttempt, forward.OutcomeDelivered},
-		state:    "completed"},
-	{name: "a permanent refusal is not retried", permanent: true,
-		outcomes: []forward.Outcome{forward.OutcomeDiscarded}, state: "cancelled"},
+// workerCases are the rows for a sink with caps: the same for every sink,
+// then the one of PermanentRefusals or of its absence.
+func workerCases(caps forward.Capabilities) []workerCase {
+	cases := []workerCase{
+		{name: "a recorded payment is delivered once",
+			outcomes: []forward.Outcome{forward.OutcomeDelivered}, state: "completed"},
+		{name: "after refusals it is delivered, under one webhook-id on every attempt", refuse: 2,
+			outcomes: []forward.Outcome{forward.OutcomeFailedAttempt, forward.OutcomeFailedAttempt, forward.OutcomeDelivered},
+			state:    "completed"},
+	}
+	if caps.PermanentRefusals {
+		return append(cases, workerCase{name: "a permanent refusal is not retried", permanent: true,
+			outcomes: []forward.Outcome{forward.OutcomeDiscarded}, state: "cancelled"})
+	}
+	exhausted := slices.Repeat([]forward.Outcome{forward.OutcomeFailedAttempt}, maxAttempts-1)
+	return append(cases, workerCase{name: "no refusal is permanent: refused every time, it is tried until its last attempt",
+		refuse: maxAttempts, outcomes: append(exhausted, forward.OutcomeDiscarded), state: "discarded"})
 }
 
-// runWorker runs workerCases through one worker, one after the other.
-func runWorker(t *testing.T, h Harness) {
-	w := startWorker(t, h)
-	for i, c := range workerCases {
-		t.Run(c.name, func(t *testing.T) {
-			if c.permanent && h.RefusePermanently == nil {
-				t.Skip("nothing this kind of destination answers is permanent")
+// runWorker runs the signing case, then workerCases, through one worker,
+// one after the other. The worker signs when the sink declares Signs (it
+// must: it refuses the destination otherwise), and has no secret when it
+// does not, so that the table sees what such a destination gets without
+// one.
+func runWorker(t *testing.T, h Harness, caps forward.Capabilities) {
+	if caps.Signs {
+		t.Run("without a secret, the worker refuses it", func(t *testing.T) {
+			fw, err := forward.New(forward.Config{Destinations: forward.Destinations{destination: h.URL}, TLS: h.TLS,
+				Logger: slog.New(slog.DiscardHandler)}, nil)
+			if err == nil {
+				_ = fw.Close()
 			}
+			if !errors.Is(err, forward.ErrConfig) || !strings.Contains(err.Error(), "PAYLOCK_FORWARD_SECRETS") {
+				t.Errorf("forward.New without a secret, to a destination whose sink declares Signs: %v; want forward.ErrConfig naming PAYLOCK_FORWARD_SECRETS", err)
+			}
+		})
+	}
+	w := startWorker(t, h, caps.Signs)
+	if !caps.Signs {
+		t.Run("without a secret, it gets unsigned messages", func(t *testing.T) {
+			tx := "tx-unsigned"
+			w.record(t, tx)
+			if job := w.finished(t, tx); job.State != "completed" {
+				t.Fatalf("job %s after %d attempts, want completed", job.State, job.Attempt)
+			}
+			got := byID(h, store.PaymentForwardID(destination, tx))
+			if len(got) != 1 || !got[0].Accepted {
+				t.Fatalf("the destination received %d messages (%+v), want 1 accepted", len(got), got)
+			}
+			if sig, ok := got[0].Header[forward.HeaderSignature]; ok {
+				t.Errorf("a message from a worker without a secret arrived with webhook-signature %q", sig)
+			}
+		})
+	}
+	for i, c := range workerCases(caps) {
+		t.Run(c.name, func(t *testing.T) {
 			tx := "tx-" + strconv.Itoa(i)
 			if c.refuse > 0 {
 				h.Refuse(c.refuse)
@@ -146,11 +193,7 @@ func runWorker(t *testing.T, h Harness) {
 			if c.permanent {
 				h.RefusePermanently()
 			}
-			p := store.Payment{Source: destination, TransactionID: tx, Amount: 1999, Currency: "EUR",
-				EventID: "evt_" + tx, Payload: []byte(`{"id":"` + tx + `"}`)}
-			if _, err := w.st.Payments().RecordPaymentForwarded(context.Background(), p, destination); err != nil {
-				t.Fatal(err)
-			}
+			w.record(t, tx)
 			job := w.finished(t, tx)
 			id := store.PaymentForwardID(destination, tx)
 			if job.State != c.state || job.Attempt != len(c.outcomes) {
@@ -159,16 +202,27 @@ func runWorker(t *testing.T, h Harness) {
 			if got := w.outcomes(id); !slices.Equal(got, c.outcomes) {
 				t.Errorf("outcomes %v, want %v", got, c.outcomes)
 			}
-			checkAttempts(t, h, id, tx, len(c.outcomes), c.state == "completed")
+			checkAttempts(t, h, id, tx, len(c.outcomes), c.state == "completed", caps.Signs)
 			checkTraced(t, w.spans, byID(h, id))
 		})
 	}
 }
 
+// record records a payment of transaction tx, forwarded to the harness.
+func (w *worker) record(t *testing.T, tx string) {
+	t.Helper()
+	p := store.Payment{Source: destination, TransactionID: tx, Amount: 1999, Currency: "EUR",
+		EventID: "evt_" + tx, Payload: []byte(`{"id":"` + tx + `"}`)}
+	if _, err := w.st.Payments().RecordPaymentForwarded(context.Background(), p, destination); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // checkAttempts checks what the destination received under webhook-id id:
-// one message per attempt, the same body every time, each verifying, the
-// last one accepted when the job completed.
-func checkAttempts(t *testing.T, h Harness, id, tx string, attempts int, delivered bool) {
+// one message per attempt, the same body every time, each verifying
+// (signed) or carrying no signature (not signed), the last one accepted
+// when the job completed.
+func checkAttempts(t *testing.T, h Harness, id, tx string, attempts int, delivered, signed bool) {
 	t.Helper()
 	got := byID(h, id)
 	if len(got) != attempts {
@@ -176,8 +230,12 @@ func checkAttempts(t *testing.T, h Harness, id, tx string, attempts int, deliver
 	}
 	for i, r := range got {
 		what := fmt.Sprintf("attempt %d", i+1)
-		if err := verify(t, r); err != nil {
-			t.Errorf("%s does not verify: %v", what, err)
+		if signed {
+			if err := verify(t, r); err != nil {
+				t.Errorf("%s does not verify: %v", what, err)
+			}
+		} else if sig, ok := r.Header[forward.HeaderSignature]; ok {
+			t.Errorf("%s of a worker without a secret arrived with webhook-signature %q", what, sig)
 		}
 		if !bytes.Equal(r.Body, got[0].Body) {
 			t.Errorf("%s's body differs from the first's", what)
