@@ -159,6 +159,8 @@ func TestNoticeStormsRecordOnceAndFetchABoundedNumberOfTimes(t *testing.T) {
 	wantAcknowledged(t, "mollie storm", e.storm(t, "/webhooks/mollie", form, []byte("id=tr_WDqYK6vllg")))
 	if n := e.mollie.requests.Load(); n < 1 || n > 3 {
 		t.Fatalf("15 copies of a Mollie webhook asked Mollie's API %d times, want 1 to 3", n)
+	} else {
+		t.Logf("mollie: 15 copies over 3 replicas, %d requests to the API", n)
 	}
 	p, err := st.Payments().Payment(ctx, "mollie", "tr_WDqYK6vllg")
 	if err != nil || p.Amount != 1000 || p.Currency != "EUR" {
@@ -178,6 +180,8 @@ func TestNoticeStormsRecordOnceAndFetchABoundedNumberOfTimes(t *testing.T) {
 	wantAcknowledged(t, "thin-event storm", e.storm(t, "/webhooks/stripethin", h, thin))
 	if n := e.stripe.Requests() - before; n < 1 || n > 3 {
 		t.Fatalf("15 copies of a thin event asked Stripe's API %d times, want 1 to 3", n)
+	} else {
+		t.Logf("stripe thin: 15 copies over 3 replicas, %d requests to the API", n)
 	}
 	p, err = st.Payments().Payment(ctx, "stripethin", "pi_3QthinStorm000001")
 	if err != nil || p.Amount != 4200 || p.Currency != "GBP" {
@@ -196,6 +200,8 @@ func TestNoticeStormsRecordOnceAndFetchABoundedNumberOfTimes(t *testing.T) {
 	}
 	if n := e.mollie.requests.Load() - before64; n < 1 || n > 3 {
 		t.Fatalf("15 copies of an unknown id asked Mollie's API %d times, want 1 to 3", n)
+	} else {
+		t.Logf("mollie unknown id: 15 copies over 3 replicas, %d requests to the API", n)
 	}
 	// A body shaped as Mollie's API answer, posted to the webhook, is not
 	// read as one.

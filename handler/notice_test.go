@@ -295,6 +295,7 @@ func TestAFloodOfUnknownIdsCostsAtMostTheFetchBudget(t *testing.T) {
 	if m := api.maxIn.Load(); m > 2 {
 		t.Fatalf("%d fetches at once, the budget allows 2", m)
 	}
+	t.Logf("60 unknown ids over %v: %d fetched (budget 10/s, burst 10), %d paced", elapsed.Round(time.Millisecond), got, paced.Load())
 	if n := testkit.Count(t, rs[0].Store.Pool(), `SELECT count(*) FROM payments WHERE source = 'notes'`); n != 0 {
 		t.Fatalf("the flood wrote %d payments", n)
 	}
