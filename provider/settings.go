@@ -57,3 +57,36 @@ func (s Settings) Only(keys ...string) error {
 	}
 	return nil
 }
+
+// KeyDoc is one sources-file key of a provider, with what it means: a row
+// of docs/sources.md's table of the providers' keys, written next to the
+// adapter that reads it.
+type KeyDoc struct {
+	// Key is the sources-file key, one of the provider's Keys.
+	Key string
+	// Doc says what it takes and what it does, in a sentence or two of
+	// Markdown, its default included.
+	Doc string
+}
+
+// A Documented provider says what each of its Keys means, in Keys'
+// order. Every provider with keys implements it: provider/all's test
+// keeps docs/sources.md's table of the providers' keys the one their
+// KeyDocs make.
+type Documented interface {
+	KeyDocs() []KeyDoc
+}
+
+// APIKeyDocs are the rows of the status API's keys (KeyAPIKeyEnv,
+// KeyAPIURL): holding says what the variable holds, note (if any) when it
+// is needed, example is the API's own base URL.
+func APIKeyDocs(holding, note, example string) []KeyDoc {
+	doc := "the environment variable holding " + holding + ", which paylock asks the provider's API with (never written in the file)"
+	if note != "" {
+		doc += "; " + note
+	}
+	return []KeyDoc{
+		{Key: KeyAPIKeyEnv, Doc: doc},
+		{Key: KeyAPIURL, Doc: "the API's base URL (default `" + example + "`; a fake, in tests), http(s) without credentials, query or fragment"},
+	}
+}

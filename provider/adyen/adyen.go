@@ -50,6 +50,16 @@ func (Provider) Keys() []string {
 	return []string{keyAccounts, keyLive, keyCapture, provider.KeyBasicAuthEnv}
 }
 
+// KeyDocs says what Keys mean (provider.Documented).
+func (Provider) KeyDocs() []provider.KeyDoc {
+	return []provider.KeyDoc{
+		{Key: keyAccounts, Doc: "the merchant account codes whose notifications the source records (default: any); another's is refused `422`"},
+		{Key: keyLive, Doc: "`true` or `false`: what each notification's `live` must say (default: either)"},
+		{Key: keyCapture, Doc: "`auto` (default): a successful `AUTHORISATION` is money taken unless a void follows before any `CAPTURE`; `manual`: money held, taken by `CAPTURE`s only"},
+		{Key: provider.KeyBasicAuthEnv, Doc: "the environment variable holding the `user:password` Adyen sends with each notification; a delivery without it is refused `401` before its body is read"},
+	}
+}
+
 const (
 	keyAccounts = "merchant_accounts"
 	keyLive     = "live"

@@ -41,6 +41,11 @@ func (Provider) Schemes() []signature.Scheme { return []signature.Scheme{Scheme}
 // lifecycle.go; there is nothing else to set.
 func (Provider) Keys() []string { return []string{provider.KeyAPIKeyEnv, provider.KeyAPIURL} }
 
+// KeyDocs says what Keys mean (provider.Documented).
+func (Provider) KeyDocs() []provider.KeyDoc {
+	return provider.APIKeyDocs("the GoCardless access token", "required: GoCardless's events carry no amount", DefaultURL)
+}
+
 // New returns the adapter, or a *provider.SettingError for a key it does
 // not read, an api_key_env that is not a variable's name, or an api_url
 // that is not an http(s) URL without credentials.

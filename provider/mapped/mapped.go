@@ -59,6 +59,14 @@ func (Provider) Schemes() []signature.Scheme {
 // and types, the sender's type values mapped to paylock's kinds.
 func (Provider) Keys() []string { return []string{"fields", "types"} }
 
+// KeyDocs says what Keys mean (provider.Documented).
+func (Provider) KeyDocs() []provider.KeyDoc {
+	return []provider.KeyDoc{
+		{Key: "fields", Doc: "the RFC 6901 pointer of each payment field in the body: `transaction_id`, `amount` (minor units) and `currency` required; `event_id`, `type` and `refund_id` optional"},
+		{Key: "types", Doc: "the sender's type values (read at `fields.type`) mapped to `payment`, `refund`, `failed` or `canceled`; a body of another type is acknowledged `ignored` (without it, a value that is not one of those kinds is refused `422`)"},
+	}
+}
+
 // New returns the adapter of cfg's pointers, or a *provider.SettingError
 // naming the field ("fields.amount") of an unknown field, a pointer that is
 // not one, or a missing required field.

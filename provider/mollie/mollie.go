@@ -48,6 +48,11 @@ func (Provider) SignsNothing() {}
 // and api_url, the API's base URL ("" or absent: DefaultURL).
 func (Provider) Keys() []string { return []string{provider.KeyAPIKeyEnv, provider.KeyAPIURL} }
 
+// KeyDocs says what Keys mean (provider.Documented).
+func (Provider) KeyDocs() []provider.KeyDoc {
+	return provider.APIKeyDocs("the Mollie API key (`live_…` or `test_…`)", "required: Mollie's webhooks name payments that only the API describes", DefaultURL)
+}
+
 // New returns the adapter, or a *provider.SettingError for a setting
 // other than Keys or a bad value of one.
 func (Provider) New(cfg provider.Config) (provider.Adapter, error) {

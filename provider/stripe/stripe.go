@@ -108,6 +108,14 @@ func (Provider) Keys() []string {
 	return []string{"events", provider.KeyAPIKeyEnv, provider.KeyAPIURL, KeyThin}
 }
 
+// KeyDocs says what Keys mean (provider.Documented).
+func (Provider) KeyDocs() []provider.KeyDoc {
+	return append(append([]provider.KeyDoc{
+		{Key: "events", Doc: "the event types the source records (default: `payment_intent.succeeded` and every lifecycle type); any other type is acknowledged `ignored` and kept in the delivery log"},
+	}, provider.APIKeyDocs("the secret key (`sk_…`; default `STRIPE_API_KEY`)", "for syncs, the janitor and reconciliation; required with `thin`", DefaultURL)...),
+		provider.KeyDoc{Key: KeyThin, Doc: "`true`: the source receives thin events (`v2.core.event`), each recorded as Stripe's API answers the PaymentIntent it names (default `false`)"})
+}
+
 // New returns the adapter of s's events, or a *provider.SettingError for
 // events that are not a list of the known types, empty or repeated, or a
 // thin that is not a boolean. A thin source's adapter is a
