@@ -123,20 +123,23 @@ func sourceVerifier(spec sourceSpec, tolerance time.Duration) (*signature.Verifi
 // recorded payment's forward jobs, and the forward jobs of every change of
 // state its lifecycle events make, one per destination of the source's
 // forward_to whose types and filter take the message, in the recording
-// transaction (store.Outbox.ForwardRecordHookTo, ForwardChangeHookTo).
-func forwardOnRecord(sources []handler.Source, routes forward.Routes, st *store.Store) {
-	for i := range sources {
-		if dests := routes.ForwardTo[sources[i].Name]; len(dests) > 0 && routes.Router != nil {
-			route := routes.Router.Route(dests)
-			sources[i].OnRecord = st.Outbox().ForwardRecordHookTo(route)
-			sources[i].OnChange = st.Outbox().ForwardChangeHookTo(route)
+// transaction: it sets each one's route on st (store.Outbox.Route), which
+// records and enqueues in one call. The handler passes no hook for them.
+func forwardOnRecord(routes forward.Routes, st *store.Store) {
+	if routes.Router == nil {
+		return
+	}
+	for source, dests := range routes.ForwardTo {
+		if len(dests) > 0 {
+			st.Outbox().Route(source, routes.Router.Route(dests))
 		}
 	}
 }
 
 // newPipeline is the handler of serve and of "reconcile payments": the same
-// sources, adapters, locks and record hooks, so that a payment reconciled
-// from the provider's API takes the steps of its webhook. lk reports to
+// sources, adapters and locks over the same store (whose routes forward,
+// forwardOnRecord), so that a payment reconciled from the provider's API
+// takes the steps of its webhook. lk reports to
 // metrics (newLocker); rdb, the lock's Redis, also holds the notifier
 // sources' fetch ledger and budget. Each source whose provider has a
 // status API gets its fetcher (withFetchers).
@@ -178,14 +181,14 @@ func newPipeline(cfg Config, logger *slog.Logger, sources []handler.Source, st *
 // openPipeline builds serve's handler over st outside serve (deliveries
 // replay, reconcile payments, paylock worker), where no signature is
 // checked: the same sources (their shapes, pipelineSources: no secret
-// needed) with their forward hooks, a Redis client of its own (closed by
-// closeRedis), and metrics nobody scrapes.
+// needed) with their forward routes set on st (forwardOnRecord), a Redis
+// client of its own (closed by closeRedis), and metrics nobody scrapes.
 func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.Handler, sources []handler.Source, closeRedis func(), err error) {
 	sources, routes, err := pipelineSources(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	forwardOnRecord(sources, routes, st)
+	forwardOnRecord(routes, st)
 	rdb, err := cfg.Lock.Redis.open()
 	if err != nil {
 		return nil, nil, nil, err

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paylock/paylock/internal/fakestripe"
 	"github.com/paylock/paylock/handler"
+	"github.com/paylock/paylock/internal/fakestripe"
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/store"

@@ -22,8 +22,10 @@
 // is a unit of its own (event.go), locked under its payment's key and
 // recorded once per source and event id (store.Payments.RecordEvent); the
 // same invariant holds: 2xx only once the database confirms it recorded,
-// and each change of state it makes is forwarded through Source.OnChange
-// in the same transaction. The loans and
+// and each change of state it makes is forwarded in the same transaction
+// by the store itself (store.Outbox.Route: recording and enqueueing are
+// one store call; Source.OnRecord and Source.OnChange are the
+// embedder's hooks, not paylock's outbox). The loans and
 // payouts sources are paylock's own and are read here (loans.go,
 // payouts.go), on package payload's strict decoding.
 //

@@ -20,8 +20,8 @@ type lifecycleUnit struct {
 	h    *Handler
 	e    store.PaymentEvent
 	key  string
-	hook ChangeHook
-	body []byte // the delivery's raw body, kept with a contradiction
+	hook ChangeHook // the embedder's (Source.OnChange); the store adds the change's forward jobs itself
+	body []byte     // the delivery's raw body, kept with a contradiction
 }
 
 // eventUnit is the unit of lifecycle event e of source s, locked under key
@@ -48,7 +48,8 @@ func (u *lifecycleUnit) ref() string     { return u.e.TransactionID }
 
 // record records the event: "processed" whether or not it changed the
 // payment's state (an event that changes nothing is recorded too, and
-// forwards nothing).
+// forwards nothing). The store inserts a change's forward jobs in the
+// same call (store.Outbox.Route).
 func (u *lifecycleUnit) record(ctx context.Context) (string, error) {
 	if _, err := u.h.store.RecordEvent(ctx, u.e, u.hook); err != nil {
 		u.noteContradiction(ctx, err)

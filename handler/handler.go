@@ -37,8 +37,8 @@ type Recorder interface {
 	// per distinct body); the delivery is answered 422 whatever it returns.
 	RecordMismatch(ctx context.Context, m store.Mismatch) error
 	// RecordEvent records a lifecycle event once and folds its payment's
-	// state (ErrDuplicate when already recorded); fn runs in its
-	// transaction with the change it forwards.
+	// state (ErrDuplicate when already recorded), with the forward jobs of
+	// the change it makes; fn runs in its transaction with the change.
 	RecordEvent(ctx context.Context, e store.PaymentEvent, fn func(ctx context.Context, tx pgx.Tx, c store.Change) error) (*store.Change, error)
 	// EventRecorded says whether a lifecycle event is recorded: an error
 	// wrapping ErrDuplicate when it is as sent, ErrMismatch when its id is
@@ -161,10 +161,10 @@ type Config struct {
 	FetchRate        float64
 	FetchConcurrency int
 	// OnPayment, when set, runs in the recording transaction of every
-	// newly recorded payment of every payment source, after the source's
-	// own OnRecord (see RecordHook). Teams that embed paylock use it to
-	// act on a payment exactly once: credit a balance, insert their own
-	// outbox row.
+	// newly recorded payment of every payment source, after the payment's
+	// forward jobs (the store's) and the source's own OnRecord (see
+	// RecordHook). Teams that embed paylock use it to act on a payment
+	// exactly once: credit a balance, insert their own outbox row.
 	OnPayment RecordHook
 }
 

@@ -163,15 +163,17 @@ func TestLifecycleStormAcrossThreeReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks := func(s handler.Source) handler.Source {
-		s.OnRecord = st.Outbox().ForwardRecordHook(forward.DefaultDestination)
-		s.OnChange = st.Outbox().ForwardChangeHook(forward.DefaultDestination)
-		return s
+	// paylock's own forwarding: each replica's store routes every
+	// source's messages to the default destination.
+	routes := func(_ *handler.Config, own *store.Store) {
+		for _, name := range []string{"stripe", "adyen"} {
+			own.Outbox().Route(name, store.ToDestination(forward.DefaultDestination))
+		}
 	}
 	reps := startReplicas(t, 3, paylocktest.Options{DSN: dsn, Config: handler.Config{Sources: []handler.Source{
-		hooks(handler.Source{Name: "stripe", Provider: "stripe", Verifier: testkit.Verifier(t, signature.SchemeStripe, stormStripeSecret)}),
-		hooks(handler.Source{Name: "adyen", Provider: "adyen", Verifier: testkit.Verifier(t, signature.SchemeAdyen, stormAdyenKey)}),
-	}}})
+		{Name: "stripe", Provider: "stripe", Verifier: testkit.Verifier(t, signature.SchemeStripe, stormStripeSecret)},
+		{Name: "adyen", Provider: "adyen", Verifier: testkit.Verifier(t, signature.SchemeAdyen, stormAdyenKey)},
+	}}, Configure: routes})
 	rcv := startForwarding(t, st)
 
 	var all []stormDelivery

@@ -123,19 +123,21 @@ func moneyCases(t *testing.T) []moneyCase {
 func TestTheRecordedStateIsTheMoneyThatMovedAcrossThreeReplicas(t *testing.T) {
 	t.Parallel()
 	dsn, st := paylocktest.MigratedSchema(t)
-	hooks := func(s handler.Source) handler.Source {
-		s.OnRecord = st.Outbox().ForwardRecordHook(forward.DefaultDestination)
-		s.OnChange = st.Outbox().ForwardChangeHook(forward.DefaultDestination)
-		return s
+	// paylock's own forwarding: each replica's store routes every
+	// source's messages to the default destination.
+	routes := func(_ *handler.Config, own *store.Store) {
+		for _, name := range []string{"stripe", "stripe-charges", "adyen", "adyen-manual"} {
+			own.Outbox().Route(name, store.ToDestination(forward.DefaultDestination))
+		}
 	}
 	reps := startReplicas(t, 3, paylocktest.Options{DSN: dsn, Config: handler.Config{Sources: []handler.Source{
-		hooks(handler.Source{Name: "stripe", Provider: "stripe", Verifier: testkit.Verifier(t, signature.SchemeStripe, stormStripeSecret)}),
-		hooks(handler.Source{Name: "stripe-charges", Provider: "stripe", Verifier: testkit.Verifier(t, signature.SchemeStripe, stormStripeSecret),
-			Settings: provider.Settings{"events": []byte(`["charge.succeeded","charge.refunded"]`)}}),
-		hooks(handler.Source{Name: "adyen", Provider: "adyen", Verifier: testkit.Verifier(t, signature.SchemeAdyen, stormAdyenKey)}),
-		hooks(handler.Source{Name: "adyen-manual", Provider: "adyen", Verifier: testkit.Verifier(t, signature.SchemeAdyen, stormAdyenKey),
-			Settings: provider.Settings{"capture": []byte(`"manual"`)}}),
-	}}})
+		{Name: "stripe", Provider: "stripe", Verifier: testkit.Verifier(t, signature.SchemeStripe, stormStripeSecret)},
+		{Name: "stripe-charges", Provider: "stripe", Verifier: testkit.Verifier(t, signature.SchemeStripe, stormStripeSecret),
+			Settings: provider.Settings{"events": []byte(`["charge.succeeded","charge.refunded"]`)}},
+		{Name: "adyen", Provider: "adyen", Verifier: testkit.Verifier(t, signature.SchemeAdyen, stormAdyenKey)},
+		{Name: "adyen-manual", Provider: "adyen", Verifier: testkit.Verifier(t, signature.SchemeAdyen, stormAdyenKey),
+			Settings: provider.Settings{"capture": []byte(`"manual"`)}},
+	}}, Configure: routes})
 	rcv := startForwarding(t, st)
 	cases := moneyCases(t)
 	var storm []stormDelivery

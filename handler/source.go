@@ -49,12 +49,14 @@ type Source struct {
 	// (Adyen's basic_auth_env), checked before the body is read.
 	BasicAuth string
 	// OnRecord, when set, runs in the recording transaction of each of this
-	// source's newly recorded payments (see RecordHook): paylock inserts the
-	// payment's forward job there.
+	// source's newly recorded payments (see RecordHook), before
+	// Config.OnPayment. It is the embedder's: paylock's own forward jobs
+	// are inserted by the store (store.Outbox.Route), before it.
 	OnRecord RecordHook
 	// OnChange, when set, runs in the recording transaction of each of this
 	// source's lifecycle events that changes its payment's state (see
-	// ChangeHook): paylock inserts the change's forward job there.
+	// ChangeHook). It is the embedder's: the change's forward jobs are
+	// inserted by the store (store.Outbox.Route), before it.
 	OnChange ChangeHook
 	// Fetcher is the source's provider's API, for a provider whose
 	// webhooks name payments rather than carry them (provider.Notifier):
@@ -234,7 +236,7 @@ type paymentUnit struct {
 	h    *Handler
 	p    store.Payment
 	key  string
-	hook RecordHook // nil: the one-statement record
+	hook RecordHook // the embedder's; nil: RecordPayment (one statement unless the source forwards)
 	body []byte     // the delivery's raw body, kept with a mismatch
 }
 

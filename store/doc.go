@@ -85,13 +85,18 @@
 // pending rows only; every status change runs the StatusHook, if one is set
 // (Disbursements.OnStatusChange), inside its transaction.
 //
-// Forwarding (the outbox): Outbox.EnqueueForwardTx inserts a recorded
-// payment's forward job (ForwardArgs, unique by its webhook-id) in
-// Payments.RecordPaymentFunc's transaction, and Outbox.ForwardStatusHook a
-// disbursement status change's in the change's own;
-// Payments.RecordPaymentForwarded is the one call a handler needs.
-// Outbox.ForwardJobs and Outbox.RetryForward list and put back River's
-// forward jobs.
+// Forwarding (the outbox) stays inside the store: a source's routes are
+// set once on the store (Outbox.Route), and recording a payment of that
+// source (Payments.RecordPayment, RecordPaymentFunc, alone or batched) or
+// a lifecycle event that changes its state (Payments.RecordEvent) is the
+// one call that also inserts the message's forward jobs (ForwardArgs,
+// unique by webhook-id and destination) in the recording transaction,
+// before the caller's hook; no caller passes a hook for them.
+// Outbox.EnqueueForwardTx (Payments.RecordPaymentForwarded) inserts a
+// recorded payment's job to one named destination, and
+// Outbox.ForwardStatusHook a disbursement status change's in the change's
+// own transaction. Outbox.ForwardJobs and Outbox.RetryForward list and put
+// back River's forward jobs.
 //
 // Tracing: both River clients of the store (the insert-only one and the
 // one StartJobs starts) carry River's OpenTelemetry middleware (otelriver)

@@ -37,6 +37,8 @@ var (
 	// ErrUnavailable means the database could not answer now: connection
 	// refused or lost, a statement, lock or context timeout, a serialization
 	// failure or deadlock, a server shutting down, too many connections...
+	// It also wraps the failure of a recording transaction's forward jobs
+	// (Outbox.Route), which rolled the record back with them.
 	// Nothing may be assumed recorded; the caller answers 503 and the sender
 	// retries.
 	ErrUnavailable = errors.New("store: unavailable")

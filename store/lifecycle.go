@@ -82,13 +82,18 @@ type PaymentState struct {
 	Events []PaymentEvent
 }
 
+// changeFn is a change hook (RecordEvent's fn).
+type changeFn = func(context.Context, pgx.Tx, Change) error
+
 // RecordEvent records e once and folds the payment's state again from all
 // its events, in one transaction. It locks the payment's row, inserting a
 // pending one when paylock knows no payment of e's source and transaction
 // id (the event is applied when the payment arrives). When the state
 // changes and the change is forwarded (the payment is not pending), its
-// version grows by one and fn, when not nil, runs in the transaction with
-// the change: what it writes commits if and only if the event does.
+// version grows by one, the change's forward jobs are inserted when e's
+// source forwards (Outbox.Route), and then fn, when not nil, runs in the
+// transaction with the change: what they write commits if and only if
+// the event does.
 //
 // It returns the change (nil when the event changed nothing forwarded) and
 // nil once the commit is confirmed; an error wrapping ErrDuplicate when the
@@ -101,6 +106,7 @@ func (s *Payments) RecordEvent(ctx context.Context, e PaymentEvent, fn func(ctx 
 	if e.Source == "" {
 		e.Source = DefaultSource
 	}
+	fn = s.outbox.changeHook(e.Source, fn)
 	if e.EventID == "" || e.TransactionID == "" || !e.Kind.Valid() || e.Kind == lifecycle.Succeeded {
 		return nil, fmt.Errorf("%w: record event: want an event id, a transaction id and a lifecycle kind (got %q)",
 			ErrInvalidPayload, e.Kind)

@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,13 +21,18 @@ import (
 
 // Outbox is the forward jobs (ForwardArgs), River's transactional outbox
 // of recorded payments and disbursement status changes: inserted in the
-// transaction that makes their event (EnqueueForwardTx, ForwardRecordHook,
+// transaction that makes their event (a source's routes, Route, which
+// Payments applies itself; EnqueueForwardTx, ForwardRecordHook,
 // ForwardStatusHook),
 // listed and put back (ForwardJobs, RetryForward, RetryGivenUpForwards),
 // read for one payment (PaymentForwards) and sent again (ReplayForwards).
 // Get it from Store.Outbox; it is safe for concurrent use.
 type Outbox struct {
 	*base
+	// mu serializes Route; routes is its map by source, replaced whole
+	// on every Route, so that a record reads it with one atomic load.
+	mu     sync.Mutex
+	routes atomic.Pointer[map[string]ForwardRouter]
 }
 
 // The forward job: the transactional outbox of recorded payments and
@@ -392,11 +400,12 @@ func (s *Outbox) EnqueueForwardTx(ctx context.Context, tx pgx.Tx, f Forward) err
 }
 
 // ForwardRecordHook returns the hook of a payment's recording transaction
-// (RecordPaymentFunc's fn; a handler.Source's OnRecord) that inserts the
-// payment's payment.recorded forward job to destination (EnqueueForwardTx):
-// the job exists if and only if the payment does, and a duplicate, which
-// records nothing, inserts none. A destination of "" returns nil: nothing
-// is forwarded.
+// (RecordPaymentFunc's fn, as RecordPaymentForwarded uses it) that inserts
+// the payment's payment.recorded forward job to destination
+// (EnqueueForwardTx): the job exists if and only if the payment does, and
+// a duplicate, which records nothing, inserts none. A destination of ""
+// returns nil: nothing is forwarded. A source that forwards by its routes
+// needs no hook: see Route.
 func (s *Outbox) ForwardRecordHook(destination string) func(ctx context.Context, tx pgx.Tx, p Payment) error {
 	if destination == "" {
 		return nil
@@ -407,39 +416,144 @@ func (s *Outbox) ForwardRecordHook(destination string) func(ctx context.Context,
 	}
 }
 
-// ForwardRecordHookTo is ForwardRecordHook for the destinations route
-// picks for each payment.recorded message: one job per destination, each
-// with its own attempts. A nil route returns nil.
+// Route makes source ("" is DefaultSource) forward what it records to the
+// destinations route picks for each message, one job per target with its
+// own attempts: from then on, every newly recorded payment of source
+// (Payments.RecordPayment, RecordPaymentFunc and RecordPaymentForwarded,
+// alone or in a batch, and a success that fills in a payment its events
+// announced) inserts its payment.recorded jobs, and every lifecycle event
+// of source that changes its payment's state (Payments.RecordEvent) its
+// change's jobs, in the recording transaction and before the caller's fn:
+// they commit if and only if the record does, and a duplicate inserts
+// none. A forward that cannot be enqueued rolls the record back (an error
+// wrapping ErrUnavailable: the sender retries). A nil route forwards
+// nothing of source: its payments without a fn are recorded by the
+// one-statement path again.
+//
+// Set a store's routes once, before it records (paylock serve sets them
+// from the sources file's forward_to); Route is safe to call while
+// payments are recorded, each of which then sees the routes before or
+// after it.
+func (s *Outbox) Route(source string, route ForwardRouter) {
+	if source == "" {
+		source = DefaultSource
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := map[string]ForwardRouter{}
+	if cur := s.routes.Load(); cur != nil {
+		maps.Copy(next, *cur)
+	}
+	if route == nil {
+		delete(next, source)
+	} else {
+		next[source] = route
+	}
+	s.routes.Store(&next)
+}
+
+// routeOf is source's route (Route), nil when it forwards nothing.
+func (s *Outbox) routeOf(source string) ForwardRouter {
+	m := s.routes.Load()
+	if m == nil {
+		return nil
+	}
+	return (*m)[source]
+}
+
+// recordHook is the hook of a recording transaction of a payment of
+// source: the source's forward jobs (Route), then fn. It is fn itself
+// when source forwards nothing, nil when neither is set: the payment then
+// takes the one-statement path.
+func (s *Outbox) recordHook(source string, fn recordFn) recordFn {
+	route := s.routeOf(source)
+	if route == nil {
+		return fn
+	}
+	return func(ctx context.Context, tx pgx.Tx, p Payment) error {
+		if err := s.forwardRecorded(ctx, tx, p, route); err != nil {
+			return forwardFailed(err)
+		}
+		if fn == nil {
+			return nil
+		}
+		return fn(ctx, tx, p)
+	}
+}
+
+// changeHook is recordHook for a lifecycle event of source: the forward
+// jobs of the change of state it makes, then fn.
+func (s *Outbox) changeHook(source string, fn changeFn) changeFn {
+	route := s.routeOf(source)
+	if route == nil {
+		return fn
+	}
+	return func(ctx context.Context, tx pgx.Tx, c Change) error {
+		if err := s.forwardChange(ctx, tx, c, route); err != nil {
+			return forwardFailed(err)
+		}
+		if fn == nil {
+			return nil
+		}
+		return fn(ctx, tx, c)
+	}
+}
+
+// forwardFailed is the error of a recording transaction whose forward
+// jobs could not be inserted: it rolls back, nothing is recorded, and the
+// sender retries (ErrUnavailable), whatever the cause (a database that
+// failed, a route that refused the message).
+func forwardFailed(err error) error {
+	if errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: forward: %w", ErrUnavailable, err)
+}
+
+// ForwardRecordHookTo returns a hook for RecordPaymentFunc's fn that
+// inserts each payment.recorded message's jobs to the destinations route
+// picks, one per destination with its own attempts: for a caller that
+// routes one call's payment itself. A source's own forwarding needs no
+// hook: set its route on the store (Route), which then inserts these jobs
+// in every record of the source. A nil route returns nil.
 func (s *Outbox) ForwardRecordHookTo(route ForwardRouter) func(ctx context.Context, tx pgx.Tx, p Payment) error {
 	if route == nil {
 		return nil
 	}
-	return func(ctx context.Context, tx pgx.Tx, p Payment) error {
-		if p.TransactionID == "" {
-			return fmt.Errorf("%w: a forward needs a transaction id", ErrForward)
-		}
-		source := p.Source
-		if source == "" {
-			source = DefaultSource
-		}
-		args := ForwardArgs{ID: PaymentForwardID(source, p.TransactionID), Type: ForwardPaymentRecorded,
-			Source: source, TransactionID: p.TransactionID, State: forwardedState(p.Lifecycle), Payment: carriedPayment(p)}
-		return s.insertRouted(ctx, tx, args, &p, route)
-	}
+	return func(ctx context.Context, tx pgx.Tx, p Payment) error { return s.forwardRecorded(ctx, tx, p, route) }
 }
 
-// ForwardChangeHookTo is ForwardChangeHook for the destinations route
-// picks for each change's message. A nil route returns nil.
+// ForwardChangeHookTo is ForwardRecordHookTo for RecordEvent's fn: the
+// jobs of each change's message. A nil route returns nil.
 func (s *Outbox) ForwardChangeHookTo(route ForwardRouter) func(ctx context.Context, tx pgx.Tx, c Change) error {
 	if route == nil {
 		return nil
 	}
-	return func(ctx context.Context, tx pgx.Tx, c Change) error {
-		return s.insertRouted(ctx, tx, ForwardArgs{
-			ID: EventForwardID(c.Source, c.EventID), Type: c.Message,
-			Source: c.Source, TransactionID: c.TransactionID, State: forwardedState(&c),
-		}, nil, route)
+	return func(ctx context.Context, tx pgx.Tx, c Change) error { return s.forwardChange(ctx, tx, c, route) }
+}
+
+// forwardRecorded inserts the payment.recorded jobs of p, as recorded,
+// one per target route picks for it.
+func (s *Outbox) forwardRecorded(ctx context.Context, tx pgx.Tx, p Payment, route ForwardRouter) error {
+	if p.TransactionID == "" {
+		return fmt.Errorf("%w: a forward needs a transaction id", ErrForward)
 	}
+	source := p.Source
+	if source == "" {
+		source = DefaultSource
+	}
+	args := ForwardArgs{ID: PaymentForwardID(source, p.TransactionID), Type: ForwardPaymentRecorded,
+		Source: source, TransactionID: p.TransactionID, State: forwardedState(p.Lifecycle), Payment: carriedPayment(p)}
+	return s.insertRouted(ctx, tx, args, &p, route)
+}
+
+// forwardChange inserts the jobs of c's message (its type, webhook-id
+// EventForwardID, the state it leaves), one per target route picks.
+func (s *Outbox) forwardChange(ctx context.Context, tx pgx.Tx, c Change, route ForwardRouter) error {
+	return s.insertRouted(ctx, tx, ForwardArgs{
+		ID: EventForwardID(c.Source, c.EventID), Type: c.Message,
+		Source: c.Source, TransactionID: c.TransactionID, State: forwardedState(&c),
+	}, nil, route)
 }
 
 // insertRouted inserts args's job once per target route picks for it.
@@ -462,10 +576,11 @@ func (s *Outbox) insertRouted(ctx context.Context, tx pgx.Tx, args ForwardArgs, 
 }
 
 // ForwardChangeHook returns the hook of an event's recording transaction
-// (RecordEvent's fn; a handler.Source's OnChange) that inserts the forward
-// job of the change of state it makes to destination: its type is the
-// change's message, its webhook-id EventForwardID, and it carries the
-// state. A destination of "" returns nil: nothing is forwarded.
+// (RecordEvent's fn) that inserts the forward job of the change of state
+// it makes to destination: its type is the change's message, its
+// webhook-id EventForwardID, and it carries the state. A destination of ""
+// returns nil: nothing is forwarded. A source that forwards by its routes
+// needs no hook: see Route.
 func (s *Outbox) ForwardChangeHook(destination string) func(ctx context.Context, tx pgx.Tx, c Change) error {
 	if destination == "" {
 		return nil

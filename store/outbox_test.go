@@ -317,7 +317,8 @@ func TestARoutedPaymentEnqueuesOneJobPerTargetOrNothingWhenRoutingFails(t *testi
 		seen = p
 		return []ForwardTarget{{Destination: "ledger", Fingerprint: "fp1_a", MaxAttempts: 3}, {Destination: "analytics"}}, nil
 	}
-	if _, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("routed-1"), b.store.Outbox().ForwardRecordHookTo(route)); err != nil {
+	b.store.Outbox().Route(DefaultSource, route)
+	if _, err := b.store.Payments().RecordPayment(ctx, newPayment("routed-1")); err != nil {
 		t.Fatal(err)
 	}
 	if seen == nil || seen.TransactionID != "routed-1" || seen.Amount == 0 {
@@ -332,7 +333,7 @@ func TestARoutedPaymentEnqueuesOneJobPerTargetOrNothingWhenRoutingFails(t *testi
 		a.MaxAttempts != 7 || a.Args.Fingerprint != "" || l.Args.ID != a.Args.ID {
 		t.Fatalf("jobs %+v: want ledger's (3 attempts, its fingerprint) and analytics' (the store's 7), one webhook-id", jobs)
 	}
-	_, err := b.store.Payments().RecordPaymentFunc(ctx, newPayment("routed-bad"), b.store.Outbox().ForwardRecordHookTo(route))
+	_, err := b.store.Payments().RecordPayment(ctx, newPayment("routed-bad"))
 	if !errors.Is(err, errRoute) {
 		t.Fatalf("record with a failing route: %v, want its error", err)
 	}

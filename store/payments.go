@@ -13,7 +13,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Payments records payment webhooks exactly once and reads them back:
+// Payments records payment webhooks exactly once, with the forward jobs
+// of their source's routes (Outbox.Route) in the recording transaction, and
+// reads them back:
 // RecordPayment, RecordPaymentFunc and RecordPaymentForwarded (the package
 // documentation gives their guarantees), Confirm, Payment and
 // SearchPayments, and RecordMismatch, which keeps a delivery that mismatches
@@ -23,7 +25,8 @@ type Payments struct {
 	*base
 	// insert is the statement RecordPaymentFunc runs; see insertPaymentSQL.
 	insert string
-	// outbox inserts RecordPaymentForwarded's forward job.
+	// outbox inserts the forward jobs of a recorded payment: its source's
+	// routes' (Outbox.Route) and RecordPaymentForwarded's.
 	outbox *Outbox
 	// batch groups concurrent inserts (payments_batch.go); nil: every
 	// payment is recorded alone (Config.BatchMax 1).
@@ -114,8 +117,10 @@ SELECT source, transaction_id, amount, currency::text, payload, coalesce(event_i
 FROM payments
 WHERE source = $1 AND transaction_id = $2 AND amount IS NOT NULL`
 
-// RecordPayment records p with one statement in autocommit (one round trip):
-// RecordPaymentFunc(ctx, p, nil).
+// RecordPayment records p: RecordPaymentFunc(ctx, p, nil). That is one
+// statement in autocommit (one round trip) unless p's source forwards
+// (Outbox.Route): its forward jobs are then inserted in the recording
+// transaction.
 //
 // It returns nil, with p as recorded, only when the payment is newly recorded
 // and its commit is confirmed. It returns an error wrapping ErrDuplicate or
@@ -135,15 +140,20 @@ func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error
 // RecordPaymentFunc records p and, when fn is not nil, runs fn in the same
 // transaction, after the insert and only when p is newly recorded: whatever
 // fn writes through tx commits if and only if the payment does. fn receives
-// p as recorded; it must not commit or roll back tx.
+// p as recorded; it must not commit or roll back tx. When p's source
+// forwards (Outbox.Route), its forward jobs are inserted in that
+// transaction too, before fn, under the same rules.
 //
-// With fn nil, p is recorded with one statement in autocommit, one round
-// trip; its success is the commit's confirmation.
+// With fn nil and a source that does not forward, p is recorded with one
+// statement in autocommit, one round trip; its success is the commit's
+// confirmation.
 //
-// With fn, it runs BEGIN, the insert, fn, then COMMIT under
-// Config.CommitTimeout (even if ctx is done). An error from fn rolls back and
-// is returned wrapped (wrapping ErrUnavailable when it is a transient driver
-// or context error); so is a ctx whose cause is set after fn (the lock's
+// Otherwise it runs BEGIN, the insert, the forward jobs and fn, then
+// COMMIT under Config.CommitTimeout (even if ctx is done). An error from
+// fn rolls back and is returned wrapped (wrapping ErrUnavailable when it
+// is a transient driver or context error); a forward job that cannot be
+// inserted rolls back too (ErrUnavailable: the sender retries); so is a
+// ctx whose cause is set after fn (the lock's
 // lease was lost, or the client went away; see WithLease): a replica that
 // lost its lock must not commit, the retry settles the payment.
 //
@@ -154,6 +164,7 @@ func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error
 // ErrCommitUnknown when the commit's outcome is unknown.
 func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (rec Payment, err error) {
 	p = p.withSource()
+	fn = s.outbox.recordHook(p.Source, fn)
 	ctx, span := s.startRecord(ctx, p)
 	defer func() { endRecord(span, err) }()
 	if cause := leaseCause(ctx); cause != nil {
@@ -371,9 +382,10 @@ func (s *Payments) Payment(ctx context.Context, source, transactionID string) (P
 // RecordPaymentForwarded records p as RecordPaymentFunc does and, for a
 // newly recorded payment, inserts its forward to destination (a name:
 // package forward's Destinations) in the same transaction
-// (Outbox.EnqueueForwardTx). A destination of "" forwards nothing:
-// it is RecordPayment. The outcomes are RecordPaymentFunc's: a duplicate
-// or a mismatch inserts no job, and a rolled-back record leaves none.
+// (Outbox.EnqueueForwardTx), beside the jobs of its source's routes
+// (Outbox.Route), if any. A destination of "" adds none: it is
+// RecordPayment. The outcomes are RecordPaymentFunc's: a duplicate or a
+// mismatch inserts no job, and a rolled-back record leaves none.
 func (s *Payments) RecordPaymentForwarded(ctx context.Context, p Payment, destination string) (Payment, error) {
 	if destination == "" {
 		return s.RecordPayment(ctx, p)
