@@ -40,7 +40,8 @@ type IngestRecord struct {
 // authenticated API rather than as a webhook (reconciliation): no
 // signature is checked, and the body then takes the very steps of a
 // verified delivery, the source's adapter, each record's lock, the insert
-// under the lease and the source's record hooks (forwarding), with the
+// under the lease (with its forward jobs, which the store inserts in the
+// same transaction) and the source's record hooks, with the
 // finished marker on release, within RequestTimeout. It logs one line, as a delivery does, unless
 // the body was already recorded or carries nothing to record.
 //
@@ -65,7 +66,8 @@ func (h *Handler) Replay(ctx context.Context, source string, body []byte, signat
 // Sync records a body of source built from the provider's answer about one
 // payment (its status API's, or its synchronous answer the shop's backend
 // confirmed) through the steps Ingest takes: the source's adapter, the
-// payment's lock, the insert under the lease, the record hooks. how
+// payment's lock, the insert under the lease (with its forward jobs), the
+// record hooks. how
 // ("synced", "confirmed") marks its log line. Whichever of a sync and the
 // payment's webhook comes first records; the other finds it recorded
 // ("duplicate"). It returns Ingest's errors.
