@@ -324,16 +324,6 @@ func listenAddr(dst *string, off bool) func(string) error {
 	}
 }
 
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // checkHTTPURL accepts "" (none) or an http(s) URL with a host.
 func checkHTTPURL(v string) error {
 	if v == "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/paylock/paylock/admin"
+	"github.com/paylock/paylock/source"
 )
 
 // AdminConfig is the admin listener (River UI, the console, the review
@@ -48,7 +49,7 @@ func (c *AdminConfig) settings() []setting {
 		{env: "PAYLOCK_ADMIN_TOKENS", flag: "admin-tokens", secret: true, usage: fmt.Sprintf("further admin tokens, comma-separated name:token pairs (each token at least %d characters); the name is who resolves review items with it", minAdminToken),
 			parse: func(v string) (err error) { c.Tokens, err = parseAdminTokens(v); return err }},
 		{env: "PAYLOCK_ADMIN_HOSTS", flag: "admin-hosts", usage: "further host names the admin listener answers for, comma-separated (besides localhost and IP addresses; any other Host header is refused, against DNS rebinding)",
-			parse: func(v string) error { c.Hosts = splitList(v); return nil }},
+			parse: func(v string) error { c.Hosts = source.SplitList(v); return nil }},
 		{env: "PAYLOCK_PPROF", flag: "pprof", def: "false", usage: "serve the net/http/pprof profiling endpoints",
 			parse: boolean(&c.Pprof)},
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/source"
 )
 
 // ForwardConfig is forwarding recorded payments (and disbursement status
@@ -70,7 +71,7 @@ func (c *ForwardConfig) backoff() func(attempt int) time.Duration {
 // broker authenticates paylock (forward.NeedsSignature).
 func (c *ForwardConfig) validate() error {
 	if c.secretsRaw != "" {
-		secrets, err := parseSecrets(signature.SchemeStandard, c.secretsRaw)
+		secrets, err := source.ParseSecrets(signature.SchemeStandard, c.secretsRaw)
 		if err != nil {
 			return fmt.Errorf("invalid PAYLOCK_FORWARD_SECRETS: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/lock"
+	"github.com/paylock/paylock/source"
 )
 
 // RedisConfig is the Redis deployment the lock uses, chosen explicitly by
@@ -106,7 +107,7 @@ func parseRedisMode(v string) error {
 
 // parseAddrs reads a comma-separated list of host:port.
 func parseAddrs(v string) ([]string, error) {
-	addrs := splitList(v)
+	addrs := source.SplitList(v)
 	for _, a := range addrs {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 			return nil, fmt.Errorf("%q is not host:port", a)

@@ -9,14 +9,15 @@ import (
 
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/source"
 )
 
 // SourcesConfig is the webhook sources: the built-in ones' schemes and
 // secrets (payments, loans, payouts), the file adding or overriding
 // sources, signatures (the replay window; unsigned deliveries for local
 // development), and the payment rules every source's bodies follow.
-// loadSources turns it into the sources served; secrets are only ever read
-// from the environment.
+// loadSources (package source) turns it into the sources served; secrets
+// are only ever read from the environment.
 type SourcesConfig struct {
 	File                  string             // PAYLOCK_SOURCES_FILE; "": the built-in sources only
 	AllowUnsigned         bool               // PAYLOCK_ALLOW_UNSIGNED
@@ -60,7 +61,7 @@ func (c *SourcesConfig) settings() []setting {
 			parse: text(&c.DefaultCurrency)},
 		{env: "PAYLOCK_CURRENCIES", flag: "currencies", usage: "comma-separated non-tender ISO 4217 codes to accept as well (e.g. XTS)",
 			parse: func(v string) error {
-				c.Currencies = splitList(v)
+				c.Currencies = source.SplitList(v)
 				return payload.CheckCurrencies("", c.Currencies)
 			}},
 	}
@@ -71,7 +72,7 @@ func (c *SourcesConfig) settings() []setting {
 // dropped), and checks the default currency against the codes accepted.
 func (c *SourcesConfig) validate() error {
 	if c.secretsRaw != "" {
-		secrets, err := parseSecrets(c.SignatureScheme, c.secretsRaw)
+		secrets, err := source.ParseSecrets(c.SignatureScheme, c.secretsRaw)
 		if err != nil {
 			return fmt.Errorf("invalid PAYLOCK_WEBHOOK_SECRETS: %w", err)
 		}
@@ -82,11 +83,11 @@ func (c *SourcesConfig) validate() error {
 		scheme signature.Scheme
 		raw    string
 	}{{"PAYLOCK_LOAN_SECRETS", c.LoanSignatureScheme, c.loanSecretsRaw}, {"PAYLOCK_PAYOUT_SECRETS", c.PayoutSignatureScheme, c.payoutSecretsRaw}} {
-		entries := splitList(s.raw)
+		entries := source.SplitList(s.raw)
 		if len(entries) == 0 {
 			continue
 		}
-		if _, err := parseSecrets(s.scheme, strings.Join(entries, ",")); err != nil {
+		if _, err := source.ParseSecrets(s.scheme, strings.Join(entries, ",")); err != nil {
 			return fmt.Errorf("invalid %s: %w", s.env, err)
 		}
 	}
@@ -123,18 +124,4 @@ func headerScheme(dst *signature.Scheme) func(string) error {
 		*dst = s
 		return err
 	}
-}
-
-// parseSecrets parses the secrets a source (or the forwards) is served
-// with: signature.ParseSecrets, then signature.CheckKeyLength, so that a
-// key shorter than signature.MinKeyBytes stops start-up.
-func parseSecrets(scheme signature.Scheme, csv string) ([]signature.Secret, error) {
-	secrets, err := signature.ParseSecrets(scheme, csv)
-	if err != nil {
-		return nil, err
-	}
-	if err := signature.CheckKeyLength(secrets); err != nil {
-		return nil, err
-	}
-	return secrets, nil
 }

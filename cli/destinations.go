@@ -15,6 +15,7 @@ import (
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/source"
 )
 
 // destinationKeys are the keys of one destination of the sources file's
@@ -32,14 +33,14 @@ type fileDestination struct {
 }
 
 // destinationError is a bad destination of the sources file: it names the
-// destination and its key. It prints as a *sourceError does, and wraps
+// destination and its key. It prints as a *source.Error does, and wraps
 // what is wrong (forward.ErrFilter, ...).
 func destinationError(file, name, key string, err error) error {
 	field := "destinations." + name
 	if key != "" {
 		field += "." + key
 	}
-	return &sourceError{File: file, Field: field, Err: err}
+	return &source.Error{File: file, Field: field, Err: err}
 }
 
 // parseDestinations reads the destinations map of the sources file (data;
@@ -47,26 +48,26 @@ func destinationError(file, name, key string, err error) error {
 // with getenv. withSecrets is false where no message is sent (a process
 // that only inserts jobs routes by fingerprints, which hold the
 // variables' names only): the variables are then not read. Every
-// error is a *sourceError naming the destination and key.
+// error is a *source.Error naming the destination and key.
 func parseDestinations(file string, data []byte, getenv func(string) string, withSecrets bool) (map[string]fileDestination, error) {
 	if data == nil {
 		return nil, nil
 	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, &sourceError{File: file, Err: err}
+		return nil, &source.Error{File: file, Err: err}
 	}
 	var top struct {
 		Destinations map[string]json.RawMessage `json:"destinations"`
 	}
 	if err := json.Unmarshal(j, &top); err != nil {
-		return nil, &sourceError{File: file, Field: "destinations", Err: errors.New("want a map of destination name to settings")}
+		return nil, &source.Error{File: file, Field: "destinations", Err: errors.New("want a map of destination name to settings")}
 	}
 	out := map[string]fileDestination{}
 	for _, name := range slices.Sorted(maps.Keys(top.Destinations)) {
 		d, err := parseDestination(name, top.Destinations[name], getenv, withSecrets)
 		if err != nil {
-			var se *sourceError
+			var se *source.Error
 			if errors.As(err, &se) {
 				se.File = file
 				return nil, se
@@ -151,7 +152,7 @@ func parseOperations(file string, data []byte) (string, error) {
 	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return "", &sourceError{File: file, Err: err}
+		return "", &source.Error{File: file, Err: err}
 	}
 	var top struct {
 		Operations json.RawMessage `json:"operations"`
@@ -161,16 +162,16 @@ func parseOperations(file string, data []byte) (string, error) {
 	}
 	var ops map[string]json.RawMessage
 	if err := json.Unmarshal(top.Operations, &ops); err != nil || ops == nil {
-		return "", &sourceError{File: file, Field: "operations", Err: errors.New("want a map with the key destination")}
+		return "", &source.Error{File: file, Field: "operations", Err: errors.New("want a map with the key destination")}
 	}
 	for k := range ops {
 		if k != "destination" {
-			return "", &sourceError{File: file, Field: "operations." + k, Err: errors.New("unknown key (want destination)")}
+			return "", &source.Error{File: file, Field: "operations." + k, Err: errors.New("unknown key (want destination)")}
 		}
 	}
 	var name string
 	if err := json.Unmarshal(ops["destination"], &name); err != nil || name == "" {
-		return "", &sourceError{File: file, Field: "operations.destination", Err: errors.New("want a destination's name: where destination.parked, destination.recovered, destination.failing and message.exhausted go")}
+		return "", &source.Error{File: file, Field: "operations.destination", Err: errors.New("want a destination's name: where destination.parked, destination.recovered, destination.failing and message.exhausted go")}
 	}
 	return name, nil
 }
@@ -277,7 +278,7 @@ func parseDelivery(name string, keys map[string]json.RawMessage, rawURL string, 
 			if raw == "" {
 				return fail("secrets_env", fmt.Errorf("%w: %s is empty or not set", errDestinationEnv, p.SecretsEnv))
 			}
-			secrets, err := parseSecrets(signature.SchemeStandard, raw)
+			secrets, err := source.ParseSecrets(signature.SchemeStandard, raw)
 			if err != nil {
 				return fail("secrets_env", fmt.Errorf("invalid %s: %w", p.SecretsEnv, err))
 			}

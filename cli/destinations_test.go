@@ -15,6 +15,7 @@ import (
 	"github.com/paylock/paylock/internal/testkit"
 	"github.com/paylock/paylock/internal/testkit/paylocktest"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/source"
 	"github.com/paylock/paylock/store"
 )
 
@@ -149,9 +150,9 @@ func TestBadDestinationsAreRefusedAtStartUp(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			var se *sourceError
+			var se *source.Error
 			if !errors.As(err, &se) || c.want != nil && !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("%v; want a *sourceError wrapping %v naming %s", err, c.want, c.field)
+				t.Errorf("%v; want a *source.Error wrapping %v naming %s", err, c.want, c.field)
 			}
 			if strings.Contains(err.Error(), ledgerSecret) || strings.Contains(err.Error(), "k-123") {
 				t.Errorf("the error prints a secret: %v", err)
@@ -223,7 +224,7 @@ func FuzzDestinations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dests, err := parseDestinations("/etc/paylock/sources.yaml", data, env, true)
 		if err != nil {
-			var se *sourceError
+			var se *source.Error
 			msg := err.Error()
 			if !errors.As(err, &se) || strings.Contains(msg, "\n") || strings.Contains(msg, strings.TrimPrefix(ledgerSecret, "whsec_")) || strings.Contains(msg, "k-123") {
 				t.Fatalf("error %T %q: want one line naming the file, no secret", err, msg)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
+	"github.com/paylock/paylock/source"
 )
 
 // yamlBlock is a fenced YAML block of a Markdown page.
@@ -116,7 +117,7 @@ func TestNoDocumentedSourcesFileLeavesOutMoneyEvents(t *testing.T) {
 					adapter, _ := keys["adapter"].(string)
 					settings := provider.Settings{}
 					for k, val := range keys {
-						if !slices.Contains(commonKeys, k) {
+						if !slices.Contains(source.CommonKeys(), k) {
 							settings[k], _ = json.Marshal(val)
 						}
 					}

@@ -18,6 +18,7 @@ import (
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/source"
 	"github.com/paylock/paylock/store"
 )
 
@@ -27,9 +28,9 @@ import (
 // (types, filters, fingerprints); loans and payouts forward nothing of
 // their own. withSecrets reads the variables the destinations name
 // (secrets_env, headers): the worker needs them, a process that only
-// enqueues does not. Every error is a *sourceError naming the file, the
+// enqueues does not. Every error is a *source.Error naming the file, the
 // source or destination, and the field.
-func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Routes, error) {
+func routeForwards(cfg Config, specs []source.Spec, withSecrets bool) (forward.Routes, error) {
 	var sources []forward.SourceURL
 	for _, s := range specs {
 		if s.Adapter != handler.ProviderLoans && s.Adapter != handler.ProviderPayouts {
@@ -40,13 +41,13 @@ func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Ro
 	r, err := forward.NewRoutes(cfg.Forward.URL, sources)
 	var de *forward.DestinationError
 	if errors.As(err, &de) {
-		return forward.Routes{}, &sourceError{File: file, Source: de.Source, Field: "forward_url",
+		return forward.Routes{}, &source.Error{File: file, Source: de.Source, Field: "forward_url",
 			Err: fmt.Errorf("the forward destination %q is PAYLOCK_FORWARD_URL's: rename the source, or give it the same URL", de.Source)}
 	}
 	if err != nil {
 		return forward.Routes{}, err
 	}
-	data, err := readSourcesFile(file)
+	data, err := source.ReadFile(file)
 	if err != nil {
 		return forward.Routes{}, err
 	}
@@ -77,11 +78,11 @@ func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Ro
 		r.Destinations[name], r.Policies[name] = d.URL, d.Policy
 	}
 	if r.Router, err = forward.NewRouter(r.Destinations, r.Policies, signed); err != nil {
-		return forward.Routes{}, &sourceError{File: file, Field: "destinations", Err: err}
+		return forward.Routes{}, &source.Error{File: file, Field: "destinations", Err: err}
 	}
 	if r.Operations != "" {
 		if err := r.Router.Check([]string{r.Operations}); err != nil {
-			return forward.Routes{}, &sourceError{File: file, Field: "operations.destination", Err: err}
+			return forward.Routes{}, &source.Error{File: file, Field: "operations.destination", Err: err}
 		}
 	}
 	for _, s := range specs {
@@ -89,13 +90,13 @@ func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Ro
 			continue
 		}
 		if s.Adapter == handler.ProviderLoans || s.Adapter == handler.ProviderPayouts {
-			return forward.Routes{}, &sourceError{File: file, Source: s.Name, Field: "forward_to", Err: errors.New("loans and payouts forward nothing of their own")}
+			return forward.Routes{}, &source.Error{File: file, Source: s.Name, Field: "forward_to", Err: errors.New("loans and payouts forward nothing of their own")}
 		}
 		if err := r.Router.Check(s.ForwardTo); err != nil {
 			if slices.Contains(s.ForwardTo, forward.DefaultDestination) && cfg.Forward.URL == "" {
 				err = fmt.Errorf("%w; default is PAYLOCK_FORWARD_URL, which is not set", err)
 			}
-			return forward.Routes{}, &sourceError{File: file, Source: s.Name, Field: "forward_to", Err: err}
+			return forward.Routes{}, &source.Error{File: file, Source: s.Name, Field: "forward_to", Err: err}
 		}
 		r.ForwardTo[s.Name], r.BySource[s.Name] = slices.Clone(s.ForwardTo), s.ForwardTo[0]
 	}
@@ -108,16 +109,17 @@ func routeForwards(cfg Config, specs []sourceSpec, withSecrets bool) (forward.Ro
 // (sourceShapes), their secrets unread: a source whose secrets the
 // process lacks still names its destination.
 // A source forwarding to an http(s) URL needs PAYLOCK_FORWARD_SECRETS
-// (checkForwardSigned): the worker signs what it sends.
-func forwardSpecs(cfg Config) ([]sourceSpec, error) {
-	specs, err := sourceShapes(cfg)
+// (source.CheckForwardSigned): the worker signs what it sends.
+func forwardSpecs(cfg Config) ([]source.Spec, error) {
+	opts := sourceOptions(cfg)
+	specs, err := source.Shapes(opts)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range specs {
-		if se := checkForwardSigned(s, cfg); se != nil {
+		if se := source.CheckForwardSigned(s, opts.ForwardSecrets); se != nil {
 			// A source's forward_url is always the file's.
-			return nil, &sourceError{File: cfg.Sources.File, Source: s.Name, Field: se.Field, Err: se.Err}
+			return nil, &source.Error{File: cfg.Sources.File, Source: s.Name, Field: se.Field, Err: se.Err}
 		}
 	}
 	return specs, nil
@@ -127,7 +129,7 @@ func forwardSpecs(cfg Config) ([]sourceSpec, error) {
 // signature leaves uncovered of its payloads (provider.PartlySigned, such
 // as an Adyen source without basic_auth_env); nil when no source is partly
 // signed.
-func unsignedMembers(cfg Config, specs []sourceSpec) func(source string, payload []byte) []string {
+func unsignedMembers(cfg Config, specs []source.Spec) func(source string, payload []byte) []string {
 	partly := map[string]provider.PartlySigned{}
 	for _, s := range specs {
 		p, ok := provider.Lookup(s.Adapter)
@@ -154,7 +156,7 @@ func unsignedMembers(cfg Config, specs []sourceSpec) func(source string, payload
 // payloads without the signature material they carry
 // (provider.SignatureBearer, such as Adyen's hmacSignature); nil when no
 // source's payloads carry any.
-func verifiedPayloads(cfg Config, specs []sourceSpec) func(source string, payload []byte) []byte {
+func verifiedPayloads(cfg Config, specs []source.Spec) func(source string, payload []byte) []byte {
 	bearers := map[string]provider.SignatureBearer{}
 	for _, s := range specs {
 		p, ok := provider.Lookup(s.Adapter)

@@ -10,6 +10,7 @@ import (
 	"github.com/paylock/paylock/admin"
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/order"
+	"github.com/paylock/paylock/source"
 	"github.com/paylock/paylock/store"
 )
 
@@ -48,7 +49,7 @@ func orderDeriver(cfg Config) (store.OrderDeriver, error) {
 // forward_to or forward_url). A source's own forward_url carries its own
 // payments' messages only. Each destination takes an order's message only
 // if its types and filter do.
-func orderDestinations(specs []sourceSpec, routes forward.Routes) []string {
+func orderDestinations(specs []source.Spec, routes forward.Routes) []string {
 	var names []string
 	add := func(n string) {
 		if !slices.Contains(names, n) {

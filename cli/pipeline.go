@@ -16,6 +16,7 @@ import (
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/source"
 	"github.com/paylock/paylock/store"
 )
 
@@ -48,11 +49,11 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 		if src.BasicAuth, err = basicAuthOf(spec, getenv); err != nil {
 			return nil, forward.Routes{}, err
 		}
-		if adapterSignsNothing(spec.Adapter) {
+		if source.AdapterSignsNothing(spec.Adapter) {
 			logger.Info("this source's webhooks carry no signature: paylock records only what the provider's API answers, with the source's key, for the payments they name",
 				slog.String("source", spec.Name), slog.String("adapter", spec.Adapter))
 		}
-		if !spec.unsigned() {
+		if !spec.Unsigned() {
 			v, n, err := sourceVerifier(spec, cfg.Sources.SigTolerance)
 			if err != nil {
 				return nil, forward.Routes{}, err
@@ -63,7 +64,7 @@ func handlerSources(cfg Config, logger *slog.Logger) ([]handler.Source, forward.
 		}
 		out = append(out, src)
 	}
-	warnLeftOut(logger, specs, payload.NewRules(cfg.Sources.DefaultCurrency, cfg.Sources.Currencies))
+	source.WarnLeftOut(logger, specs, payload.NewRules(cfg.Sources.DefaultCurrency, cfg.Sources.Currencies))
 	for _, name := range unsigned {
 		logger.Warn("!!! PAYLOCK_ALLOW_UNSIGNED=true: webhook signatures are NOT verified for this source; anyone who can reach POST /webhooks/"+name+" can record what it accepts. For local development only. !!!",
 			slog.String("source", name))
@@ -96,7 +97,7 @@ func pipelineSources(cfg Config) ([]handler.Source, forward.Routes, error) {
 // authentication: its name, adapter and settings. The built-in payments
 // source is the handler's own (handler.PaymentsSource: its lock keys are
 // those of paylock's first releases).
-func sourceShape(spec sourceSpec) handler.Source {
+func sourceShape(spec source.Spec) handler.Source {
 	src := handler.Source{Name: spec.Name, Provider: spec.Adapter}
 	if spec.Builtin && spec.Name == "payments" {
 		src = handler.PaymentsSource(nil)
@@ -107,7 +108,7 @@ func sourceShape(spec sourceSpec) handler.Source {
 
 // sourceVerifier is spec's signature check, with how many secrets it
 // holds.
-func sourceVerifier(spec sourceSpec, tolerance time.Duration) (*signature.Verifier, int, error) {
+func sourceVerifier(spec source.Spec, tolerance time.Duration) (*signature.Verifier, int, error) {
 	secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
 	if err != nil {
 		return nil, 0, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
@@ -212,7 +213,7 @@ func newLocker(rdb lock.Client, metrics *handler.Metrics) *lock.Locker {
 // source's secret (whatever scheme each is parsed for): whoever holds that
 // source's secret (the PSP, or anyone who took it from there) could sign
 // messages the receiver would take for paylock's forwards.
-func forwardSecretsApart(fwd []signature.Secret, specs []sourceSpec) error {
+func forwardSecretsApart(fwd []signature.Secret, specs []source.Spec) error {
 	for _, spec := range specs {
 		if len(fwd) == 0 || len(spec.Secrets) == 0 {
 			continue
@@ -236,7 +237,7 @@ func forwardSecretsApart(fwd []signature.Secret, specs []sourceSpec) error {
 // settings name their variable (Adyen's basic_auth_env): "" when none,
 // an error when the variable is empty or not user:password. The error
 // names the variable, never its value.
-func basicAuthOf(spec sourceSpec, getenv func(string) string) (string, error) {
+func basicAuthOf(spec source.Spec, getenv func(string) string) (string, error) {
 	raw, ok := spec.Settings[provider.KeyBasicAuthEnv]
 	if !ok {
 		return "", nil

@@ -14,6 +14,7 @@ import (
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/reconcile"
+	"github.com/paylock/paylock/source"
 )
 
 const reconcilePaymentsUsage = `Usage: paylock reconcile payments --source stripe [--since 72h] [--dry-run] [--json] [flags]
@@ -45,7 +46,7 @@ The other flags are those of "paylock serve -h".
 
 // listers are the names of the registered providers that can list their
 // events (provider.Lister): the adapters whose sources can be reconciled.
-func listers() []string { return providersWhere(isLister) }
+func listers() []string { return source.ProvidersWhere(isLister) }
 
 func isLister(p provider.Provider) bool {
 	_, ok := p.(provider.Lister)
@@ -63,7 +64,7 @@ func reconcilable(sources []handler.Source, name string) (handler.Source, error)
 			continue
 		}
 		if p, ok := provider.Lookup(s.Provider); !ok || !isLister(p) {
-			return s, fmt.Errorf("source %q has adapter %q: only %s sources can be reconciled", name, s.Provider, orList(listers()))
+			return s, fmt.Errorf("source %q has adapter %q: only %s sources can be reconciled", name, s.Provider, source.OrList(listers()))
 		}
 		return s, nil
 	}
@@ -84,7 +85,7 @@ func onlyReconcilable(sources []handler.Source) (handler.Source, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return handler.Source{}, fmt.Errorf("no source can be reconciled: only %s sources can (PAYLOCK_SOURCES_FILE)", orList(listers()))
+		return handler.Source{}, fmt.Errorf("no source can be reconciled: only %s sources can (PAYLOCK_SOURCES_FILE)", source.OrList(listers()))
 	}
 	names := make([]string, len(found))
 	for i, s := range found {
@@ -276,7 +277,7 @@ func reconcileWorker(cfg Config, sources []handler.Source, h *handler.Handler, r
 		names = append(names, s.Name)
 	}
 	if len(runs) == 0 {
-		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set, but no source of adapter " + orList(listers()) + " has an API key: nothing to reconcile")
+		logger.Warn("PAYLOCK_RECONCILE_INTERVAL is set, but no source of adapter " + source.OrList(listers()) + " has an API key: nothing to reconcile")
 		return nil
 	}
 	logger.Info("reconciling payments periodically on the River leader", slog.Any("sources", names),
