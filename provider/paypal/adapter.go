@@ -25,7 +25,14 @@ import (
 // amount resource.amount.value, a decimal string converted exactly to
 // minor units by the currency's ISO 4217 exponent, the currency its
 // currency_code, a capture's or refund's own id resource.id, the date
-// create_time. The stored payload is the whole body. Every other event
+// create_time. A dispute's resource is the dispute
+//
+//	{"dispute_id": "PP-...", "disputed_transactions": [{"seller_transaction_id": "<capture id>", ...}],
+//	 "dispute_amount": {...}, "dispute_life_cycle_stage": "CHARGEBACK", "status": "RESOLVED",
+//	 "dispute_outcome": {"outcome_code": "RESOLVED_SELLER_FAVOUR", ...}}
+//
+// and records on the capture it names, for dispute_amount; resolved, its
+// outcome_code says won or lost (outcomes) at its stage (stages). The stored payload is the whole body. Every other event
 // type is acknowledged and written nowhere.
 type adapter struct {
 	rules *payload.Rules
@@ -73,31 +80,46 @@ func recordOf(typ string) (record, bool) {
 	return record{}, false
 }
 
-// event reads the payment, amount and own id of res and checks them with
-// the source's rules, naming each field where the event holds it.
+// event reads the payment, amount and own id of res (a dispute's outcome
+// and stage) and checks them with the source's rules, naming each field
+// where the event holds it.
 func (a adapter) event(res *payload.Node, resName string, rec record, eventID string) (provider.Event, error) {
 	e := provider.Event{Kind: rec.kind, EventID: eventID}
 	names := payload.Names{"event_id": "id"}
-	id, idName, err := res.RequiredString(resName, "id")
-	if err != nil {
-		return e, err
-	}
-	e.TransactionID, names["transaction_id"] = id, idName
-	if rec.payment == upLink {
-		if e.TransactionID, names["transaction_id"], err = upOf(res, resName); err != nil {
+	amount := "amount"
+	var err error
+	if rec.payment == disputed {
+		amount = "dispute_amount"
+		if e.TransactionID, names["transaction_id"], err = disputedOf(res, resName); err != nil {
 			return e, err
 		}
+		if rec.outcome {
+			if e.Kind, e.Stage, err = outcomeOf(res, resName); err != nil {
+				return e, err
+			}
+		}
+	} else {
+		id, idName, err := res.RequiredString(resName, "id")
+		if err != nil {
+			return e, err
+		}
+		e.TransactionID, names["transaction_id"] = id, idName
+		if rec.payment == upLink {
+			if e.TransactionID, names["transaction_id"], err = upOf(res, resName); err != nil {
+				return e, err
+			}
+		}
+		switch rec.kind {
+		case lifecycle.Succeeded, lifecycle.Failed:
+			e.CaptureID = id
+		case lifecycle.Refund:
+			e.RefundID = id
+		}
 	}
-	switch rec.kind {
-	case lifecycle.Succeeded, lifecycle.Failed:
-		e.CaptureID = id
-	case lifecycle.Refund:
-		e.RefundID = id
-	}
-	if e.Currency, names["currency"], err = res.RequiredString(resName, "amount", "currency_code"); err != nil {
+	if e.Currency, names["currency"], err = res.RequiredString(resName, amount, "currency_code"); err != nil {
 		return e, err
 	}
-	value, valueName, err := res.RequiredString(resName, "amount", "value")
+	value, valueName, err := res.RequiredString(resName, amount, "value")
 	if err != nil {
 		return e, err
 	}
@@ -106,6 +128,66 @@ func (a adapter) event(res *payload.Node, resName string, rec record, eventID st
 		return e, err
 	}
 	return e, a.rules.CheckPayment(e.Payment(), names)
+}
+
+// disputedOf is the capture a dispute disputes: the seller_transaction_id
+// its disputed_transactions name. A dispute naming none, or several
+// distinct ones (one event would have to record on several payments), is
+// refused.
+func disputedOf(res *payload.Node, resName string) (string, string, error) {
+	txs, name, err := res.Child(resName, "disputed_transactions")
+	if err != nil {
+		return "", "", err
+	}
+	if txs == nil || txs.Kind() != payload.Array {
+		return "", "", payload.Invalid(name, name+" must be an array naming the disputed capture")
+	}
+	var id, idName string
+	for _, tx := range txs.Items() {
+		if tx.Kind() != payload.Object {
+			return "", "", payload.Malformed(name, name+" must hold JSON objects")
+		}
+		n, nName, err := tx.Child(name+"[]", "seller_transaction_id")
+		if err != nil {
+			return "", "", err
+		}
+		if n == nil || n.Kind() == payload.Null {
+			continue
+		}
+		if n.Kind() != payload.String || n.Text() == "" {
+			return "", "", payload.Malformed(nName, nName+" must be a non-empty JSON string")
+		}
+		if id != "" && n.Text() != id {
+			return "", "", payload.Invalid(nName, name+" names several captures; a dispute must name one")
+		}
+		id, idName = n.Text(), nName
+	}
+	if id == "" {
+		return "", "", payload.Invalid(name, name+" names no seller_transaction_id (the disputed capture)")
+	}
+	return id, idName, nil
+}
+
+// outcomeOf is the kind a resolved dispute records (outcomes) and its
+// stage (stages).
+func outcomeOf(res *payload.Node, resName string) (lifecycle.Kind, int, error) {
+	code, codeName, err := res.RequiredString(resName, "dispute_outcome", "outcome_code")
+	if err != nil {
+		return "", 0, err
+	}
+	kind, ok := outcomes[code]
+	if !ok {
+		return "", 0, payload.Invalid(codeName, codeName+" "+code+" says neither party won the dispute")
+	}
+	stage, stageName, err := res.RequiredString(resName, "dispute_life_cycle_stage")
+	if err != nil {
+		return "", 0, err
+	}
+	n, ok := stages[stage]
+	if !ok {
+		return "", 0, payload.Invalid(stageName, stageName+" must be INQUIRY, CHARGEBACK, PRE_ARBITRATION or ARBITRATION")
+	}
+	return kind, n, nil
 }
 
 // upOf is the id of the capture a refund or reversal links to as "up":

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/payload"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/provider/providertest"
@@ -57,6 +58,122 @@ func TestTheAdapterReadsEachSample(t *testing.T) {
 			d.Events[i].Payload = d.Body
 		}
 		providertest.WantEvents(t, got, d.Events)
+	}
+}
+
+// TestAResolvedDisputeIsWonOrLostByItsOutcomeCode: every documented
+// outcome_code, at every stage; NONE and unknown codes or stages are
+// refused.
+func TestAResolvedDisputeIsWonOrLostByItsOutcomeCode(t *testing.T) {
+	t.Parallel()
+	a, err := Provider{}.New(provider.Config{Source: "paypal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved := func(code, stage string) []byte {
+		return replaced("customer_dispute_resolved.json",
+			`"RESOLVED_SELLER_FAVOUR"`, `"`+code+`"`, `"dispute_life_cycle_stage": "CHARGEBACK"`, `"dispute_life_cycle_stage": "`+stage+`"`)
+	}
+	for code, want := range map[string]lifecycle.Kind{
+		"RESOLVED_BUYER_FAVOUR":  lifecycle.DisputeLost,
+		"ACCEPTED":               lifecycle.DisputeLost,
+		"RESOLVED_SELLER_FAVOUR": lifecycle.DisputeWon,
+		"CANCELED_BY_BUYER":      lifecycle.DisputeWon,
+		"DENIED":                 lifecycle.DisputeWon,
+		"RESOLVED_WITH_PAYOUT":   lifecycle.DisputeWon,
+	} {
+		for stage, wantStage := range map[string]int{"INQUIRY": 1, "CHARGEBACK": 1, "PRE_ARBITRATION": 2, "ARBITRATION": 3} {
+			got, err := a.Adapt(resolved(code, stage), "")
+			if err != nil || len(got) != 1 {
+				t.Fatalf("%s at %s: %v, %v", code, stage, got, err)
+			}
+			if got[0].Kind != want || got[0].Stage != wantStage || got[0].TransactionID != capA || got[0].Amount != 6540 {
+				t.Errorf("%s at %s: %s stage %d on %s for %d; want %s stage %d on %s for 6540",
+					code, stage, got[0].Kind, got[0].Stage, got[0].TransactionID, got[0].Amount, want, wantStage, capA)
+			}
+		}
+	}
+	for name, body := range map[string][]byte{
+		"NONE":             resolved("NONE", "CHARGEBACK"),
+		"an unknown code":  resolved("RESOLVED_SOMEHOW", "CHARGEBACK"),
+		"an unknown stage": resolved("DENIED", "APPEAL"),
+		"no outcome":       replaced("customer_dispute_resolved.json", `"dispute_outcome"`, `"outcome"`),
+		"no stage":         replaced("customer_dispute_resolved.json", `"dispute_life_cycle_stage"`, `"stage"`),
+	} {
+		if _, err := a.Adapt(body, ""); !errors.Is(err, payload.ErrInvalid) {
+			t.Errorf("%s: %v; want payload.ErrInvalid (422)", name, err)
+		}
+	}
+}
+
+// TestAnAppealsOutcomeDecidesOverTheClaims: a dispute won at the claim
+// stage and lost on appeal (PRE_ARBITRATION) is lost, whichever came
+// first; lost at the claim and won at arbitration, it is won.
+func TestAnAppealsOutcomeDecidesOverTheClaims(t *testing.T) {
+	t.Parallel()
+	a, err := Provider{}.New(provider.Config{Source: "paypal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(id, code, stage string) lifecycle.Event {
+		t.Helper()
+		got, err := a.Adapt(replaced("customer_dispute_resolved.json", "WH-2W7154467N658993B-0AL83124PS6405224", id,
+			`"RESOLVED_SELLER_FAVOUR"`, `"`+code+`"`, `"dispute_life_cycle_stage": "CHARGEBACK"`, `"dispute_life_cycle_stage": "`+stage+`"`), "")
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v, %v", id, got, err)
+		}
+		e := got[0]
+		return lifecycle.Event{Kind: e.Kind, ID: e.EventID, Amount: e.Amount, Currency: e.Currency, Stage: e.Stage, At: e.At}
+	}
+	captured := lifecycle.Event{Kind: lifecycle.Succeeded, ID: capA, Amount: 6540, Currency: "USD"}
+	for _, tc := range []struct {
+		name   string
+		claim  lifecycle.Event
+		appeal lifecycle.Event
+		want   lifecycle.Dispute
+	}{
+		{"won, then lost on appeal", event("WH-1", "RESOLVED_SELLER_FAVOUR", "CHARGEBACK"), event("WH-2", "RESOLVED_BUYER_FAVOUR", "PRE_ARBITRATION"), lifecycle.Lost},
+		{"lost, then won at arbitration", event("WH-1", "RESOLVED_BUYER_FAVOUR", "PRE_ARBITRATION"), event("WH-2", "DENIED", "ARBITRATION"), lifecycle.Won},
+	} {
+		for _, order := range [][]lifecycle.Event{{tc.claim, tc.appeal}, {tc.appeal, tc.claim}} {
+			if got := lifecycle.Fold(append([]lifecycle.Event{captured}, order...)).Dispute; got != tc.want {
+				t.Errorf("%s (%s first): %v; want %v", tc.name, order[0].ID, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestADisputeNamesOneCapture: no seller_transaction_id, or two distinct
+// ones, is refused; the same one twice is that capture.
+func TestADisputeNamesOneCapture(t *testing.T) {
+	t.Parallel()
+	a, err := Provider{}.New(provider.Config{Source: "paypal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const d = "customer_dispute_created.json"
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want error
+	}{
+		{"none", replaced(d, `"seller_transaction_id": "42311647XV020574X",`, ``), payload.ErrInvalid},
+		{"an empty list", replaced(d, `"disputed_transactions": [`, `"disputed_transactions": [], "x": [`), payload.ErrInvalid},
+		{"no list", replaced(d, `"disputed_transactions"`, `"transactions"`), payload.ErrInvalid},
+		{"two", replaced(d, `"items": [],`, `"items": []}, {"seller_transaction_id": "7NW873794T343360M",`), payload.ErrInvalid},
+		{"a number", replaced(d, `"42311647XV020574X"`, `42`), payload.ErrMalformed},
+		{"the same twice", replaced(d, `"items": [],`, `"items": []}, {"seller_transaction_id": "42311647XV020574X",`), nil},
+	} {
+		got, err := a.Adapt(tc.body, "")
+		if tc.want == nil {
+			if err != nil || len(got) != 1 || got[0].TransactionID != capA || got[0].Kind != lifecycle.DisputeOpened {
+				t.Errorf("%s: %v, %v; want one dispute_opened on %s", tc.name, got, err, capA)
+			}
+			continue
+		}
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v; want %v", tc.name, err, tc.want)
+		}
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package paypal is the PayPal provider, registered as "paypal": PayPal's
-// webhook events (PAYMENT.CAPTURE.*, PAYMENT.AUTHORIZATION.*;
+// webhook events (PAYMENT.CAPTURE.*, PAYMENT.AUTHORIZATION.*,
+// CUSTOMER.DISPUTE.*;
 // https://developer.paypal.com/api/rest/webhooks/event-names/) signed
 // with PayPal's own scheme, which this package registers with package
 // signature (Scheme: an RSA signature checked against the certificate at
@@ -11,7 +12,8 @@
 // name it by its id, a refund by the capture it refunds (its link rel
 // "up"). An authorization (intent AUTHORIZE) is a payment of its own,
 // named by the authorization id: its CREATED and VOIDED events record
-// there; its capture is then the capture's payment.
+// there; its capture is then the capture's payment. A dispute records on
+// the capture it disputes (its seller_transaction_id).
 package paypal
 
 import (
@@ -29,14 +31,19 @@ type Provider struct{}
 type payment int
 
 const (
-	self   payment = iota // resource.id
-	upLink                // resource.links[rel=up]: the refunded capture
+	self     payment = iota // resource.id
+	upLink                  // resource.links[rel=up]: the refunded capture
+	disputed                // resource.disputed_transactions[].seller_transaction_id
 )
 
-// record says what a PayPal event type records.
+// record says what a PayPal event type records: its lifecycle kind, where
+// its resource names its payment, and whether its kind is the dispute's
+// outcome (resource.dispute_outcome.outcome_code; kind is then the kind
+// of a buyer-favour outcome).
 type record struct {
 	kind    lifecycle.Kind
 	payment payment
+	outcome bool
 }
 
 // records are the event types paylock records. A completed capture is a
@@ -45,7 +52,11 @@ type record struct {
 // refunds. A reversal is the capture's money taken back (a chargeback or
 // a PayPal-side reversal): a lost dispute, as lifecycle has no other
 // kind for it. An authorization created holds money; voided, it is
-// canceled.
+// canceled. A dispute (resource_type "dispute") created or updated is an
+// open dispute of the capture it names; resolved, it is won or lost by its
+// outcome_code (outcomes), its stage ordered by its
+// dispute_life_cycle_stage (stages): an appeal's outcome decides over the
+// claim's.
 var records = []struct {
 	typ string
 	record
@@ -57,6 +68,38 @@ var records = []struct {
 	{"PAYMENT.CAPTURE.REVERSED", record{kind: lifecycle.DisputeLost, payment: upLink}},
 	{"PAYMENT.AUTHORIZATION.CREATED", record{kind: lifecycle.Authorized}},
 	{"PAYMENT.AUTHORIZATION.VOIDED", record{kind: lifecycle.Canceled}},
+	{"CUSTOMER.DISPUTE.CREATED", record{kind: lifecycle.DisputeOpened, payment: disputed}},
+	{"CUSTOMER.DISPUTE.UPDATED", record{kind: lifecycle.DisputeOpened, payment: disputed}},
+	{"CUSTOMER.DISPUTE.RESOLVED", record{kind: lifecycle.DisputeLost, payment: disputed, outcome: true}},
+}
+
+// outcomes are what a resolved dispute's outcome_code records
+// (https://developer.paypal.com/api/customer-disputes/v1/, dispute_outcome).
+// The buyer's favour is lost: RESOLVED_BUYER_FAVOUR (PayPal decided for
+// the buyer) and ACCEPTED (the merchant accepted the claim and refunded).
+// The seller's favour is won: RESOLVED_SELLER_FAVOUR, CANCELED_BY_BUYER
+// (the buyer withdrew), DENIED (the claim was denied) and
+// RESOLVED_WITH_PAYOUT (PayPal paid the buyer itself: the merchant keeps
+// the money). NONE, or a code not listed, is refused: it says nothing of
+// who keeps the money.
+var outcomes = map[string]lifecycle.Kind{
+	"RESOLVED_BUYER_FAVOUR":  lifecycle.DisputeLost,
+	"ACCEPTED":               lifecycle.DisputeLost,
+	"RESOLVED_SELLER_FAVOUR": lifecycle.DisputeWon,
+	"CANCELED_BY_BUYER":      lifecycle.DisputeWon,
+	"DENIED":                 lifecycle.DisputeWon,
+	"RESOLVED_WITH_PAYOUT":   lifecycle.DisputeWon,
+}
+
+// stages order a resolved dispute's outcomes by its
+// dispute_life_cycle_stage (lifecycle.Event.Stage): the inquiry and the
+// claim (PayPal's CHARGEBACK stage, not a card chargeback) first, then the
+// merchant's first appeal, then the second.
+var stages = map[string]int{
+	"INQUIRY":         1,
+	"CHARGEBACK":      1,
+	"PRE_ARBITRATION": 2,
+	"ARBITRATION":     3,
 }
 
 // Schemes is PayPal's own (Scheme).

@@ -27,7 +27,8 @@ func sample(name string) []byte {
 // form.
 const sampleWebhookID = "8PT597110X687430LKGECATA"
 
-// The sample payments: a capture (completed, then refunded), a denied
+// The sample payments: a capture (completed, refunded, then disputed: the
+// dispute created, updated, resolved in the seller's favour), a denied
 // capture, an authorization (created, voided).
 const (
 	capA  = "42311647XV020574X"
@@ -49,7 +50,7 @@ func replaced(name string, replace ...string) []byte {
 // needs a signer (the package's tests set a test key pair and CA): PayPal
 // alone holds the real private key.
 func (Provider) Samples() provider.Samples {
-	const c = "payment_capture_completed.json"
+	const c, d = "payment_capture_completed.json", "customer_dispute_created.json"
 	return provider.Samples{
 		Secret:     sampleWebhookID,
 		Deliveries: sampleDeliveries(),
@@ -67,6 +68,9 @@ func (Provider) Samples() provider.Samples {
 			{Name: "a refund without its capture", Body: replaced("payment_capture_refunded.json", `"rel": "up"`, `"rel": "parent"`), Status: 422},
 			{Name: "create_time not a time", Body: replaced(c, `"2025-11-30T10:05:02.123Z"`, `"yesterday"`), Status: 422},
 			{Name: "repeated key", Body: replaced(c, `"status": "COMPLETED"`, `"k": "1", "k": "2"`), Status: 400},
+			{Name: "a dispute naming no capture", Body: replaced(d, `"seller_transaction_id": "42311647XV020574X",`, ``), Status: 422},
+			{Name: "a dispute naming two captures", Body: replaced(d, `"items": [],`, `"items": []}, {"seller_transaction_id": "7NW873794T343360M",`), Status: 422},
+			{Name: "a dispute resolved with outcome NONE", Body: replaced("customer_dispute_resolved.json", `"RESOLVED_SELLER_FAVOUR"`, `"NONE"`), Status: 422},
 		},
 	}
 }
@@ -90,6 +94,15 @@ func sampleDeliveries() []provider.Delivery {
 		{Name: "PAYMENT.AUTHORIZATION.VOIDED", Body: sample("payment_authorization_voided.json"), Events: []provider.Event{
 			{Kind: lifecycle.Canceled, TransactionID: authC, Amount: 1500, Currency: "JPY",
 				EventID: "WH-4SW78779LY2325805-07E03580SX1414828", At: at("2025-11-30T11:30:02Z")}}},
+		{Name: "CUSTOMER.DISPUTE.CREATED: on the capture it disputes", Body: sample("customer_dispute_created.json"), Events: []provider.Event{
+			{Kind: lifecycle.DisputeOpened, TransactionID: capA, Amount: 6540, Currency: "USD",
+				EventID: "WH-4M0448861G563140B-9EX36365822141321", At: at("2025-12-05T13:36:33Z")}}},
+		{Name: "CUSTOMER.DISPUTE.UPDATED: still open", Body: sample("customer_dispute_updated.json"), Events: []provider.Event{
+			{Kind: lifecycle.DisputeOpened, TransactionID: capA, Amount: 6540, Currency: "USD",
+				EventID: "WH-8TS44576HW2314420-5XB64471F9354873V", At: at("2025-12-26T10:12:07Z")}}},
+		{Name: "CUSTOMER.DISPUTE.RESOLVED: won at the claim stage", Body: sample("customer_dispute_resolved.json"), Events: []provider.Event{
+			{Kind: lifecycle.DisputeWon, Stage: 1, TransactionID: capA, Amount: 6540, Currency: "USD",
+				EventID: "WH-2W7154467N658993B-0AL83124PS6405224", At: at("2026-01-09T16:20:41Z")}}},
 		{Name: "CHECKOUT.ORDER.APPROVED is not recorded", Body: sample("checkout_order_approved.json")},
 	}
 }
