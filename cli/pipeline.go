@@ -106,14 +106,15 @@ func sourceShape(spec source.Spec) handler.Source {
 	return src
 }
 
-// sourceVerifier is spec's signature check, with how many secrets it
+// sourceVerifier is spec's signature check (its scheme configured by the
+// source's settings: signature.NewVerifierWith), with how many secrets it
 // holds.
 func sourceVerifier(spec source.Spec, tolerance time.Duration) (*signature.Verifier, int, error) {
 	secrets, err := signature.ParseSecrets(spec.Scheme, strings.Join(spec.Secrets, ","))
 	if err != nil {
 		return nil, 0, fmt.Errorf("source %q: invalid %s: %v", spec.Name, spec.SecretsEnv, err)
 	}
-	v, err := signature.NewVerifier(spec.Scheme, secrets, tolerance)
+	v, err := signature.NewVerifierWith(spec.Scheme, secrets, tolerance, spec.Settings)
 	if err != nil {
 		return nil, 0, fmt.Errorf("source %q: %w", spec.Name, err)
 	}

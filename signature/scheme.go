@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -70,6 +71,14 @@ type SchemeSpec struct {
 	// delivery id of a scheme whose headers carry one. It is for
 	// `paylock sign`, tests and simulators.
 	Sign func(key, token []byte, id string, ts time.Time, body []byte) (http.Header, []byte, error)
+	// Configure, optional, is for a scheme whose verification depends on
+	// its source's settings (the sources-file keys of the source's
+	// provider, as JSON): it returns the Verify and Precheck a verifier
+	// made by [NewVerifierWith] uses instead of the spec's (a nil one
+	// keeps the spec's). Its error names the setting and never quotes a
+	// secret. [NewVerifier] does not call it: the spec's own functions are
+	// the scheme with no settings.
+	Configure func(settings map[string]json.RawMessage) (verify func(Check) (Result, error), precheck func(Check) error, err error)
 }
 
 // ErrUnknownScheme is wrapped by the error of [ParseScheme], [ParseSecrets]

@@ -2,6 +2,7 @@ package signature
 
 import (
 	"crypto/hmac"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -42,7 +43,9 @@ type Verifier struct {
 	secrets   []Secret
 	tolerance time.Duration
 	now       func() time.Time
-	macs      []*sync.Pool // SchemeStandard: per secret, keyed HMAC states (newMACPools)
+	macs      []*sync.Pool                // SchemeStandard: per secret, keyed HMAC states (newMACPools)
+	verify    func(Check) (Result, error) // SchemeSpec.Configure's; nil: spec.Verify
+	precheck  func(Check) error           // SchemeSpec.Configure's; nil: spec.Precheck
 }
 
 // NewVerifier returns a Verifier for scheme that accepts a signature made
@@ -83,6 +86,21 @@ func NewVerifier(scheme Scheme, secrets []Secret, tolerance time.Duration) (*Ver
 	}
 	if scheme == SchemeStandard {
 		v.macs = newMACPools(v.secrets)
+	}
+	return v, nil
+}
+
+// NewVerifierWith is [NewVerifier] for a source whose settings (its
+// provider's sources-file keys, as JSON) configure the scheme: a scheme
+// with a SchemeSpec.Configure verifies as that returns; the others ignore
+// settings. Its error is NewVerifier's, or Configure's.
+func NewVerifierWith(scheme Scheme, secrets []Secret, tolerance time.Duration, settings map[string]json.RawMessage) (*Verifier, error) {
+	v, err := NewVerifier(scheme, secrets, tolerance)
+	if err != nil || v.spec.Configure == nil {
+		return v, err
+	}
+	if v.verify, v.precheck, err = v.spec.Configure(settings); err != nil {
+		return nil, fmt.Errorf("signature: %s: %w", scheme, err)
 	}
 	return v, nil
 }
@@ -141,6 +159,9 @@ func (v *Verifier) Verify(h http.Header, body []byte) (Result, error) {
 	if v.spec == nil {
 		return Result{}, fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
 	}
+	if v.verify != nil {
+		return v.verify(Check{Header: h, Body: body, v: v})
+	}
 	return v.spec.Verify(Check{Header: h, Body: body, v: v})
 }
 
@@ -162,6 +183,8 @@ func (v *Verifier) Precheck(h http.Header) error {
 	switch {
 	case v.spec == nil:
 		return fmt.Errorf("%w: verifier has unknown scheme %q", ErrInvalid, v.scheme)
+	case v.precheck != nil:
+		return v.precheck(Check{Header: h, v: v})
 	case v.spec.Precheck == nil:
 		return nil
 	}

@@ -4,13 +4,16 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +38,42 @@ var (
 // from: the only hosts PAYPAL-CERT-URL may name (an SSRF guard: the URL
 // is the sender's, so a free URL would make paylock fetch anything).
 var DefaultCertHosts = []string{"api.paypal.com", "api-m.paypal.com", "api.sandbox.paypal.com", "api-m.sandbox.paypal.com"}
+
+// parseCertHosts reads a cert_hosts setting: a non-empty JSON list of
+// hosts, each a host name or host:port (a port 1-65535), with no scheme,
+// path, query or userinfo; lower-cased. Its error never quotes more than
+// the host it refuses.
+func parseCertHosts(raw json.RawMessage) ([]string, error) {
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, errors.New("must be a list of hosts (host or host:port)")
+	}
+	if len(list) == 0 {
+		return nil, errors.New("must name at least one host")
+	}
+	hosts := make([]string, 0, len(list))
+	for i, h := range list {
+		h = strings.ToLower(strings.TrimSpace(h))
+		name, port := h, ""
+		if j := strings.LastIndexByte(h, ':'); j >= 0 {
+			name, port = h[:j], h[j+1:]
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' {
+				return nil, fmt.Errorf("host %d of %d: %q has no valid port", i+1, len(list), h)
+			}
+		}
+		if len(name) > 253 || !hostName.MatchString(name) {
+			return nil, fmt.Errorf("host %d of %d: %q is not a host name (host or host:port, no scheme, path or userinfo)", i+1, len(list), h)
+		}
+		if !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts, nil
+}
+
+// hostName is a DNS host name: dot-separated labels of letters, digits
+// and inner hyphens, at most 253 characters.
+var hostName = regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // CertHost is the name PayPal's webhook certificate is issued for.
 const CertHost = "messageverificationcerts.paypal.com"

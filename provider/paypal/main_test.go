@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 	tlsRoots.AddCert(pki.srv.Certificate())
 	tlsRoots.AddCert(pki.offlist.Certificate())
 	u, _ := url.Parse(pki.srv.URL)
-	certs = newFetcher(fetchConfig{hosts: []string{u.Host}, certRoots: pki.caPool, tlsRoots: tlsRoots})
+	setFetchConfig(fetchConfig{hosts: []string{u.Host}, certRoots: pki.caPool, tlsRoots: tlsRoots})
 	pki.sampleCert = pki.srv.URL + "/v1/notifications/certs/CERT-sample"
 	signer.key, signer.certURL = pki.key, pki.sampleCert
 	code := m.Run()

@@ -4,7 +4,8 @@
 // https://developer.paypal.com/api/rest/webhooks/event-names/) signed
 // with PayPal's own scheme, which this package registers with package
 // signature (Scheme: an RSA signature checked against the certificate at
-// PAYPAL-CERT-URL, fetched only from PayPal's hosts). Nothing outside
+// PAYPAL-CERT-URL, fetched only from the source's cert_hosts, PayPal's
+// by default). Nothing outside
 // this package names either: paylock reaches them through the provider
 // and signature registries.
 //
@@ -17,6 +18,8 @@
 package paypal
 
 import (
+	"strings"
+
 	"github.com/paylock/paylock/lifecycle"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
@@ -105,13 +108,32 @@ var stages = map[string]int{
 // Schemes is PayPal's own (Scheme).
 func (Provider) Schemes() []signature.Scheme { return []signature.Scheme{Scheme} }
 
-// Keys: none.
-func (Provider) Keys() []string { return nil }
+// KeyCertHosts is the sources-file key of the hosts PAYPAL-CERT-URL may
+// name (Scheme's allowlist; DefaultCertHosts when absent).
+const KeyCertHosts = "cert_hosts"
 
-// New returns the adapter, or a *provider.SettingError for any setting.
+// Keys: cert_hosts (KeyCertHosts).
+func (Provider) Keys() []string { return []string{KeyCertHosts} }
+
+// KeyDocs says what Keys mean (provider.Documented).
+func (Provider) KeyDocs() []provider.KeyDoc {
+	return []provider.KeyDoc{{Key: KeyCertHosts, Doc: "the hosts (`host` or `host:port`, https only) `PAYPAL-CERT-URL` may name: " +
+		"the certificate is fetched from no other, and a URL elsewhere is refused (401) before any request; " +
+		"default PayPal's (`" + strings.Join(DefaultCertHosts, "`, `") + "`)"}}
+}
+
+// New returns the adapter, or a *provider.SettingError for a key other
+// than cert_hosts or a cert_hosts that is not a non-empty list of hosts
+// (parseCertHosts). The scheme reads cert_hosts itself (Scheme's
+// Configure); the adapter does not use it.
 func (Provider) New(cfg provider.Config) (provider.Adapter, error) {
-	if err := cfg.Settings.Only(); err != nil {
+	if err := cfg.Settings.Only(KeyCertHosts); err != nil {
 		return nil, err
+	}
+	if raw, ok := cfg.Settings[KeyCertHosts]; ok {
+		if _, err := parseCertHosts(raw); err != nil {
+			return nil, &provider.SettingError{Key: KeyCertHosts, Err: err}
+		}
 	}
 	return adapter{rules: cfg.Rules}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
 )
 
@@ -24,7 +26,8 @@ import (
 //     signature (PAYPAL-AUTH-ALGO SHA256withRSA) of
 //     "<PAYPAL-TRANSMISSION-ID>|<PAYPAL-TRANSMISSION-TIME>|<webhook id>|<CRC-32 of the raw body, unsigned decimal>";
 //   - the key is that of the X.509 certificate at PAYPAL-CERT-URL,
-//     fetched only over https from PayPal's hosts (DefaultCertHosts),
+//     fetched only over https from the source's cert_hosts (Configure;
+//     PayPal's, DefaultCertHosts, by default),
 //     chained to the system roots and issued for CertHost, cached by URL
 //     until its NotAfter;
 //   - the source's secret is its webhook id, the id PayPal gave the
@@ -53,14 +56,62 @@ const maxURLBytes = 512
 
 var (
 	certsMu sync.RWMutex
-	certs   = newFetcher(fetchConfig{})
+	// certsConfig is the fetchers' configuration but for their hosts:
+	// PayPal's (the zero value) but in the package's tests.
+	certsConfig fetchConfig
+	// certs is the fetcher of a source without cert_hosts.
+	certs = newFetcher(fetchConfig{})
+	// byHosts are the fetchers of sources with cert_hosts, one per
+	// distinct list (its hosts joined by ","), so that sources naming the
+	// same hosts share a cache.
+	byHosts = map[string]*fetcher{}
 )
 
-// currentFetcher is the fetcher verify uses.
+// setFetchConfig makes c the configuration of every fetcher (the tests'
+// roots and hosts) and drops the fetchers made before.
+func setFetchConfig(c fetchConfig) {
+	certsMu.Lock()
+	defer certsMu.Unlock()
+	certsConfig, certs, byHosts = c, newFetcher(c), map[string]*fetcher{}
+}
+
+// currentFetcher is the fetcher of a source without cert_hosts.
 func currentFetcher() *fetcher {
 	certsMu.RLock()
 	defer certsMu.RUnlock()
 	return certs
+}
+
+// fetcherFor is the fetcher restricted to hosts, made once per list.
+func fetcherFor(hosts []string) *fetcher {
+	key := strings.Join(hosts, ",")
+	certsMu.Lock()
+	defer certsMu.Unlock()
+	f, ok := byHosts[key]
+	if !ok {
+		c := certsConfig
+		c.hosts = hosts
+		f = newFetcher(c)
+		byHosts[key] = f
+	}
+	return f
+}
+
+// configure is the scheme's SchemeSpec.Configure: a source's cert_hosts
+// (checked as New checks it) restricts its verifier's fetches to those
+// hosts; without it, the verifier is the spec's (DefaultCertHosts).
+func configure(settings map[string]json.RawMessage) (func(signature.Check) (signature.Result, error), func(signature.Check) error, error) {
+	raw, ok := settings[KeyCertHosts]
+	if !ok {
+		return nil, nil, nil
+	}
+	hosts, err := parseCertHosts(raw)
+	if err != nil {
+		return nil, nil, &provider.SettingError{Key: KeyCertHosts, Err: err}
+	}
+	f := fetcherFor(hosts)
+	return func(c signature.Check) (signature.Result, error) { return verify(f, c) },
+		func(c signature.Check) error { return precheck(f, c) }, nil
 }
 
 func init() {
@@ -70,12 +121,10 @@ func init() {
 		KeyFormat:   "the webhook id as PayPal shows it",
 		MinKeyBytes: 8,
 		Timestamped: true,
-		Verify:      verify,
-		Precheck: func(c signature.Check) error {
-			_, err := headersOf(c.Header)
-			return err
-		},
-		Sign: sign,
+		Verify:      func(c signature.Check) (signature.Result, error) { return verify(currentFetcher(), c) },
+		Precheck:    func(c signature.Check) error { return precheck(currentFetcher(), c) },
+		Sign:        sign,
+		Configure:   configure,
 	})
 }
 
@@ -85,9 +134,15 @@ type transmission struct {
 	sig               []byte
 }
 
+// precheck checks c's headers as verify does, fetching nothing.
+func precheck(f *fetcher, c signature.Check) error {
+	_, err := headersOf(f, c.Header)
+	return err
+}
+
 // headersOf reads and checks the five headers; the cert URL must be on
-// the allowlist (nothing is fetched here).
-func headersOf(h http.Header) (transmission, error) {
+// f's allowlist (nothing is fetched here).
+func headersOf(f *fetcher, h http.Header) (transmission, error) {
 	var t transmission
 	var err error
 	if t.id, err = signature.SingleHeader(h, HeaderTransmissionID, signature.MaxHeaderBytes); err != nil {
@@ -116,7 +171,7 @@ func headersOf(h http.Header) (transmission, error) {
 	if t.certURL, err = signature.SingleHeader(h, HeaderCertURL, maxURLBytes); err != nil {
 		return t, err
 	}
-	if _, err := currentFetcher().allowed(t.certURL); err != nil {
+	if _, err := f.allowed(t.certURL); err != nil {
 		return t, fmt.Errorf("%w: %w", signature.ErrNoMatch, err)
 	}
 	return t, nil
@@ -127,10 +182,11 @@ func signedString(t transmission, webhookID []byte, body []byte) []byte {
 	return fmt.Appendf(nil, "%s|%s|%s|%d", t.id, t.time, webhookID, crc32.ChecksumIEEE(body))
 }
 
-// verify checks the headers and the time, fetches the certificate, and
-// finds the webhook id (secret) whose signed string the signature is of.
-func verify(c signature.Check) (signature.Result, error) {
-	t, err := headersOf(c.Header)
+// verify checks the headers and the time, fetches the certificate with
+// f, and finds the webhook id (secret) whose signed string the signature
+// is of.
+func verify(f *fetcher, c signature.Check) (signature.Result, error) {
+	t, err := headersOf(f, c.Header)
 	if err != nil {
 		return signature.Result{}, err
 	}
@@ -141,7 +197,7 @@ func verify(c signature.Check) (signature.Result, error) {
 	if _, err := c.Time(at.Unix()); err != nil {
 		return signature.Result{}, err
 	}
-	pub, err := currentFetcher().key(t.certURL)
+	pub, err := f.key(t.certURL)
 	if err != nil {
 		return signature.Result{}, fmt.Errorf("%w: %w", signature.ErrNoMatch, err)
 	}
