@@ -10,8 +10,8 @@ import (
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/storetest"
 	"github.com/paylock/paylock/lock"
-	"github.com/paylock/paylock/store"
 )
 
 // TestTheWebhookRefusesACheckoutDeliveryItCannotAuthenticate: through the
@@ -23,14 +23,7 @@ func TestTheWebhookRefusesACheckoutDeliveryItCannotAuthenticate(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testkit.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, st := storetest.MigratedSchema(t)
 	rdb, prefix := testkit.Redis(t), testkit.Key(t, "")+":"
 	v, _ := verifier(t, keyOld+"|"+authOld)
 	h, err := handler.New(handler.Config{LockPrefix: prefix, Logger: testkit.Logger(),

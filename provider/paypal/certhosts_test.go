@@ -14,10 +14,10 @@ import (
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/storetest"
 	"github.com/paylock/paylock/lock"
 	"github.com/paylock/paylock/provider"
 	"github.com/paylock/paylock/signature"
-	"github.com/paylock/paylock/store"
 )
 
 // verifierWith is a verifier for webhookID of a source whose settings are
@@ -136,14 +136,7 @@ func TestTheWebhookRefusesACertURLOffItsSourcesCertHosts(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testkit.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, st := storetest.MigratedSchema(t)
 	srvURL, _ := url.Parse(pki.srv.URL)
 	// The fetcher of this host list (no other test names the same list)
 	// counts the requests it makes.

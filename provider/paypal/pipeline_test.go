@@ -10,8 +10,8 @@ import (
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/storetest"
 	"github.com/paylock/paylock/lock"
-	"github.com/paylock/paylock/store"
 )
 
 // TestTheWebhookRefusesAPayPalDeliveryItCannotAuthenticate: through the
@@ -24,14 +24,7 @@ func TestTheWebhookRefusesAPayPalDeliveryItCannotAuthenticate(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, store.Config{URL: testkit.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, st := storetest.MigratedSchema(t)
 	rdb, prefix := testkit.Redis(t), testkit.Key(t, "")+":"
 	h, err := handler.New(handler.Config{LockPrefix: prefix, Logger: testkit.Logger(),
 		Sources: []handler.Source{{Name: "paypal", Provider: "paypal", Verifier: verifier(t, sampleWebhookID)}}}, lock.New(rdb), st.Payments())

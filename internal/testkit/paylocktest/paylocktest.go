@@ -11,54 +11,39 @@
 package paylocktest
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paylock/paylock/handler"
 	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/storetest"
 	"github.com/paylock/paylock/lock"
 	_ "github.com/paylock/paylock/provider/all" // the providers replicas' sources name
 	"github.com/paylock/paylock/store"
 )
 
-// OpenStore opens a store configured by cfg, closed when the test ends.
+// OpenStore opens a store configured by cfg, closed when the test ends
+// (storetest.Open).
 func OpenStore(t testing.TB, cfg store.Config) *store.Store {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
+	return storetest.Open(t, cfg)
 }
 
-// MigratedSchema returns the URL of a fresh schema of the test's own (see
-// testkit.Schema) holding paylock's tables, and the store that migrated it,
-// open until the test ends.
+// MigratedSchema returns the URL of a fresh migrated schema of the test's
+// own and the store that migrated it (storetest.MigratedSchema).
 func MigratedSchema(t testing.TB) (string, *store.Store) {
 	t.Helper()
-	dsn := testkit.Schema(t)
-	return dsn, Migrated(t, dsn)
+	return storetest.MigratedSchema(t)
 }
 
-// Migrated migrates the database (or schema) of dsn, a URL the test
-// already has, and returns the store that did, open until the test ends.
+// Migrated migrates the database (or schema) of dsn and returns the store
+// that did (storetest.Migrated).
 func Migrated(t testing.TB, dsn string) *store.Store {
 	t.Helper()
-	st := OpenStore(t, store.Config{URL: dsn})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return storetest.Migrated(t, dsn)
 }
 
 // Options configure a test's replicas; the zero value serves the built-in
