@@ -102,8 +102,9 @@ func (c *DatabaseConfig) logAttrs() []slog.Attr {
 }
 
 // store is the store's configuration; forwardMaxAttempts is
-// PAYLOCK_FORWARD_MAX_ATTEMPTS, the attempts of the forward jobs it inserts.
-func (c *DatabaseConfig) store(forwardMaxAttempts int) store.Config {
+// PAYLOCK_FORWARD_MAX_ATTEMPTS, the attempts of the forward jobs it
+// inserts, and express PAYLOCK_FORWARD_EXPRESS.
+func (c *DatabaseConfig) store(forwardMaxAttempts int, express bool) store.Config {
 	return store.Config{
 		URL:              c.URL,
 		MaxConns:         c.MaxConns,
@@ -116,6 +117,7 @@ func (c *DatabaseConfig) store(forwardMaxAttempts int) store.Config {
 		BatchStall:       c.BatchStall,
 
 		ForwardMaxAttempts: forwardMaxAttempts,
+		ExpressForwards:    express,
 	}
 }
 

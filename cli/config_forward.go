@@ -21,6 +21,7 @@ type ForwardConfig struct {
 	Timeout     time.Duration      // PAYLOCK_FORWARD_TIMEOUT: one forward attempt
 	MaxAttempts int                // PAYLOCK_FORWARD_MAX_ATTEMPTS: attempts before River discards the job
 	BackoffCap  time.Duration      // PAYLOCK_FORWARD_BACKOFF_CAP: the longest wait between two attempts; 0: River's backoff, uncapped
+	Express     bool               // PAYLOCK_FORWARD_EXPRESS: a message's first attempt goes through the outbox's express lane, not River
 
 	secretsRaw string // parsed by validate
 }
@@ -39,6 +40,8 @@ func (c *ForwardConfig) settings() []setting {
 			parse: durationAtLeast(&c.Timeout, 100*time.Millisecond)},
 		{env: "PAYLOCK_FORWARD_MAX_ATTEMPTS", flag: "forward-max-attempts", def: "25", usage: "attempts of one forward before it is discarded",
 			parse: positive(&c.MaxAttempts)},
+		{env: "PAYLOCK_FORWARD_EXPRESS", flag: "forward-express", def: "true", usage: "send each message's first attempt from the outbox's express lane (a table of its own, claimed and completed in batches) and hand only what it cannot deliver at once to River; false: every message is a River job from the start. Every replica and worker of a database must agree",
+			parse: boolean(&c.Express)},
 		{env: "PAYLOCK_FORWARD_BACKOFF_CAP", flag: "forward-backoff-cap", usage: "longest wait between two attempts of a forward whose destination has no retry schedule of its own (empty: River's backoff, attempt⁴ seconds, uncapped)",
 			parse: func(v string) error {
 				if v == "" {

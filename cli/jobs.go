@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -55,7 +56,7 @@ type jobObservers struct {
 // Both share PAYLOCK_WORKER_POLL; the client's rescuer waits for the longer
 // of the two workers' RescueAfter. closeSinks closes the forward worker's
 // sinks: call it once the client has stopped.
-func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout bool, obs jobObservers) (rcfg *river.Config, closeSinks func(), err error) {
+func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout bool, obs jobObservers) (rcfg *river.Config, closeSinks func(), express func(context.Context), err error) {
 	closeSinks = func() {}
 	defer func() {
 		if err != nil {
@@ -70,21 +71,21 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 	if withPayout {
 		w, err := newPayoutWorker(cfg, st, logger, obs.payout)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rcfg.ID = w.ID()
 		if err := w.AddTo(rcfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	withForward, err := forwarding(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if withForward {
 		fw, closePacer, err := newForwardWorker(cfg, st, logger, obs.forward)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		closeSinks = func() {
 			if err := fw.Close(); err != nil {
@@ -93,33 +94,38 @@ func jobsConfig(cfg Config, st *store.Store, logger *slog.Logger, withPayout boo
 			closePacer()
 		}
 		if err := fw.AddTo(rcfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if cfg.Forward.Express {
+			// The express lane's drainer beside River's forward queue: the
+			// messages the store starts there (store.Config.ExpressForwards).
+			express = func(ctx context.Context) { _ = fw.RunExpress(ctx, st.Outbox()) }
 		}
 	}
 	if obs.reconcile != nil {
 		if err := obs.reconcile.AddTo(rcfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if obs.janitor != nil {
 		if err := obs.janitor.AddTo(rcfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if obs.orders != nil {
 		if err := obs.orders.AddTo(rcfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	// The delivery log's retention, in every River client of paylock:
 	// whichever process is River's leader schedules it.
 	if err := deliveryLogWorker(cfg, st, logger).AddTo(rcfg); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(rcfg.Queues) == 0 {
-		return nil, closeSinks, nil
+		return nil, closeSinks, nil, nil
 	}
-	return rcfg, closeSinks, nil
+	return rcfg, closeSinks, express, nil
 }
 
 func logJobsStarted(logger *slog.Logger, rcfg *river.Config) func() {
@@ -138,19 +144,21 @@ func logJobsStarted(logger *slog.Logger, rcfg *river.Config) func() {
 // forwarding, the delivery log's purge. stop cancels it and waits until
 // the jobs in hand are done; call it before closing st.
 func startJobs(ctx context.Context, cfg Config, st *store.Store, logger *slog.Logger, obs jobObservers) (stop func(), err error) {
-	rcfg, closeSinks, err := jobsConfig(cfg, st, logger, cfg.Payout.InServe, obs)
+	rcfg, closeSinks, express, err := jobsConfig(cfg, st, logger, cfg.Payout.InServe, obs)
 	if err != nil || rcfg == nil {
 		return func() {}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		_ = st.RunJobs(ctx, rcfg, logger, logJobsStarted(logger, rcfg)) // returns once ctx is done
-	}()
+	})
+	if express != nil {
+		wg.Go(func() { express(ctx) })
+	}
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
 		closeSinks()
 	}, nil
 }

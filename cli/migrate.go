@@ -17,7 +17,7 @@ var migrateCommand = Command[noOpts]{
 // storeConfig is the store's configuration: the database's, with the
 // attempts of the forward jobs it inserts.
 func (c *Config) storeConfig() store.Config {
-	sc := c.Database.store(c.Forward.MaxAttempts)
+	sc := c.Database.store(c.Forward.MaxAttempts, c.Forward.Express)
 	sc.DeliveryLogCap = c.DeliveryLog.Cap // 0 (keep none): serve gives the handler no log
 	sc.DeliveryLogCapBytes = c.DeliveryLog.CapBytes
 	sc.TracerProvider = c.Telemetry.tracerProvider() // no-op with tracing off: River's jobs untraced, at no cost

@@ -56,6 +56,8 @@ sources:
 		"PAYLOCK_LOCK_PREFIX":     testkit.Key(t, "") + ":",
 		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret,
 		"PAYLOCK_SOURCES_FILE":    path,
+		// The forwards counted are River's jobs (see sync_test.go).
+		"PAYLOCK_FORWARD_EXPRESS": "false",
 		"STRIPE_WEBHOOK_SECRETS":  stripeSecret,
 		"PAYLOCK_FORWARD_SECRETS": forwardSecret,
 		"STRIPE_API_KEY":          stripeKey,

@@ -85,6 +85,8 @@ func TestSIGTERMWithForwardsMidAttemptAndPaymentsQueuedLosesAndDoublesNothing(t 
 	env := forwardEnv(t, rc.URL)
 	env["DATABASE_URL"] += "&application_name=" + app
 	env["PAYLOCK_FORWARD_MAX_ATTEMPTS"] = "5"
+	// The forwards counted are River's jobs, each held mid-attempt.
+	env["PAYLOCK_FORWARD_EXPRESS"] = "false"
 	env["PAYLOCK_BATCH_WRITERS"] = "1"
 	env["PAYLOCK_BATCH_STALL"] = "off"
 	db := testkit.Connect(t, env["DATABASE_URL"])

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/payout"
@@ -61,7 +62,7 @@ func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Lis
 		}
 		obs.janitor = janitor(cfg, sy, st, logger)
 	}
-	rcfg, closeSinks, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
+	rcfg, closeSinks, express, err := jobsConfig(cfg, st, logger, cfg.Payout.URL != "", obs)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,12 @@ func runWorker(ctx context.Context, cfg Config, logger *slog.Logger, mln net.Lis
 		return err
 	}
 	defer stopMetrics()
+	var drained sync.WaitGroup
+	if express != nil {
+		drained.Go(func() { express(ctx) })
+	}
 	err = st.RunJobs(ctx, rcfg, logger, logJobsStarted(logger, rcfg))
+	drained.Wait()
 	logger.Info("job worker stopped")
 	return err
 }

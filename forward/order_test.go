@@ -48,9 +48,17 @@ type orderBundle struct {
 // transactions that record them, as the pipeline does.
 func orderSetup(t *testing.T, payments, maxAttempts int) *orderBundle {
 	t.Helper()
+	return orderSetupWith(t, payments, maxAttempts, false)
+}
+
+// orderSetupWith is orderSetup whose messages start in the outbox's
+// express lane when express (store.Config.ExpressForwards), each replica
+// started then running the lane's drainer (RunExpress) beside River.
+func orderSetupWith(t *testing.T, payments, maxAttempts int, express bool) *orderBundle {
+	t.Helper()
 	ctx := context.Background()
 	dsn, _ := paylocktest.MigratedSchema(t)
-	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts})
+	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts, ExpressForwards: express})
 	hook := st.Outbox().ForwardChangeHook(forward.DefaultDestination)
 	for i := range payments {
 		id := fmt.Sprintf("tx-order-%03d", i)
@@ -105,8 +113,26 @@ func orderSetup(t *testing.T, payments, maxAttempts int) *orderBundle {
 			t.Fatal(err)
 		}
 		runWorker(t, rst, w)
+		if express {
+			runExpress(t, rst, w)
+		}
 	}
 	return b
+}
+
+// runExpress runs w's express drainer on st until the test ends, stopped
+// before River (cleanups run last first).
+func runExpress(t *testing.T, st *store.Store, w *forward.Worker) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.RunExpress(ctx, st.Outbox()) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunExpress: %v", err)
+		}
+	})
 }
 
 // completed counts the forward jobs River completed.
@@ -189,6 +215,67 @@ func TestAPaymentsMessagesReachAReceiverInVersionOrder(t *testing.T) {
 		t.Errorf("the receiver counted %d inversions, want 0", s.Inversions)
 	}
 	t.Logf("%d first attempts failed; %d messages delivered", s.FailedFirst, len(msgs))
+}
+
+// TestAPaymentsMessagesReachAReceiverInVersionOrderThroughTheExpressLane
+// is TestAPaymentsMessagesReachAReceiverInVersionOrder with the messages
+// starting in the outbox's express lane: each replica's drainer sends
+// them, the first attempts the receiver fails are handed over to River,
+// and a payment's later versions follow them there. Every message
+// arrives, in version order, and the lane is left empty.
+func TestAPaymentsMessagesReachAReceiverInVersionOrderThroughTheExpressLane(t *testing.T) {
+	t.Parallel()
+	rc := testkit.StartReceiver(t, testkit.ReceiverConfig{
+		Verifier:      testkit.Verifier(t, signature.SchemeStandard, forwardSecret),
+		FailFirstRate: 0.1,
+		OtherEvents:   true,
+	})
+	b := orderSetupWith(t, orderPayments, 25, true)
+	ctx := context.Background()
+	var lane int
+	if err := b.store.Pool().QueryRow(ctx, `SELECT count(*) FROM forward_express`).Scan(&lane); err != nil {
+		t.Fatal(err)
+	}
+	if lane != orderPayments*orderChanges || b.jobs(t) != 0 {
+		t.Fatalf("%d rows in the express lane and %d River jobs, want %d and none", lane, b.jobs(t), orderPayments*orderChanges)
+	}
+	b.start(t, rc.URL+"/paylock", true, nil)
+	b.start(t, rc.URL+"/paylock", true, nil)
+	testkit.WaitFor(t, 3*time.Minute, "every message processed and the lane empty", func() bool {
+		if err := b.store.Pool().QueryRow(ctx, `SELECT count(*) FROM forward_express`).Scan(&lane); err != nil {
+			t.Fatal(err)
+		}
+		return rc.Stats().WebhookIDs == orderPayments*orderChanges && lane == 0
+	})
+	s := rc.Stats()
+	if s.FailedFirst == 0 {
+		t.Fatal("no first attempt failed: the receiver's faults did not happen")
+	}
+	handed := b.jobs(t)
+	if handed == 0 {
+		t.Fatal("no message was handed over to River: the lane's failures were not")
+	}
+	msgs := make([]brokerdump.Message, 0, s.WebhookIDs)
+	for _, a := range rc.Arrivals() {
+		msgs = append(msgs, brokerdump.Message{ID: a.WebhookID,
+			Body: fmt.Appendf(nil, `{"data":{"source":%q,"transaction_id":%q,"version":%d}}`, a.Source, a.TransactionID, a.Version)})
+	}
+	checkOrder(t, brokerdump.CheckOrder(msgs))
+	if s.Inversions != 0 {
+		t.Errorf("the receiver counted %d inversions, want 0", s.Inversions)
+	}
+	t.Logf("%d first attempts failed; %d messages handed over to River; %d delivered", s.FailedFirst, handed, len(msgs))
+}
+
+// jobs counts the forward jobs in River, whatever their state.
+func (b *orderBundle) jobs(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := b.store.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM river_job WHERE kind = 'forward'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // refusingKafka refuses, at random, a tenth of the produce requests of a

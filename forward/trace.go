@@ -36,7 +36,7 @@ const (
 // startAttempt starts the span of one attempt of job a, a child of ctx's
 // (the job's, otelriver's "river.work/forward"): a client span toward an
 // http(s) receiver, a producer span toward a broker.
-func (w *Worker) startAttempt(ctx context.Context, a store.ForwardArgs, attempt int) (context.Context, trace.Span) {
+func (w *Worker) startAttempt(ctx context.Context, a store.ForwardArgs, attempt int, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	dest := a.Destination
 	if dest == "" {
 		dest = LegacyDestination
@@ -51,7 +51,7 @@ func (w *Worker) startAttempt(ctx context.Context, a store.ForwardArgs, attempt 
 	if a.TransactionID != "" {
 		attrs = append(attrs, AttrSource.String(a.Source), AttrTransactionID.String(a.TransactionID))
 	}
-	return w.tracer.Start(ctx, SpanName+" "+dest, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return w.tracer.Start(ctx, SpanName+" "+dest, append([]trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}, opts...)...)
 }
 
 // endAttempt notes the attempt's outcome on its span and ends it.

@@ -374,6 +374,17 @@ func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 // given up) when one was given up.
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
 	a := job.Args
+	if refused := store.JobExpressRefusal(job.Metadata); refused != "" {
+		// The express lane's attempt was refused for good: given up as
+		// River would have, without sending it again (express.go).
+		err := fmt.Errorf("%w: %s", ErrPermanent, refused)
+		w.done(ctx, a, Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Target(),
+			Outcome: OutcomeDiscarded, Err: err})
+		if w.breaker != nil {
+			w.breaker.exhausted(ctx, job, err)
+		}
+		return river.JobCancel(err)
+	}
 	if err := w.agrees(ctx, job); err != nil {
 		return err
 	}

@@ -308,7 +308,12 @@ func (s *Outbox) EnqueueForward(ctx context.Context, args ForwardArgs, maxAttemp
 	if args.ID == "" || args.Type == "" || args.Destination == "" {
 		return fmt.Errorf("%w: a forward needs an id, a type and a destination", ErrForward)
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertForwardAttempts(ctx, tx, args, maxAttempts) })
+	if maxAttempts <= 0 {
+		maxAttempts = s.cfg.ForwardMaxAttempts
+	}
+	// Always a River job, unique by webhook-id and destination: an
+	// operator event may be enqueued by more than one replica.
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertRiverForward(ctx, tx, args, maxAttempts) })
 	if err != nil {
 		return translate("enqueue forward", err)
 	}
@@ -603,6 +608,30 @@ func (s *Outbox) insertForwardAttempts(ctx context.Context, tx pgx.Tx, args Forw
 	if maxAttempts <= 0 {
 		maxAttempts = s.cfg.ForwardMaxAttempts
 	}
+	if s.cfg.ExpressForwards && maxAttempts > 1 {
+		// A message of a single attempt is a River job from the start:
+		// the lane's attempt would be its only one, and what River shows
+		// of a message given up (discarded, its error) would be lost.
+		return s.insertExpressOne(ctx, tx, args, maxAttempts)
+	}
+	return s.insertRiverForward(ctx, tx, args, maxAttempts)
+}
+
+// insertExpressOne inserts args's row of the express lane in tx
+// (outbox_express.go), with the rows of its batch when tx is a batch's.
+func (s *Outbox) insertExpressOne(ctx context.Context, tx pgx.Tx, args ForwardArgs, maxAttempts int) error {
+	row, err := expressRowOf(ctx, args, maxAttempts)
+	if err != nil {
+		return err
+	}
+	if collectExpress(ctx, tx, row) {
+		return nil
+	}
+	return insertExpress(ctx, tx, []expressRow{row})
+}
+
+// insertRiverForward inserts args's River job with maxAttempts attempts.
+func (s *Outbox) insertRiverForward(ctx context.Context, tx pgx.Tx, args ForwardArgs, maxAttempts int) error {
 	opts := &river.InsertOpts{MaxAttempts: maxAttempts}
 	batched := opts
 	if !tracingOff(s.cfg.TracerProvider) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -59,8 +60,9 @@ ORDER BY destination`
 
 // DestinationStats returns, for each destination that has forward jobs to
 // do or discarded within DiscardedWindow, its backlog, failures and lag
-// (one query over river_job, grouped by the jobs' destination), ordered by
-// name. A destination without such jobs is absent. Errors wrap
+// (one query over river_job, grouped by the jobs' destination, and one
+// over the express lane, whose waiting messages count in the backlog and
+// the lag), ordered by name. A destination without such jobs is absent. Errors wrap
 // ErrUnavailable when the database failed transiently.
 func (s *Outbox) DestinationStats(ctx context.Context) ([]DestinationStats, error) {
 	rows, err := s.pool.Query(ctx, destinationStatsSQL, ForwardKind, DiscardedWindow.Seconds())
@@ -86,7 +88,39 @@ func (s *Outbox) DestinationStats(ctx context.Context) ([]DestinationStats, erro
 	if err := rows.Err(); err != nil {
 		return nil, translate("destination stats", err)
 	}
-	return out, nil
+	rows.Close()
+	return s.withExpress(ctx, out)
+}
+
+// withExpress adds the messages waiting in the express lane
+// (ExpressBacklogs) to the backlogs of stats, and their age to the lag.
+func (s *Outbox) withExpress(ctx context.Context, stats []DestinationStats) ([]DestinationStats, error) {
+	lane, err := s.ExpressBacklogs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(lane) == 0 {
+		return stats, nil
+	}
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return nil, translate("destination stats", err)
+	}
+	at := map[string]int{}
+	for i, d := range stats {
+		at[d.Destination] = i
+	}
+	for _, b := range lane {
+		i, ok := at[b.Destination]
+		if !ok {
+			stats = append(stats, DestinationStats{Destination: b.Destination})
+			i = len(stats) - 1
+		}
+		stats[i].Backlog += b.Waiting
+		stats[i].Lag = max(stats[i].Lag, now.Sub(b.Oldest).Round(time.Second))
+	}
+	slices.SortFunc(stats, func(a, b DestinationStats) int { return strings.Compare(a.Destination, b.Destination) })
+	return stats, nil
 }
 
 // userinfo is a URL's credentials (scheme://user:password@).

@@ -485,6 +485,9 @@ func (s *Payments) batchWrite(ctx context.Context, tx pgx.Tx, rows []*batchReq) 
 			return nil, err
 		}
 	}
+	if err := insertExpress(ctx, tx, jobs.express); err != nil {
+		return nil, err
+	}
 	for _, r := range rows {
 		if leaseCause(r.ctx) != nil {
 			return nil, errBatchLease
@@ -499,6 +502,9 @@ func (s *Payments) batchWrite(ctx context.Context, tx pgx.Tx, rows []*batchReq) 
 type jobCollector struct {
 	tx     pgx.Tx
 	params []river.InsertManyParams
+	// express are the rows of the outbox's express lane, inserted in one
+	// statement (outbox_express.go).
+	express []expressRow
 }
 
 type jobCollectorKey struct{}
@@ -511,5 +517,15 @@ func collect(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.Ins
 		return false
 	}
 	c.params = append(c.params, river.InsertManyParams{Args: args, InsertOpts: opts})
+	return true
+}
+
+// collectExpress is collect for a row of the express lane.
+func collectExpress(ctx context.Context, tx pgx.Tx, row expressRow) bool {
+	c, ok := ctx.Value(jobCollectorKey{}).(*jobCollector)
+	if !ok || c.tx != tx {
+		return false
+	}
+	c.express = append(c.express, row)
 	return true
 }

@@ -54,6 +54,13 @@ type Config struct {
 	// ForwardMaxAttempts is how often River runs a forward job (ForwardArgs)
 	// before it discards it; 0 is DefaultForwardMaxAttempts.
 	ForwardMaxAttempts int
+	// ExpressForwards makes the forward messages of recorded payments,
+	// their changes and disbursements' status changes start in the
+	// outbox's express lane (outbox_express.go) instead of as River jobs:
+	// package forward's drainer sends each once and hands what it could
+	// not send over to River. Its processes must then run the drainer
+	// (forward.Worker.RunExpress) beside River's forward queue.
+	ExpressForwards bool
 	// BatchMax is the most payments one recording statement carries
 	// (natural batching: while a writer's insert is in flight, the next
 	// deliveries queue and go together; a lone delivery goes at once). 0

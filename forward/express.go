@@ -1,0 +1,378 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/paylock/paylock/internal/ratelog"
+	"github.com/paylock/paylock/store"
+)
+
+// ExpressStore is the outbox's express lane (store.Outbox's
+// ClaimExpress and the rest; see the store's outbox_express.go): the
+// messages that start there rather than as River jobs.
+type ExpressStore interface {
+	ClaimExpress(ctx context.Context, limit int, lease time.Duration, done []int64) ([]store.ExpressMessage, error)
+	DoneExpress(ctx context.Context, ids []int64) error
+	HandOverExpress(ctx context.Context, hs []store.ExpressHandover) error
+	ReleaseExpress(ctx context.Context, ids []int64, after time.Duration) error
+}
+
+// The express drainer's settings.
+const (
+	// expressPoll is the wait before claiming again when the lane was
+	// empty: a message's least lag when the lane is idle.
+	expressPoll = 20 * time.Millisecond
+	// expressGather is the wait after a claim that found fewer rows than
+	// a quarter of the places free.
+	expressGather = 10 * time.Millisecond
+	// expressFlush bounds how long a sent message waits for the statement
+	// that deletes it (or hands it over) with the rest of its batch.
+	expressFlush = 20 * time.Millisecond
+	// expressFlushRows flushes at once when that many results wait.
+	expressFlushRows = 128
+	// expressRetry is the wait after the store failed to answer.
+	expressRetry = time.Second
+)
+
+// RunExpress drains the express lane of es until ctx is done, then waits
+// for the messages in flight and settles them; it returns nil then. It
+// claims the lane's oldest messages in batches (at most Concurrency in
+// flight), sends each once through its destination's sink, deletes those
+// delivered in one statement per batch, and hands every other one over
+// to River (a forward job), where the worker's Work takes it on:
+//
+//   - a message whose attempt failed (its job is due after the
+//     destination's first retry step, or its Retry-After), with one
+//     attempt fewer;
+//   - at once, without an attempt: a message whose destination is not
+//     healthy (the breaker's failing or parked), whose payment has an
+//     earlier message to the destination in River not completed (order),
+//     whose destination this worker defines otherwise (its fingerprint:
+//     River leaves it to a replica that agrees), or whose payment is gone.
+//
+// A message its destination's limits hold back (Policy.Concurrency and
+// Rate) is given back to the lane for the wait. A drainer that dies
+// leaves its claimed messages to the others once their lease
+// (RescueAfter) runs out: they may then be sent twice, never lost. Run
+// it in each process that works River's forward queue (AddTo), with the
+// store's ExpressForwards on.
+func (w *Worker) RunExpress(ctx context.Context, es ExpressStore) error {
+	d := &drainer{w: w, es: es, slots: make(chan struct{}, w.cfg.Concurrency), freed: make(chan struct{}, 1),
+		work: make(chan expressWork), log: ratelog.New(30*time.Second, 1), kick: make(chan struct{}, 1),
+		stopped: make(chan struct{}), settled: make(chan struct{})}
+	// A fixed set of senders, one per place, whose stacks stay grown.
+	var senders sync.WaitGroup
+	for range w.cfg.Concurrency {
+		senders.Go(func() {
+			for wk := range d.work {
+				d.send(context.WithoutCancel(ctx), wk.m)
+				wk.release()
+				<-d.slots
+				select {
+				case d.freed <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}
+	go d.settleLoop()
+	d.claimLoop(ctx)
+	close(d.work)
+	senders.Wait()
+	close(d.stopped)
+	<-d.settled
+	return nil
+}
+
+// expressWork is a message for a sender, with its destination's place
+// (pace) to give back.
+type expressWork struct {
+	m       store.ExpressMessage
+	release func()
+}
+
+// drainer is one RunExpress.
+type drainer struct {
+	w  *Worker
+	es ExpressStore
+	// slots holds a place per message in flight; freed signals a place
+	// given back; work hands a message to a sender.
+	slots chan struct{}
+	freed chan struct{}
+	work  chan expressWork
+	log   *ratelog.Limiter
+
+	// The results waiting to be settled: done, the delivered messages,
+	// which the next claim deletes (or the last flush); over, the
+	// messages to hand over to River (settleLoop). kick asks for a
+	// flush, stopped ends settleLoop once it flushed, settled is closed
+	// then.
+	mu      sync.Mutex
+	done    []int64
+	over    []store.ExpressHandover
+	kick    chan struct{}
+	stopped chan struct{}
+	settled chan struct{}
+}
+
+// claimLoop deletes the delivered messages and claims more, in one
+// statement, and dispatches what it claimed, until ctx is done.
+func (d *drainer) claimLoop(ctx context.Context) {
+	lease := d.w.cfg.RescueAfter
+	least := max(1, cap(d.slots)/4)
+	for ctx.Err() == nil {
+		free := cap(d.slots) - len(d.slots)
+		done := d.takeDone()
+		if free < least && len(d.slots) > 0 {
+			if len(done) < least {
+				d.putDone(done)
+				select {
+				case <-d.freed:
+				case <-ctx.Done():
+				case <-time.After(expressPoll):
+				}
+				continue
+			}
+			free = 0 // only the deletes
+		}
+		ms, err := d.es.ClaimExpress(ctx, free, lease, done)
+		if err != nil {
+			d.putDone(done)
+			d.warn(ctx, "claim", err)
+			sleep(ctx, expressRetry)
+			continue
+		}
+		for _, m := range ms {
+			d.dispatch(ctx, m)
+		}
+		switch {
+		case free == 0:
+		case len(ms) == 0:
+			sleep(ctx, expressPoll)
+		case len(ms) < least:
+			// A short batch: the lane is nearly drained. Let the next
+			// batch gather rather than spend a statement on each few rows.
+			sleep(ctx, expressGather)
+		}
+	}
+}
+
+// dispatch hands m to a sender, or settles it at once.
+func (d *drainer) dispatch(ctx context.Context, m store.ExpressMessage) {
+	w, a := d.w, m.Args
+	switch {
+	case a.Fingerprint != "" && w.router.Fingerprint(a.Destination) != a.Fingerprint,
+		w.breaker != nil && w.breaker.state(a.Destination).State != store.DestinationHealthy,
+		m.Held:
+		d.handOver(store.ExpressHandover{Message: m})
+		return
+	}
+	release, wait := w.pace(ctx, a.Destination)
+	if release == nil {
+		if err := d.es.ReleaseExpress(context.WithoutCancel(ctx), []int64{m.ID}, wait); err != nil {
+			d.warn(ctx, "release", err)
+		}
+		return
+	}
+	d.slots <- struct{}{}
+	d.work <- expressWork{m: m, release: release}
+}
+
+// send makes m's one attempt in the lane and notes its outcome.
+func (d *drainer) send(ctx context.Context, m store.ExpressMessage) {
+	w, a := d.w, m.Args
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.AttemptTimeout())
+	defer cancel()
+	var opts []trace.SpanStartOption
+	if len(m.Trace) > 0 {
+		// As River's work span links to its job's delivery: a link, not a
+		// parent (the attempt may come long after).
+		from := propagation.TraceContext{}.Extract(context.Background(), m.Trace)
+		if sc := trace.SpanContextFromContext(from); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+		}
+	}
+	ctx, span := w.startAttempt(ctx, a, 1, opts...)
+	ev := Event{Attempt: 1, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
+	defer func() { endAttempt(span, ev) }()
+	msg, err := w.message(ctx, a, time.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		// Its job gives it up where every given-up job is seen.
+		ev.Outcome, ev.Err = OutcomeFailedAttempt, err
+		d.handOver(store.ExpressHandover{Message: m})
+		return
+	}
+	var retryAfter time.Duration
+	if err == nil {
+		w.injectTrace(ctx, &msg)
+		var sink Sink
+		sink, ev.Destination, err = w.sinks.resolve(a)
+		if err == nil {
+			start := time.Now()
+			err = sink.Deliver(ctx, msg)
+			ev.Duration = time.Since(start)
+			var de *DeliveryError
+			if errors.As(err, &de) {
+				ev.Status, retryAfter = de.Status, de.RetryAfter
+			}
+		}
+		if w.breaker != nil {
+			w.breaker.observe(ctx, a.Destination, err, false)
+		}
+	}
+	ev.Err = err
+	if err == nil {
+		ev.Outcome, ev.Lag = OutcomeDelivered, time.Since(m.CreatedAt)
+		w.done(ctx, a, ev)
+		d.delivered(m.ID)
+		return
+	}
+	ev.Outcome = OutcomeFailedAttempt
+	w.done(ctx, a, ev)
+	h := store.ExpressHandover{Message: m, At: w.firstRetry(a.Destination, retryAfter), Attempted: true}
+	if errors.Is(err, ErrPermanent) {
+		// Its job gives it up at once, without sending it again (Work).
+		h.At, h.Refused = time.Time{}, err.Error()
+	}
+	d.handOver(h)
+}
+
+// firstRetry is when a message whose first attempt failed is due again:
+// after its destination's first retry step, or Config.Backoff(1), or
+// River's default policy's (1s); or its RetryAfter when later.
+func (w *Worker) firstRetry(dest string, retryAfter time.Duration) time.Time {
+	now := time.Now()
+	at := now.Add(time.Second)
+	if rt := w.router.route(dest); rt != nil && len(rt.policy.Retry) > 0 {
+		at = now.Add(rt.policy.Retry[0])
+	} else if w.cfg.Backoff != nil {
+		at = now.Add(w.cfg.Backoff(1))
+	}
+	if retryAfter > 0 {
+		if t := now.Add(min(retryAfter, MaxRetryAfter)); t.After(at) {
+			at = t
+		}
+	}
+	return at
+}
+
+func (d *drainer) delivered(id int64) {
+	d.mu.Lock()
+	d.done = append(d.done, id)
+	d.mu.Unlock()
+}
+
+// takeDone takes the delivered messages not yet deleted.
+func (d *drainer) takeDone() []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	done := d.done
+	d.done = nil
+	return done
+}
+
+// putDone puts back delivered messages whose delete failed.
+func (d *drainer) putDone(done []int64) {
+	d.mu.Lock()
+	d.done = append(d.done, done...)
+	d.mu.Unlock()
+}
+
+func (d *drainer) handOver(h store.ExpressHandover) {
+	d.mu.Lock()
+	d.over = append(d.over, h)
+	d.mu.Unlock()
+	d.flushSoon()
+}
+
+func (d *drainer) flushSoon() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// settleLoop hands the messages that were not delivered over to River,
+// a transaction per flush, every expressFlush or when kicked, until the
+// drainer stops; its last flush deletes the delivered messages too, and
+// is tried until it succeeds or for a minute. A flush that fails is tried
+// again: its messages stay claimed meanwhile, and a lease that runs out
+// before it succeeds lets another drainer send them again.
+func (d *drainer) settleLoop() {
+	defer close(d.settled)
+	tick := time.NewTicker(expressFlush)
+	defer tick.Stop()
+	ctx := context.Background()
+	for {
+		select {
+		case <-tick.C:
+		case <-d.kick:
+		case <-d.stopped:
+			deadline := time.Now().Add(time.Minute)
+			for !d.flush(ctx, true) && time.Now().Before(deadline) {
+				time.Sleep(expressRetry)
+			}
+			return
+		}
+		if !d.flush(ctx, false) {
+			time.Sleep(expressRetry)
+		}
+	}
+}
+
+// flush settles what waits (the delivered messages too when last), and
+// reports whether nothing is left.
+func (d *drainer) flush(ctx context.Context, last bool) bool {
+	d.mu.Lock()
+	over := d.over
+	d.over = nil
+	d.mu.Unlock()
+	var done []int64
+	if last {
+		done = d.takeDone()
+	}
+	if len(done) == 0 && len(over) == 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ok := true
+	if err := d.es.DoneExpress(ctx, done); err != nil {
+		d.warn(ctx, "complete", err)
+		ok = false
+		d.putDone(done)
+	}
+	if err := d.es.HandOverExpress(ctx, over); err != nil {
+		d.warn(ctx, "hand over", err)
+		ok = false
+		d.mu.Lock()
+		d.over = append(d.over, over...)
+		d.mu.Unlock()
+	}
+	return ok
+}
+
+// warn logs a failure of the store, at most every 30s per step.
+func (d *drainer) warn(ctx context.Context, step string, err error) {
+	if ok, suppressed := d.log.Allow(step); ok {
+		d.w.log.WarnContext(ctx, "forward: the express lane's store failed; its messages wait (claimed ones until their lease runs out)",
+			slog.String("step", step), slog.Int("suppressed", suppressed), slog.Any("error", err))
+	}
+}
+
+// sleep waits for dur or until ctx is done.
+func sleep(ctx context.Context, dur time.Duration) {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
