@@ -52,6 +52,12 @@
 // (PAYLOCK_FORWARD_MAX_ATTEMPTS). paylock owns what an attempt sends and
 // what counts as delivered: the sink's nil (for http, a 2xx answer).
 //
+// With the store's ExpressForwards (PAYLOCK_FORWARD_EXPRESS, the cli's
+// default), a message starts in the outbox's express lane instead, a table
+// of paylock's own: Worker.RunExpress claims it in a batch, sends it once,
+// deletes it once delivered, and hands whatever it could not deliver at
+// once over to River as the job above (express.go; docs/routing.md).
+//
 // # What a receiver gets
 //
 // Over http, a POST of application/json (a broker sink sends the same body

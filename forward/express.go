@@ -22,6 +22,7 @@ type ExpressStore interface {
 	DoneExpress(ctx context.Context, ids []int64) error
 	HandOverExpress(ctx context.Context, hs []store.ExpressHandover) error
 	ReleaseExpress(ctx context.Context, ids []int64, after time.Duration) error
+	PurgeExpressSent(ctx context.Context) (int64, error)
 }
 
 // The express drainer's settings.
@@ -39,6 +40,9 @@ const (
 	expressFlushRows = 128
 	// expressRetry is the wait after the store failed to answer.
 	expressRetry = time.Second
+	// expressPurgeEvery is how often a drainer deletes what forward_sent
+	// keeps beyond its retention (store.PurgeExpressSent).
+	expressPurgeEvery = 10 * time.Minute
 )
 
 // RunExpress drains the express lane of es until ctx is done, then waits
@@ -127,7 +131,14 @@ type drainer struct {
 func (d *drainer) claimLoop(ctx context.Context) {
 	lease := d.w.cfg.RescueAfter
 	least := max(1, cap(d.slots)/4)
+	purged := time.Now()
 	for ctx.Err() == nil {
+		if time.Since(purged) >= expressPurgeEvery {
+			purged = time.Now()
+			if _, err := d.es.PurgeExpressSent(ctx); err != nil {
+				d.warn(ctx, "purge", err)
+			}
+		}
 		free := cap(d.slots) - len(d.slots)
 		done := d.takeDone()
 		if free < least && len(d.slots) > 0 {

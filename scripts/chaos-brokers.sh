@@ -165,8 +165,8 @@ broker_fault() {
 broker_held() {
   local kind=$1 prefix=$2
   {
-    "$psql" "$DATABASE_URL" -At -c "SELECT args->>'id' FROM river_job
-      WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" 2>/dev/null || return 1
+    "$psql" "$DATABASE_URL" -At -c "SELECT id FROM forward_messages
+      WHERE transaction_id LIKE '$prefix%'" 2>/dev/null || return 1
     echo "--"
     broker_dump "$kind" 2>/dev/null || return 1
   } | awk -F '\t' '$0 == "--" { msgs = 1; next } !msgs { job[$1] = 1; next } ($1 in job) && !($1 in seen) { seen[$1] = 1; n++ } END { print n + 0 }'
@@ -180,7 +180,7 @@ broker_settle() {
   s0=$(date +%s) next_say=$(($(date +%s) + 15)) deadline=$(($(date +%s) + BRK_WAIT)) settled=false
   while :; do
     payments=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM payments WHERE transaction_id LIKE '$prefix%'" 2>/dev/null || echo -1)
-    njobs=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM river_job WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" 2>/dev/null || echo -1)
+    njobs=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM forward_messages WHERE transaction_id LIKE '$prefix%'" 2>/dev/null || echo -1)
     held=$(broker_held "$kind" "$prefix" || echo -1)
     if [[ $payments -gt 0 && $held -ge $payments && $held -ge $njobs ]]; then settled=true; break; fi
     (($(date +%s) < deadline)) || break
@@ -235,10 +235,10 @@ run_broker() {
   broker_settle "$id" "$kind" "$prefix"
   broker_dump "$kind" >"$work/$id.messages" 2>>"$logs/brokerdump.log" || notes+="the broker unreadable; "
   broker_dump "$kind" --order >"$work/$id.order" 2>>"$logs/brokerdump.log" || notes+="the broker's order unreadable; "
-  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state, args->>'type' FROM river_job
-    WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
-  "$psql" "$DATABASE_URL" -At -c "SELECT args->>'id' FROM river_job
-    WHERE kind = '$FWD_KIND' AND args->>'transaction_id' NOT LIKE '$prefix%'" >"$work/$id.otherjobs" 2>/dev/null || notes+="jobs unreadable; "
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT id, source, transaction_id, state, type FROM forward_messages
+    WHERE transaction_id LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
+  "$psql" "$DATABASE_URL" -At -c "SELECT id FROM forward_messages
+    WHERE transaction_id NOT LIKE '$prefix%'" >"$work/$id.otherjobs" 2>/dev/null || notes+="jobs unreadable; "
   "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT source, transaction_id FROM payments WHERE transaction_id LIKE '$prefix%'" \
     >"$work/$id.rows" 2>/dev/null || notes+="payments unreadable; "
   kill -0 "$broker_pid" 2>/dev/null || notes+="the broker exited unexpectedly; "

@@ -137,10 +137,13 @@ run_destinations() {
     FROM payments WHERE transaction_id LIKE '$prefix%'" >"$work/$id.rows" 2>/dev/null || notes+="payments unreadable; "
   # The jobs, with when River's rescuer put back one that the killed
   # replica held (0: never).
-  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'destination', args->>'transaction_id', state, attempt,
-      coalesce((SELECT (extract(epoch FROM max((e->>'at')::timestamptz)) * 1000)::bigint FROM unnest(errors) e
+  # A message the express lane delivered has no River job: one attempt,
+  # never rescued.
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT m.id, m.destination, m.transaction_id, m.state, coalesce(j.attempt, 1),
+      coalesce((SELECT (extract(epoch FROM max((e->>'at')::timestamptz)) * 1000)::bigint FROM unnest(j.errors) e
         WHERE e->>'error' LIKE 'Stuck job rescued%'), 0)
-    FROM river_job WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
+    FROM forward_messages m LEFT JOIN river_job j ON j.id = m.job_id
+    WHERE m.transaction_id LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
   health=$("$psql" "$DATABASE_URL" -Atc "SELECT state FROM forward_destination_health WHERE destination = 'crm'" 2>/dev/null || echo unreadable)
   logs_since_mark >"$work/$id.server.log"
   parks=$(grep -c '"forward: destination parked"' "$work/$id.server.log" || true)

@@ -112,8 +112,8 @@ sec_settle() {
   while :; do
     payments=$("$psql" "$DATABASE_URL" -Atc "SELECT count(*) FROM payments WHERE transaction_id LIKE '$prefix%'" 2>/dev/null || echo -1)
     held=$({
-      "$psql" "$DATABASE_URL" -At -c "SELECT args->>'id' FROM river_job
-        WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" 2>/dev/null || exit 1
+      "$psql" "$DATABASE_URL" -At -c "SELECT id FROM forward_messages
+        WHERE transaction_id LIKE '$prefix%'" 2>/dev/null || exit 1
       echo "--"
       sec_dump "$kind" 2>/dev/null || exit 1
     } | awk -F '\t' '$0 == "--" { msgs = 1; next } !msgs { job[$1] = 1; next } ($1 in job) && !($1 in seen) { seen[$1] = 1; n++ } END { print n + 0 }')
@@ -168,10 +168,10 @@ run_secure_broker() {
   after_storm
   sec_settle "$id" "$kind" "$prefix"
   sec_dump "$kind" >"$work/$id.messages" 2>>"$logs/brokerdump.log" || notes+="the broker unreadable; "
-  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state, args->>'type' FROM river_job
-    WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
-  "$psql" "$DATABASE_URL" -At -c "SELECT args->>'id' FROM river_job
-    WHERE kind = '$FWD_KIND' AND args->>'transaction_id' NOT LIKE '$prefix%'" >"$work/$id.otherjobs" 2>/dev/null || notes+="jobs unreadable; "
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT id, source, transaction_id, state, type FROM forward_messages
+    WHERE transaction_id LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
+  "$psql" "$DATABASE_URL" -At -c "SELECT id FROM forward_messages
+    WHERE transaction_id NOT LIKE '$prefix%'" >"$work/$id.otherjobs" 2>/dev/null || notes+="jobs unreadable; "
   "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT source, transaction_id FROM payments WHERE transaction_id LIKE '$prefix%'" \
     >"$work/$id.rows" 2>/dev/null || notes+="payments unreadable; "
   kill -0 "$sec_pid" 2>/dev/null || notes+="the broker exited unexpectedly; "

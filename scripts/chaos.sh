@@ -795,8 +795,8 @@ run_forwarding() {
   curl -s --max-time 10 "http://127.0.0.1:$rc_port/debug/deliveries" >"$work/$id.deliveries" || true
   "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT source, transaction_id FROM payments WHERE transaction_id LIKE '$prefix%'" \
     >"$work/$id.rows" 2>/dev/null || notes+="payments unreadable; "
-  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT args->>'id', args->>'source', args->>'transaction_id', state FROM river_job
-    WHERE kind = '$FWD_KIND' AND args->>'transaction_id' LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
+  "$psql" "$DATABASE_URL" -At -F $'\t' -c "SELECT id, source, transaction_id, state FROM forward_messages
+    WHERE transaction_id LIKE '$prefix%'" >"$work/$id.jobs" 2>/dev/null || notes+="jobs unreadable; "
   kill -0 "$rc_pid" 2>/dev/null || notes+="fakereceiver exited unexpectedly; "
   logs_since_mark >"$work/$id.server.log"
   stop_receiver

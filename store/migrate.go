@@ -173,6 +173,7 @@ func indexRiverJobs(ctx context.Context, pool *pgxpool.Pool) error {
 	for _, ix := range []struct{ name, sql string }{
 		{forwardOrderIndex, forwardOrderIndexSQL},     // the order per payment (outbox_order.go)
 		{forwardWaitingIndex, forwardWaitingIndexSQL}, // a destination's waiting jobs (outbox_health.go)
+		{forwardMessagesView, forwardMessagesViewSQL}, // every forward message, River's and the lane's (outbox_express.go)
 	} {
 		var exists bool
 		if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL`,

@@ -93,9 +93,9 @@ func JobExpressRefusal(metadata []byte) string {
 
 // expressRow is one row of the express lane to insert.
 type expressRow struct {
-	destination, source, transactionID, traceparent string
-	args                                            []byte
-	maxAttempts                                     int
+	destination, source, transactionID, messageID, typ, traceparent string
+	args                                                            []byte
+	maxAttempts                                                     int
 }
 
 // expressRowOf encodes args's row with maxAttempts attempts, its trace
@@ -108,15 +108,16 @@ func expressRowOf(ctx context.Context, args ForwardArgs, maxAttempts int) (expre
 	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
-	r := expressRow{destination: args.Destination, traceparent: carrier.Get("traceparent"), args: raw, maxAttempts: maxAttempts}
+	r := expressRow{destination: args.Destination, messageID: args.ID, typ: args.Type, traceparent: carrier.Get("traceparent"),
+		args: raw, maxAttempts: maxAttempts}
 	if args.TransactionID != "" {
 		r.source, r.transactionID = args.Source, args.TransactionID
 	}
 	return r, nil
 }
 
-const insertExpressSQL = `INSERT INTO forward_express (destination, source, transaction_id, args, max_attempts, traceparent)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::int[], $6::text[])`
+const insertExpressSQL = `INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::int[], $8::text[])`
 
 // insertExpress inserts rows in tx, in one statement, in their order.
 func insertExpress(ctx context.Context, tx pgx.Tx, rows []expressRow) error {
@@ -124,20 +125,20 @@ func insertExpress(ctx context.Context, tx pgx.Tx, rows []expressRow) error {
 		return nil
 	}
 	n := len(rows)
-	dest, src, txn, args, attempts, trace := make([]string, n), make([]string, n), make([]string, n), make([][]byte, n),
-		make([]int32, n), make([]string, n)
+	dest, src, txn, id, typ, args, attempts, trace := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([][]byte, n), make([]int32, n), make([]string, n)
 	for i, r := range rows {
-		dest[i], src[i], txn[i], args[i], attempts[i], trace[i] = r.destination, r.source, r.transactionID, r.args,
-			int32(r.maxAttempts), r.traceparent
+		dest[i], src[i], txn[i], id[i], typ[i], args[i], attempts[i], trace[i] = r.destination, r.source, r.transactionID,
+			r.messageID, r.typ, r.args, int32(r.maxAttempts), r.traceparent
 	}
-	if _, err := tx.Exec(ctx, insertExpressSQL, dest, src, txn, args, attempts, trace); err != nil {
+	if _, err := tx.Exec(ctx, insertExpressSQL, dest, src, txn, id, typ, args, attempts, trace); err != nil {
 		return translate("insert forward (express)", err)
 	}
 	return nil
 }
 
 // claimExpressSQL deletes the rows $3 (delivered since the last claim),
-// then claims up to $1 rows, oldest first, for $2 seconds: those
+// noting them in forward_sent, then claims up to $1 rows, oldest first, for $2 seconds: those
 // unclaimed or whose lease ran out, and of a payment's rows to a
 // destination only the oldest (the rows deleted here still count: the
 // statement sees the table as it stood before it). SKIP LOCKED lets
@@ -148,6 +149,10 @@ func insertExpress(ctx context.Context, tx pgx.Tx, rows []expressRow) error {
 const claimExpressSQL = `
 WITH done AS (
 	DELETE FROM forward_express WHERE id = ANY($3::bigint[])
+	RETURNING message_id, type, destination, source, transaction_id, created_at
+), sent AS (
+	INSERT INTO forward_sent (message_id, type, destination, source, transaction_id, created_at)
+	SELECT * FROM done
 ), c AS (
 	SELECT o.id FROM forward_express o
 	WHERE (o.claimed_until IS NULL OR o.claimed_until < now())
@@ -215,12 +220,15 @@ func (s *Outbox) ClaimExpress(ctx context.Context, limit int, lease time.Duratio
 }
 
 // DoneExpress deletes the messages ids of the express lane, which their
-// destinations took.
+// destinations took, noting them in forward_sent.
 func (s *Outbox) DoneExpress(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM forward_express WHERE id = ANY($1)`, ids); err != nil {
+	if _, err := s.pool.Exec(ctx, `WITH done AS (
+		DELETE FROM forward_express WHERE id = ANY($1)
+		RETURNING message_id, type, destination, source, transaction_id, created_at
+	) INSERT INTO forward_sent (message_id, type, destination, source, transaction_id, created_at) SELECT * FROM done`, ids); err != nil {
 		return translate("complete forwards (express)", err)
 	}
 	return nil
@@ -337,3 +345,38 @@ func (s *Outbox) ExpressBacklogs(ctx context.Context) ([]ExpressBacklog, error) 
 	}
 	return out, translate("express backlog", rows.Err())
 }
+
+// ExpressSentRetention is how long forward_sent keeps what the express
+// lane delivered: as long as River keeps a completed job.
+const ExpressSentRetention = 24 * time.Hour
+
+// PurgeExpressSent deletes what forward_sent noted more than
+// ExpressSentRetention ago, and returns how many rows it deleted.
+func (s *Outbox) PurgeExpressSent(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM forward_sent WHERE sent_at < now() - make_interval(secs => $1)`,
+		ExpressSentRetention.Seconds())
+	if err != nil {
+		return 0, translate("purge forward_sent", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// forwardMessagesView lists every forward message, wherever it is: River's
+// forward jobs (their state), the express lane's rows ('express'), and
+// what the lane delivered ('completed', as River's). Operators and the
+// chaos suite read it; applyMigrations creates it after River's
+// migrations (river_job is River's).
+const (
+	forwardMessagesView    = "forward_messages"
+	forwardMessagesViewSQL = `CREATE OR REPLACE VIEW forward_messages AS
+	SELECT args->>'id' AS id, args->>'type' AS type, coalesce(args->>'destination', '') AS destination,
+		coalesce(args->>'source', '') AS source, coalesce(args->>'transaction_id', '') AS transaction_id,
+		state::text AS state, created_at, 'river' AS lane, id AS job_id
+	FROM river_job WHERE kind = 'forward'
+	UNION ALL
+	SELECT message_id, type, destination, source, transaction_id, 'express', created_at, 'express', NULL
+	FROM forward_express
+	UNION ALL
+	SELECT message_id, type, destination, source, transaction_id, 'completed', created_at, 'express', NULL
+	FROM forward_sent`
+)

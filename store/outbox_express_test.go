@@ -83,6 +83,30 @@ func TestTheExpressLaneTakesARecordsMessagesAndDeletesThemOnceDelivered(t *testi
 	if n := b.laneRows(t); n != 0 {
 		t.Fatalf("%d rows once delivered, want none", n)
 	}
+	var sent, listed int
+	if err := b.admin.QueryRow(ctx, `SELECT count(*) FROM forward_sent WHERE message_id = $1 AND transaction_id = 'xl-1'`,
+		PaymentForwardID("stripe", "xl-1")).Scan(&sent); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.admin.QueryRow(ctx, `SELECT count(*) FROM forward_messages WHERE transaction_id = 'xl-1' AND state = 'completed' AND lane = 'express'`).Scan(&listed); err != nil {
+		t.Fatal(err)
+	}
+	if sent != 2 || listed != 2 {
+		t.Fatalf("forward_sent holds %d and forward_messages lists %d of xl-1's deliveries, want 2 and 2", sent, listed)
+	}
+	// A delete of rows already gone notes nothing more.
+	if err := b.store.Outbox().DoneExpress(ctx, []int64{ms[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.store.Outbox().PurgeExpressSent(ctx); err != nil || n != 0 {
+		t.Fatalf("purge: %d, %v; want nothing old enough", n, err)
+	}
+	if _, err := b.admin.Exec(ctx, `UPDATE forward_sent SET sent_at = now() - interval '25 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.store.Outbox().PurgeExpressSent(ctx); err != nil || n != 2 {
+		t.Fatalf("purge: %d, %v; want the 2 rows of a day ago", n, err)
+	}
 }
 
 // TestTheExpressLaneClaimsAPaymentsMessagesOneAtATimeInOrder: a payment's

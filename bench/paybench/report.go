@@ -414,10 +414,10 @@ func (rp *report) webhookSection() {
 	rp.p("")
 	rp.batchingTable(scs, runs)
 	if rs := rp.lockVsOff("fwd-0", "lock-0"); len(rs) > 0 {
-		rp.p("The forward job's cost: with a forward URL, each statement's payments are recorded with their")
-		rp.p("forward jobs in one transaction (BEGIN, the INSERT, the jobs' insert, COMMIT) instead of one")
-		rp.p("autocommit INSERT, and the replica's River client then delivers each job to a receiver that")
-		rp.p("answers 204 (a fetch, the POST of the payment the job carries, the job's completion). Throughput with a")
+		rp.p("The forward's cost: with a forward URL, each statement's payments are recorded with their")
+		rp.p("messages in one transaction (BEGIN, the INSERT, the express lane's insert, COMMIT) instead of one")
+		rp.p("autocommit INSERT, and the replica's drainer then delivers each message to a receiver that")
+		rp.p("answers 204 (a batch's claim, the POST of the payment the message carries, its delete in the next claim). Throughput with a")
 		rp.p("forward URL ÷ without, paired by repetition: **%s** (range %s).", fmtRatio(median(rs)), spread(rs, fmtRatio))
 		rp.p("")
 	}

@@ -192,6 +192,34 @@ var mutations = []Mutation{
 		Packages:    []string{"./handler/"},
 		Run:         "TestAnUnknownPaymentInABatchStopsNoOther",
 	},
+	// The outbox's express lane.
+	{
+		ID:          "express-order",
+		Why:         "the express lane claims a payment's later message while an earlier one to the same destination is still there: a receiver sees version 2 before version 1",
+		File:        "store/outbox_express.go",
+		Snippet:     "\t\t\t\tAND e.id < o.id))",
+		Replacement: "\t\t\t\tAND e.id < 0))",
+		Packages:    []string{"./store/"},
+		Run:         "TestTheExpressLaneClaimsAPaymentsMessagesOneAtATimeInOrder",
+	},
+	{
+		ID:          "express-lease",
+		Why:         "a claimed message is claimed again before its lease runs out: two drainers send it at once",
+		File:        "store/outbox_express.go",
+		Snippet:     "WHERE (o.claimed_until IS NULL OR o.claimed_until < now())",
+		Replacement: "WHERE (o.claimed_until IS NULL OR o.claimed_until > now())",
+		Packages:    []string{"./store/"},
+		Run:         "TestTheExpressLaneTakesARecordsMessagesAndDeletesThemOnceDelivered",
+	},
+	{
+		ID:          "express-handover-lost",
+		Why:         "a message the express lane could not deliver is deleted without its River job: it is never sent",
+		File:        "store/outbox_express.go",
+		Snippet:     "\t\t_, err = s.jobs.InsertManyTx(ctx, tx, params)\n",
+		Replacement: "\t\t_ = params\n",
+		Packages:    []string{"./store/"},
+		Run:         "TestAnExpressMessageHandedOverIsARiverJob",
+	},
 	// SIGTERM: the forward jobs in hand finish before serve returns.
 	{
 		ID:          "jobs-hard-stop",

@@ -18,6 +18,9 @@ CREATE TABLE forward_express (
     -- nothing orders (a disbursement's, an order's, an operator's).
     source         text       NOT NULL DEFAULT '',
     transaction_id text       NOT NULL DEFAULT '',
+    -- the message's webhook-id and type, as args has them.
+    message_id     text       NOT NULL,
+    type           text       NOT NULL,
     -- store.ForwardArgs, JSON-encoded, destination and fingerprint included.
     args          bytea       NOT NULL,
     max_attempts  integer     NOT NULL CHECK (max_attempts > 0),
@@ -30,5 +33,24 @@ CREATE TABLE forward_express (
 ALTER TABLE forward_express SET (fillfactor = 80);
 CREATE INDEX forward_express_order_idx ON forward_express (destination, source, transaction_id, id);
 
+-- What the express lane delivered: a row per message and destination,
+-- written by the statement that deletes its forward_express row (a
+-- message sent twice by two drainers, one of whose lease ran out, is
+-- written once). It is the lane's counterpart of River's completed jobs,
+-- and kept as long (a day: Outbox.PurgeExpressSent). The view
+-- forward_messages (created after River's migrations) lists it with the
+-- lane's rows and River's forward jobs.
+CREATE TABLE forward_sent (
+    message_id     text        NOT NULL,
+    type           text        NOT NULL,
+    destination    text        NOT NULL,
+    source         text        NOT NULL,
+    transaction_id text        NOT NULL,
+    created_at     timestamptz NOT NULL,
+    sent_at        timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX forward_sent_sent_at_idx ON forward_sent USING brin (sent_at);
+
 -- +goose Down
+DROP TABLE forward_sent;
 DROP TABLE forward_express;
