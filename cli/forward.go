@@ -251,6 +251,9 @@ func newForwardWorker(cfg Config, st *store.Store, logger *slog.Logger, metrics 
 		Verified:     verifiedPayloads(cfg, specs),
 		Pacer:        pacer,
 		PaceFallback: paceFallback,
+		// The no-op provider with tracing off: an attempt's span then
+		// costs nothing (the global one's would still be made).
+		TracerProvider: cfg.Telemetry.tracerProvider(),
 	}, st.Payments())
 	if err != nil {
 		closePacer()

@@ -56,8 +56,6 @@ sources:
 		"PAYLOCK_LOCK_PREFIX":     testkit.Key(t, "") + ":",
 		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret,
 		"PAYLOCK_SOURCES_FILE":    path,
-		// The forwards counted are River's jobs (see sync_test.go).
-		"PAYLOCK_FORWARD_EXPRESS": "false",
 		"STRIPE_WEBHOOK_SECRETS":  stripeSecret,
 		"PAYLOCK_FORWARD_SECRETS": forwardSecret,
 		"STRIPE_API_KEY":          stripeKey,
@@ -106,7 +104,7 @@ func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *t
 	e.api.Add(fakestripe.ChargeSucceeded(fakestripe.Payment{ID: "ch_x", Amount: 1, Currency: "eur", Created: now})) // a type the source does not record
 
 	payments := `SELECT count(*) FROM payments WHERE transaction_id = $1`
-	forwards := `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'transaction_id' = $2`
+	forwards := `SELECT count(*) FROM forward_messages WHERE transaction_id = $1`
 
 	code, out, _ := e.run(t, "--source", "stripe", "--since", "72h", "--dry-run")
 	if code != 1 || !strings.Contains(out, "would_record  pi_missing") || !strings.Contains(out, "mismatch") ||
@@ -122,7 +120,7 @@ func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *t
 		!strings.Contains(out, "120 already recorded, 1 recorded now, 1 mismatched, 0 errors") {
 		t.Fatalf("first run: exit %d\n%s", code, out)
 	}
-	if n, f := testkit.Count(t, e.st.Pool(), payments, "pi_missing"), testkit.Count(t, e.st.Pool(), forwards, store.ForwardKind, "pi_missing"); n != 1 || f != 1 {
+	if n, f := testkit.Count(t, e.st.Pool(), payments, "pi_missing"), testkit.Count(t, e.st.Pool(), forwards, "pi_missing"); n != 1 || f != 1 {
 		t.Fatalf("pi_missing: %d rows, %d forward jobs; want 1 and 1 (the webhook's pipeline, forward hook included)", n, f)
 	}
 	if n := testkit.Count(t, e.st.Pool(), payments, "pi_old"); n != 0 {
@@ -146,7 +144,7 @@ func TestReconcilePaymentsRecordsTheMissingPaymentOnceAndReportsTheMismatch(t *t
 	if code, out, _ = e.run(t); code != 0 || !strings.Contains(out, "122 already recorded, 0 recorded now, 0 mismatched, 0 errors") {
 		t.Fatalf("all recorded: exit %d, want 0\n%s", code, out)
 	}
-	if n, f := testkit.Count(t, e.st.Pool(), payments, "pi_missing"), testkit.Count(t, e.st.Pool(), forwards, store.ForwardKind, "pi_missing"); n != 1 || f != 1 {
+	if n, f := testkit.Count(t, e.st.Pool(), payments, "pi_missing"), testkit.Count(t, e.st.Pool(), forwards, "pi_missing"); n != 1 || f != 1 {
 		t.Fatalf("pi_missing after three runs: %d rows, %d forward jobs; want 1 and 1", n, f)
 	}
 }
@@ -255,7 +253,7 @@ func reconcilesPeriodically(t *testing.T, run func(ctx context.Context, cfg Conf
 		}
 	}
 	if n, f := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM payments WHERE transaction_id = 'pi_missing'`),
-		testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'transaction_id' = 'pi_missing'`, store.ForwardKind); n != 1 || f != 1 {
+		testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM forward_messages WHERE transaction_id = 'pi_missing'`); n != 1 || f != 1 {
 		t.Errorf("pi_missing: %d rows, %d forward jobs; want 1 and 1", n, f)
 	}
 }

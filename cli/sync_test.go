@@ -69,14 +69,11 @@ sources:
 	}
 	dsn, st := paylocktest.MigratedSchema(t)
 	env := map[string]string{
-		"DATABASE_URL":            dsn,
-		"REDIS_URL":               testkit.RedisURL(t),
-		"PAYLOCK_LOCK_PREFIX":     testkit.Key(t, "") + ":",
-		"PAYLOCK_WEBHOOK_SECRETS": paymentsSecret,
-		"PAYLOCK_SOURCES_FILE":    path,
-		// The forwards counted are River's jobs (the express lane's rows
-		// leave once delivered; the lane is forward's and store's tests').
-		"PAYLOCK_FORWARD_EXPRESS":   "false",
+		"DATABASE_URL":              dsn,
+		"REDIS_URL":                 testkit.RedisURL(t),
+		"PAYLOCK_LOCK_PREFIX":       testkit.Key(t, "") + ":",
+		"PAYLOCK_WEBHOOK_SECRETS":   paymentsSecret,
+		"PAYLOCK_SOURCES_FILE":      path,
 		"STRIPE_WEBHOOK_SECRETS":    stripeSecret,
 		"ADYEN_HMAC_KEYS":           adyenKey,
 		"STRIPE_SYNC_KEY":           syncKey,
@@ -169,11 +166,11 @@ func (e *syncEnv) webhook(base string, body []byte) (int, string, error) {
 	})
 }
 
-// forwards counts the forward jobs (payment.recorded) of pi.
+// forwards counts the forward messages (payment.recorded) of pi, in
+// River or the express lane (store's forward_messages).
 func (e *syncEnv) forwards(t *testing.T, pi string) int {
 	t.Helper()
-	return testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'transaction_id' = $2`,
-		store.ForwardKind, pi)
+	return testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM forward_messages WHERE transaction_id = $1`, pi)
 }
 
 // TestSyncAndWebhookOfFiftyPaymentIntentsRaceAcrossThreeReplicasAndRecordEachOnce
@@ -354,8 +351,7 @@ func TestSyncOfAPaymentIntentNamingARegisteredOrderAnswersItPaid(t *testing.T) {
 		!strings.Contains(raw, fmt.Sprintf(`"version":%d}`, a.Order.Version)) {
 		t.Errorf("a second sync: %d %s; want the order paid at version %d", status, raw, a.Order.Version)
 	}
-	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'type' = 'order.paid'`,
-		store.ForwardKind); n != 1 {
+	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM forward_messages WHERE type = 'order.paid'`); n != 1 {
 		t.Errorf("%d order.paid messages; want 1", n)
 	}
 	// A payment naming no order: no "order" in the answer.
@@ -603,8 +599,7 @@ func TestJanitorFindsTheLostPaymentOfAnOrderStillAwaiting(t *testing.T) {
 	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM payments WHERE transaction_id = 'pi_ord-recent'`); n != 0 || status("ord-recent") != "awaiting" {
 		t.Errorf("ord-recent: %d payments, %s; want none looked for yet (registered within PAYLOCK_SYNC_PENDING_AFTER)", n, status("ord-recent"))
 	}
-	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM river_job WHERE kind = $1 AND args->>'type' = 'order.paid'`,
-		store.ForwardKind); n != 1 {
+	if n := testkit.Count(t, e.st.Pool(), `SELECT count(*) FROM forward_messages WHERE type = 'order.paid'`); n != 1 {
 		t.Errorf("%d order.paid messages; want 1", n)
 	}
 }

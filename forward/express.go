@@ -40,6 +40,11 @@ const (
 	expressFlushRows = 128
 	// expressRetry is the wait after the store failed to answer.
 	expressRetry = time.Second
+	// expressCall bounds each of the drainer's statements: an answer lost
+	// on the way (a dropped connection, a proxy) must not hold it for
+	// good. A claim that timed out leaves its rows leased: they come back
+	// when the lease runs out.
+	expressCall = 5 * time.Second
 	// expressPurgeEvery is how often a drainer deletes what forward_sent
 	// keeps beyond its retention (store.PurgeExpressSent).
 	expressPurgeEvery = 10 * time.Minute
@@ -135,7 +140,10 @@ func (d *drainer) claimLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		if time.Since(purged) >= expressPurgeEvery {
 			purged = time.Now()
-			if _, err := d.es.PurgeExpressSent(ctx); err != nil {
+			pctx, cancel := context.WithTimeout(ctx, expressCall)
+			_, err := d.es.PurgeExpressSent(pctx)
+			cancel()
+			if err != nil {
 				d.warn(ctx, "purge", err)
 			}
 		}
@@ -153,7 +161,9 @@ func (d *drainer) claimLoop(ctx context.Context) {
 			}
 			free = 0 // only the deletes
 		}
-		ms, err := d.es.ClaimExpress(ctx, free, lease, done)
+		cctx, cancel := context.WithTimeout(ctx, expressCall)
+		ms, err := d.es.ClaimExpress(cctx, free, lease, done)
+		cancel()
 		if err != nil {
 			d.putDone(done)
 			d.warn(ctx, "claim", err)
@@ -187,7 +197,9 @@ func (d *drainer) dispatch(ctx context.Context, m store.ExpressMessage) {
 	}
 	release, wait := w.pace(ctx, a.Destination)
 	if release == nil {
-		if err := d.es.ReleaseExpress(context.WithoutCancel(ctx), []int64{m.ID}, wait); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), expressCall)
+		defer cancel()
+		if err := d.es.ReleaseExpress(rctx, []int64{m.ID}, wait); err != nil {
 			d.warn(ctx, "release", err)
 		}
 		return
@@ -352,7 +364,7 @@ func (d *drainer) flush(ctx context.Context, last bool) bool {
 	if len(done) == 0 && len(over) == 0 {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, expressCall)
 	defer cancel()
 	ok := true
 	if err := d.es.DoneExpress(ctx, done); err != nil {

@@ -94,6 +94,18 @@ func TestTheExpressLaneTakesARecordsMessagesAndDeletesThemOnceDelivered(t *testi
 	if sent != 2 || listed != 2 {
 		t.Fatalf("forward_sent holds %d and forward_messages lists %d of xl-1's deliveries, want 2 and 2", sent, listed)
 	}
+	fwds, err := b.store.Outbox().PaymentForwards(ctx, "stripe", "xl-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fwds) != 2 {
+		t.Fatalf("PaymentForwards: %+v, want the 2 deliveries of the lane", fwds)
+	}
+	for _, f := range fwds {
+		if f.ID != 0 || f.State != "completed" || f.FinalizedAt.IsZero() || f.Attempt != 1 || f.Args.Type != ForwardPaymentRecorded {
+			t.Errorf("PaymentForwards: %+v, want a delivery of the lane (no River id, completed, one attempt)", f)
+		}
+	}
 	// A delete of rows already gone notes nothing more.
 	if err := b.store.Outbox().DoneExpress(ctx, []int64{ms[0].ID}); err != nil {
 		t.Fatal(err)

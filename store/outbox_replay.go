@@ -43,7 +43,9 @@ func (s *Outbox) forwardJobRefs(ctx context.Context, webhookIDs ...string) ([]jo
 
 // PaymentForwards returns the payment's payment.recorded forward jobs
 // (webhook-id PaymentForwardID), newest first, as River holds them: none
-// when the source forwards nothing or River already deleted them.
+// when the source forwards nothing or River already deleted them; then
+// its messages in the express lane, waiting or delivered (ID 0: no River
+// job; see expressForwards).
 func (s *Outbox) PaymentForwards(ctx context.Context, source, transactionID string) ([]ForwardJob, error) {
 	return s.forwardJobs(ctx, PaymentForwardID(source, transactionID))
 }
@@ -79,6 +81,47 @@ func (s *Outbox) forwardJobs(ctx context.Context, webhookIDs ...string) ([]Forwa
 			return nil, err
 		}
 		out = append(out, j)
+	}
+	lane, err := s.expressForwards(ctx, webhookIDs...)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, lane...), nil
+}
+
+// expressForwardsSQL reads the express lane's messages of some
+// webhook-ids: those waiting, then those it delivered (forward_sent).
+const expressForwardsSQL = `
+SELECT message_id, type, destination, source, transaction_id, 'available', created_at, NULL::timestamptz, max_attempts, claims
+FROM forward_express WHERE message_id = ANY($1::text[])
+UNION ALL
+SELECT message_id, type, destination, source, transaction_id, 'completed', created_at, sent_at, 0, 1
+FROM forward_sent WHERE message_id = ANY($1::text[])
+ORDER BY 7 DESC`
+
+// expressForwards reads the express lane's messages of webhookIDs as
+// forward jobs without a River id (ID 0): waiting ("available", Attempt
+// its claims so far) or delivered ("completed" at its FinalizedAt, one
+// attempt).
+func (s *Outbox) expressForwards(ctx context.Context, webhookIDs ...string) ([]ForwardJob, error) {
+	rows, err := s.pool.Query(ctx, expressForwardsSQL, webhookIDs)
+	if err != nil {
+		return nil, translate("find forwards (express)", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ForwardJob, error) {
+		var j ForwardJob
+		var sent *time.Time
+		err := r.Scan(&j.Args.ID, &j.Args.Type, &j.Args.Destination, &j.Args.Source, &j.Args.TransactionID, &j.State,
+			&j.CreatedAt, &sent, &j.MaxAttempts, &j.Attempt)
+		if sent != nil {
+			j.FinalizedAt, j.AttemptedAt = *sent, *sent
+			j.MaxAttempts = j.Attempt
+		}
+		j.ScheduledAt = j.CreatedAt
+		return j, err
+	})
+	if err != nil {
+		return nil, translate("find forwards (express)", err)
 	}
 	return out, nil
 }

@@ -50,6 +50,8 @@ CREATE TABLE forward_sent (
     sent_at        timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX forward_sent_sent_at_idx ON forward_sent USING brin (sent_at);
+-- a payment's forwards, as the console and the API show them.
+CREATE INDEX forward_sent_message_idx ON forward_sent (message_id);
 
 -- +goose Down
 DROP TABLE forward_sent;

@@ -1,0 +1,139 @@
+package forward_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/paylock/paylock/forward"
+	"github.com/paylock/paylock/internal/testkit"
+	"github.com/paylock/paylock/internal/testkit/paylocktest"
+	"github.com/paylock/paylock/signature"
+	"github.com/paylock/paylock/store"
+)
+
+// expressBundle is a store whose forwards start in the express lane, and
+// a worker on it, not started.
+type expressBundle struct {
+	store    *store.Store
+	worker   *forward.Worker
+	outcomes *outcomes
+}
+
+func expressSetup(t *testing.T, url string, maxAttempts int) *expressBundle {
+	t.Helper()
+	dsn, _ := paylocktest.MigratedSchema(t)
+	st := paylocktest.OpenStore(t, store.Config{URL: dsn, ForwardMaxAttempts: maxAttempts, ExpressForwards: true})
+	secrets, err := signature.ParseSecrets(signature.SchemeStandard, forwardSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &outcomes{}
+	w, err := forward.New(forward.Config{
+		Secret:       secrets[0],
+		Destinations: forward.Destinations{forward.DefaultDestination: url},
+		Timeout:      300 * time.Millisecond,
+		RescueAfter:  6 * time.Second, // the lease of a claim, too
+		Backoff:      func(int) time.Duration { return 20 * time.Millisecond },
+		Logger:       slog.New(slog.DiscardHandler),
+		Observe:      o.observe,
+	}, st.Payments())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &expressBundle{store: st, worker: w, outcomes: o}
+}
+
+func (b *expressBundle) lane(t *testing.T) int {
+	t.Helper()
+	return testkit.Count(t, b.store.Pool(), `SELECT count(*) FROM forward_express`)
+}
+
+// lostAnswer is the express lane of a store whose first claim's answer
+// never comes: the claim runs (its rows leased) and the drainer's call
+// waits until its context ends, as over a connection whose replies are
+// dropped.
+type lostAnswer struct {
+	forward.ExpressStore
+	lost atomic.Bool
+}
+
+func (l *lostAnswer) ClaimExpress(ctx context.Context, limit int, lease time.Duration, done []int64) ([]store.ExpressMessage, error) {
+	ms, err := l.ExpressStore.ClaimExpress(ctx, limit, lease, done)
+	if err == nil && len(ms) > 0 && l.lost.CompareAndSwap(false, true) {
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	return ms, err
+}
+
+// TestAnExpressClaimWhoseAnswerIsLostHoldsNothingForGood: the drainer's
+// first claim runs but its answer never comes. The call is bounded, the
+// drainer goes on, and the leased messages are sent once their lease runs
+// out: every message reaches the receiver, and the lane ends empty.
+func TestAnExpressClaimWhoseAnswerIsLostHoldsNothingForGood(t *testing.T) {
+	t.Parallel()
+	rc := receiver(t)
+	b := expressSetup(t, rc.URL+"/paylock", 25)
+	ctx := context.Background()
+	const n = 5
+	for i := range n {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-lost-"+string(rune('a'+i))), forward.DefaultDestination); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runWorker(t, b.store, b.worker)
+	es := &lostAnswer{ExpressStore: b.store.Outbox()}
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.worker.RunExpress(dctx, es) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 30*time.Second, "every message delivered and the lane empty", func() bool {
+		return len(rc.Attempts()) >= n && b.lane(t) == 0
+	})
+	if !es.lost.Load() {
+		t.Fatal("no claim's answer was lost: the fault did not happen")
+	}
+	ids := map[string]bool{}
+	for _, a := range rc.Attempts() {
+		ids[a.Header.Get("webhook-id")] = true
+	}
+	if len(ids) != n {
+		t.Fatalf("%d webhook-ids delivered, want %d", len(ids), n)
+	}
+	if jobs := testkit.Count(t, b.store.Pool(), `SELECT count(*) FROM river_job WHERE kind = 'forward'`); jobs != 0 {
+		t.Errorf("%d River jobs, want none: every message went from the lane", jobs)
+	}
+}
+
+// TestAnExpressMessageRefusedForGoodIsGivenUpWithoutASecondSend: the
+// destination refuses the lane's attempt for good (ErrPermanent); the
+// message is handed over to River, whose job gives it up at once
+// (cancelled) without sending it again.
+func TestAnExpressMessageRefusedForGoodIsGivenUpWithoutASecondSend(t *testing.T) {
+	t.Parallel()
+	h := memHarness(t)
+	h.RefusePermanently()
+	b := expressSetup(t, h.URL, 25)
+	ctx := context.Background()
+	if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment("tx-refused"), forward.DefaultDestination); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, b.store, b.worker)
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.worker.RunExpress(dctx, b.store.Outbox()) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 15*time.Second, "the message given up", func() bool {
+		return testkit.Count(t, b.store.Pool(), `SELECT count(*) FROM river_job WHERE kind = 'forward' AND state = 'cancelled'`) == 1
+	})
+	time.Sleep(200 * time.Millisecond) // nothing more may come
+	if got := len(h.Received()); got != 1 {
+		t.Fatalf("%d messages at the destination, want 1: a refusal for good is not sent again", got)
+	}
+	if o := b.outcomes.list(); len(o) != 2 || o[0] != forward.OutcomeFailedAttempt || o[1] != forward.OutcomeDiscarded {
+		t.Fatalf("outcomes %v, want the lane's failed attempt, then River's discard", o)
+	}
+}
