@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -81,9 +82,20 @@ func (w *Worker) RunExpress(ctx context.Context, es ExpressStore) error {
 	for range w.cfg.Concurrency {
 		senders.Go(func() {
 			for wk := range d.work {
-				d.send(context.WithoutCancel(ctx), wk.m)
-				wk.release()
-				<-d.slots
+				n := 1
+				if wk.batch != nil {
+					d.sendBatch(context.WithoutCancel(ctx), wk.sink, wk.batch)
+					for _, r := range wk.releases {
+						r()
+					}
+					n = len(wk.batch)
+				} else {
+					d.send(context.WithoutCancel(ctx), wk.m)
+					wk.release()
+				}
+				for range n {
+					<-d.slots
+				}
 				select {
 				case d.freed <- struct{}{}:
 				default:
@@ -105,6 +117,11 @@ func (w *Worker) RunExpress(ctx context.Context, es ExpressStore) error {
 type expressWork struct {
 	m       store.ExpressMessage
 	release func()
+	// batch, when set, are the messages of one BatchSink delivery (m and
+	// release are then unused; each holds a place and its release).
+	batch    []store.ExpressMessage
+	releases []func()
+	sink     BatchSink
 }
 
 // drainer is one RunExpress.
@@ -170,8 +187,18 @@ func (d *drainer) claimLoop(ctx context.Context) {
 			sleep(ctx, expressRetry)
 			continue
 		}
+		batches := map[string]*expressWork{}
 		for _, m := range ms {
-			d.dispatch(ctx, m)
+			if wk := d.dispatch(ctx, m); wk != nil {
+				if b := batches[m.Args.Destination]; b != nil {
+					b.batch, b.releases = append(b.batch, wk.m), append(b.releases, wk.release)
+				} else {
+					batches[m.Args.Destination] = &expressWork{batch: []store.ExpressMessage{wk.m}, releases: []func(){wk.release}, sink: wk.sink}
+				}
+			}
+		}
+		for _, b := range batches {
+			d.work <- *b
 		}
 		switch {
 		case free == 0:
@@ -185,15 +212,17 @@ func (d *drainer) claimLoop(ctx context.Context) {
 	}
 }
 
-// dispatch hands m to a sender, or settles it at once.
-func (d *drainer) dispatch(ctx context.Context, m store.ExpressMessage) {
+// dispatch hands m to a sender, or settles it at once; a message whose
+// destination's sink takes batches (BatchSink) is returned instead, its
+// place taken, for the claim's batch to that destination.
+func (d *drainer) dispatch(ctx context.Context, m store.ExpressMessage) *expressWork {
 	w, a := d.w, m.Args
 	switch {
 	case a.Fingerprint != "" && w.router.Fingerprint(a.Destination) != a.Fingerprint,
 		w.breaker != nil && w.breaker.state(a.Destination).State != store.DestinationHealthy,
 		m.Held:
 		d.handOver(store.ExpressHandover{Message: m})
-		return
+		return nil
 	}
 	release, wait := w.pace(ctx, a.Destination)
 	if release == nil {
@@ -202,17 +231,87 @@ func (d *drainer) dispatch(ctx context.Context, m store.ExpressMessage) {
 		if err := d.es.ReleaseExpress(rctx, []int64{m.ID}, wait); err != nil {
 			d.warn(ctx, "release", err)
 		}
-		return
+		return nil
 	}
 	d.slots <- struct{}{}
+	if sink, _, err := w.sinks.resolve(a); err == nil {
+		if bs, ok := sink.(BatchSink); ok {
+			return &expressWork{m: m, release: release, sink: bs}
+		}
+	}
 	d.work <- expressWork{m: m, release: release}
+	return nil
+}
+
+// attempt is one message's attempt in the lane, between prepare and
+// finish.
+type attempt struct {
+	m    store.ExpressMessage
+	ctx  context.Context
+	span trace.Span
+	ev   Event
+	msg  Message
+	sink Sink
 }
 
 // send makes m's one attempt in the lane and notes its outcome.
 func (d *drainer) send(ctx context.Context, m store.ExpressMessage) {
-	w, a := d.w, m.Args
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.AttemptTimeout())
+	ctx, cancel := context.WithTimeout(ctx, d.w.cfg.AttemptTimeout())
 	defer cancel()
+	at, err := d.prepare(ctx, m)
+	if at == nil {
+		return
+	}
+	if err == nil {
+		start := time.Now()
+		err = at.sink.Deliver(at.ctx, at.msg)
+		at.ev.Duration = time.Since(start)
+	}
+	d.finish(at, err)
+}
+
+// sendBatch makes the attempts of ms, all to one destination whose sink
+// takes a batch (BatchSink), in one DeliverBatch: a broker's publish of
+// them all, each with its own outcome.
+func (d *drainer) sendBatch(ctx context.Context, bs BatchSink, ms []store.ExpressMessage) {
+	ctx, cancel := context.WithTimeout(ctx, d.w.cfg.AttemptTimeout())
+	defer cancel()
+	ats := make([]*attempt, 0, len(ms))
+	msgs := make([]Message, 0, len(ms))
+	for _, m := range ms {
+		at, err := d.prepare(ctx, m)
+		switch {
+		case at == nil:
+		case err != nil:
+			d.finish(at, err)
+		default:
+			ats, msgs = append(ats, at), append(msgs, at.msg)
+		}
+	}
+	if len(ats) == 0 {
+		return
+	}
+	start := time.Now()
+	errs := bs.DeliverBatch(ctx, msgs)
+	took := time.Since(start)
+	for i, at := range ats {
+		at.ev.Duration = took
+		var err error
+		if i < len(errs) {
+			err = errs[i]
+		} else {
+			err = fmt.Errorf("forward: the batch answered %d outcomes for %d messages", len(errs), len(msgs))
+		}
+		d.finish(at, err)
+	}
+}
+
+// prepare starts m's attempt: its span, its message, its sink. A nil
+// attempt means m was settled already (its payment is gone: handed over
+// to River, which gives it up where every given-up job is seen); an
+// error with an attempt, that it fails (finish it).
+func (d *drainer) prepare(ctx context.Context, m store.ExpressMessage) (*attempt, error) {
+	w, a := d.w, m.Args
 	var opts []trace.SpanStartOption
 	if len(m.Trace) > 0 {
 		// As River's work span links to its job's delivery: a link, not a
@@ -222,43 +321,46 @@ func (d *drainer) send(ctx context.Context, m store.ExpressMessage) {
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 		}
 	}
-	ctx, span := w.startAttempt(ctx, a, 1, opts...)
-	ev := Event{Attempt: 1, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}
-	defer func() { endAttempt(span, ev) }()
-	msg, err := w.message(ctx, a, time.Now())
+	at := &attempt{m: m, ev: Event{Attempt: 1, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}}
+	at.ctx, at.span = w.startAttempt(ctx, a, 1, opts...)
+	msg, err := w.message(at.ctx, a, time.Now())
 	if errors.Is(err, store.ErrNotFound) {
-		// Its job gives it up where every given-up job is seen.
-		ev.Outcome, ev.Err = OutcomeFailedAttempt, err
+		at.ev.Outcome, at.ev.Err = OutcomeFailedAttempt, err
+		endAttempt(at.span, at.ev)
 		d.handOver(store.ExpressHandover{Message: m})
-		return
+		return nil, nil
 	}
+	if err != nil {
+		return at, err
+	}
+	w.injectTrace(at.ctx, &msg)
+	at.msg = msg
+	at.sink, at.ev.Destination, err = w.sinks.resolve(a)
+	return at, err
+}
+
+// finish notes at's outcome, err: delivered (deleted by the next claim),
+// or handed over to River.
+func (d *drainer) finish(at *attempt, err error) {
+	w, a, m := d.w, at.m.Args, at.m
+	defer func() { endAttempt(at.span, at.ev) }()
 	var retryAfter time.Duration
-	if err == nil {
-		w.injectTrace(ctx, &msg)
-		var sink Sink
-		sink, ev.Destination, err = w.sinks.resolve(a)
-		if err == nil {
-			start := time.Now()
-			err = sink.Deliver(ctx, msg)
-			ev.Duration = time.Since(start)
-			var de *DeliveryError
-			if errors.As(err, &de) {
-				ev.Status, retryAfter = de.Status, de.RetryAfter
-			}
-		}
-		if w.breaker != nil {
-			w.breaker.observe(ctx, a.Destination, err, false)
-		}
+	var de *DeliveryError
+	if errors.As(err, &de) {
+		at.ev.Status, retryAfter = de.Status, de.RetryAfter
 	}
-	ev.Err = err
+	if w.breaker != nil && at.sink != nil {
+		w.breaker.observe(at.ctx, a.Destination, err, false)
+	}
+	at.ev.Err = err
 	if err == nil {
-		ev.Outcome, ev.Lag = OutcomeDelivered, time.Since(m.CreatedAt)
-		w.done(ctx, a, ev)
+		at.ev.Outcome, at.ev.Lag = OutcomeDelivered, time.Since(m.CreatedAt)
+		w.done(at.ctx, a, at.ev)
 		d.delivered(m.ID)
 		return
 	}
-	ev.Outcome = OutcomeFailedAttempt
-	w.done(ctx, a, ev)
+	at.ev.Outcome = OutcomeFailedAttempt
+	w.done(at.ctx, a, at.ev)
 	h := store.ExpressHandover{Message: m, At: w.firstRetry(a.Destination, retryAfter), Attempted: true}
 	if errors.Is(err, ErrPermanent) {
 		// Its job gives it up at once, without sending it again (Work).

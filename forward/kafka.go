@@ -164,17 +164,49 @@ func kafkaAuth(u *url.URL, q url.Values, cfg SinkConfig) ([]kgo.Opt, error) {
 func (s *kafkaSink) Deliver(ctx context.Context, m Message) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	rec := &kgo.Record{Topic: s.topic, Key: []byte(m.Key), Value: m.Body, Timestamp: m.Timestamp}
-	for _, k := range slices.Sorted(maps.Keys(m.Header)) { // webhook-*, traceparent...
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(m.Header[k])})
-	}
-	res := s.client.ProduceSync(ctx, rec)
+	res := s.client.ProduceSync(ctx, s.record(m))
 	r, err := res.First()
 	if err == nil {
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Int("messaging.destination.partition.id", int(r.Partition)),
 			attribute.Int64("messaging.kafka.offset", r.Offset))
 		return nil
 	}
+	return s.produceError(err)
+}
+
+// DeliverBatch produces ms in one ProduceSync (the client batches them
+// per partition) and waits for every ack: one outcome per message, as
+// Deliver's.
+func (s *kafkaSink) DeliverBatch(ctx context.Context, ms []Message) []error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	recs := make([]*kgo.Record, len(ms))
+	at := make(map[*kgo.Record]int, len(ms))
+	for i, m := range ms {
+		recs[i] = s.record(m)
+		at[recs[i]] = i
+	}
+	errs := make([]error, len(ms))
+	// The results come in the order the acks did: each names its record.
+	for _, r := range s.client.ProduceSync(ctx, recs...) {
+		if i, ok := at[r.Record]; ok && r.Err != nil {
+			errs[i] = s.produceError(r.Err)
+		}
+	}
+	return errs
+}
+
+// record is m as a Kafka record of the sink's topic.
+func (s *kafkaSink) record(m Message) *kgo.Record {
+	rec := &kgo.Record{Topic: s.topic, Key: []byte(m.Key), Value: m.Body, Timestamp: m.Timestamp}
+	for _, k := range slices.Sorted(maps.Keys(m.Header)) { // webhook-*, traceparent...
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(m.Header[k])})
+	}
+	return rec
+}
+
+// produceError says what a failed produce means for the next attempt.
+func (s *kafkaSink) produceError(err error) error {
 	var ke *kerr.Error
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge), errors.Is(err, kerr.InvalidRecord):

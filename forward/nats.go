@@ -272,6 +272,61 @@ func (s *natsSink) Deliver(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
+	msg, opts := s.msg(m)
+	ack, err := js.PublishMsg(ctx, msg, opts...)
+	if err == nil {
+		s.works()
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String("paylock.nats.stream", ack.Stream),
+			attribute.Int64("paylock.nats.sequence", int64(ack.Sequence)), attribute.Bool("paylock.nats.duplicate", ack.Duplicate))
+		return nil
+	}
+	return s.failed(js, err)
+}
+
+// DeliverBatch publishes ms asynchronously, each with its Nats-Msg-Id,
+// and waits for every PubAck: one outcome per message, as Deliver's.
+func (s *natsSink) DeliverBatch(ctx context.Context, ms []Message) []error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	errs := make([]error, len(ms))
+	js, err := s.conn(ctx)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	futures := make([]jetstream.PubAckFuture, len(ms))
+	for i, m := range ms {
+		msg, opts := s.msg(m)
+		if futures[i], err = js.PublishMsgAsync(msg, opts...); err != nil {
+			errs[i] = s.failed(js, err)
+		}
+	}
+	ok := false
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case <-f.Ok():
+			ok = true
+		case err := <-f.Err():
+			errs[i] = s.failed(js, err)
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("forward: no PubAck from %s within %s: %w", s.redacted, s.timeout, context.Cause(ctx))
+		}
+	}
+	if ok {
+		s.works()
+	}
+	return errs
+}
+
+// msg is m as a message of the sink's subject, with its publish options:
+// its webhook-id as Nats-Msg-Id (the stream's duplicate window), and the
+// stream expected when the URL names one.
+func (s *natsSink) msg(m Message) (*nats.Msg, []jetstream.PublishOpt) {
 	msg := &nats.Msg{Subject: s.subject, Data: m.Body, Header: nats.Header{}}
 	for k, v := range m.Header {
 		msg.Header[k] = []string{v} // as the worker names them: webhook-id...
@@ -280,15 +335,19 @@ func (s *natsSink) Deliver(ctx context.Context, m Message) error {
 	if s.stream != "" {
 		opts = append(opts, jetstream.WithExpectStream(s.stream))
 	}
-	ack, err := js.PublishMsg(ctx, msg, opts...)
-	if err == nil {
-		s.mu.Lock()
-		s.dials = 0 // the connection works: after a later close the backoff starts again from natsRedialMin
-		s.mu.Unlock()
-		trace.SpanFromContext(ctx).SetAttributes(attribute.String("paylock.nats.stream", ack.Stream),
-			attribute.Int64("paylock.nats.sequence", int64(ack.Sequence)), attribute.Bool("paylock.nats.duplicate", ack.Duplicate))
-		return nil
-	}
+	return msg, opts
+}
+
+// works notes that the connection works: after a later close the backoff
+// starts again from natsRedialMin.
+func (s *natsSink) works() {
+	s.mu.Lock()
+	s.dials = 0
+	s.mu.Unlock()
+}
+
+// failed is a failed publish's error.
+func (s *natsSink) failed(js jetstream.JetStream, err error) error {
 	if errors.Is(err, nats.ErrHeadersNotSupported) && !js.Conn().IsConnected() {
 		// nats.go learns whether a server takes headers when it first
 		// connects: before that, its "headers not supported by this

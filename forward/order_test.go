@@ -318,44 +318,76 @@ func refusingKafka(t *testing.T, topic string) *kfake.Cluster {
 
 func TestAPaymentsMessagesAreHeldInVersionOrderOnAKafkaPartition(t *testing.T) {
 	t.Parallel()
-	const topic = "payments"
-	c := refusingKafka(t, topic)
-	b := orderSetup(t, orderPayments, 25)
-	b.start(t, "kafka://"+strings.Join(c.ListenAddrs(), ",")+"/"+topic, false, flaky)
-	testkit.WaitFor(t, 3*time.Minute, "every forward job completed", func() bool {
-		return b.completed(t) == orderPayments*orderChanges
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	msgs, err := brokerdump.Kafka(ctx, c.ListenAddrs(), topic)
-	if err != nil {
-		t.Fatal(err)
+	for _, express := range []bool{false, true} {
+		t.Run(laneName(express), func(t *testing.T) {
+			t.Parallel()
+			const topic = "payments"
+			c := refusingKafka(t, topic)
+			b := orderSetupWith(t, orderPayments, 25, express)
+			b.start(t, "kafka://"+strings.Join(c.ListenAddrs(), ",")+"/"+topic, false, flaky)
+			testkit.WaitFor(t, 3*time.Minute, "every message completed", func() bool {
+				return b.completedMessages(t) == orderPayments*orderChanges
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			msgs, err := brokerdump.Kafka(ctx, c.ListenAddrs(), topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := map[string]int32{}
+			for _, m := range msgs {
+				if p, ok := parts[m.Key]; ok && p != m.Partition {
+					t.Fatalf("payment %s on partitions %d and %d", m.Key, p, m.Partition)
+				}
+				parts[m.Key] = m.Partition
+			}
+			checkOrder(t, brokerdump.CheckOrder(msgs))
+		})
 	}
-	parts := map[string]int32{}
-	for _, m := range msgs {
-		if p, ok := parts[m.Key]; ok && p != m.Partition {
-			t.Fatalf("payment %s on partitions %d and %d", m.Key, p, m.Partition)
-		}
-		parts[m.Key] = m.Partition
-	}
-	checkOrder(t, brokerdump.CheckOrder(msgs))
 }
 
 func TestAPaymentsMessagesAreHeldInVersionOrderInANATSStream(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Start(t)
-	b := orderSetup(t, orderPayments, 25)
-	b.start(t, srv.URL+"/paylock.order?stream=ORDER&create=true", false, flaky)
-	testkit.WaitFor(t, 3*time.Minute, "every forward job completed", func() bool {
-		return b.completed(t) == orderPayments*orderChanges
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	msgs, err := brokerdump.NATS(ctx, srv.URL, "ORDER")
-	if err != nil {
+	for _, express := range []bool{false, true} {
+		t.Run(laneName(express), func(t *testing.T) {
+			t.Parallel()
+			srv := natstest.Start(t)
+			b := orderSetupWith(t, orderPayments, 25, express)
+			b.start(t, srv.URL+"/paylock.order?stream=ORDER&create=true", false, flaky)
+			testkit.WaitFor(t, 3*time.Minute, "every message completed", func() bool {
+				return b.completedMessages(t) == orderPayments*orderChanges
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			msgs, err := brokerdump.NATS(ctx, srv.URL, "ORDER")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOrder(t, brokerdump.CheckOrder(msgs))
+		})
+	}
+}
+
+// laneName names a subtest by where its messages start: River, or the
+// express lane (whose drainer delivers a claim's messages to a broker in
+// one batch: BatchSink).
+func laneName(express bool) string {
+	if express {
+		return "express"
+	}
+	return "river"
+}
+
+// completedMessages counts the messages delivered: River's completed jobs
+// and what the express lane delivered (forward_messages).
+func (b *orderBundle) completedMessages(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := b.store.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM forward_messages WHERE state = 'completed'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	checkOrder(t, brokerdump.CheckOrder(msgs))
+	return n
 }
 
 // downReads fails every payment read while down is set: a payment's

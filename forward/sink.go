@@ -164,6 +164,18 @@ type Capabilities struct {
 	PermanentRefusals bool
 }
 
+// BatchSink is a Sink that can deliver several messages in one call, as a
+// broker publishes a batch: DeliverBatch returns one error per message, in
+// order, nil for each the destination took, with Deliver's meaning. The
+// express lane's drainer delivers a claimed batch's messages to one
+// destination through it; River's jobs use Deliver. The messages of one
+// call never include two of the same payment (the lane claims a payment's
+// messages to a destination one at a time).
+type BatchSink interface {
+	Sink
+	DeliverBatch(ctx context.Context, ms []Message) []error
+}
+
 // sinkKind is one registered sink: how to open it and what it declared.
 type sinkKind struct {
 	open Opener

@@ -375,15 +375,7 @@ func (w *Worker) NextRetry(job *river.Job[store.ForwardArgs]) time.Time {
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) error {
 	a := job.Args
 	if refused := store.JobExpressRefusal(job.Metadata); refused != "" {
-		// The express lane's attempt was refused for good: given up as
-		// River would have, without sending it again (express.go).
-		err := fmt.Errorf("%w: %s", ErrPermanent, refused)
-		w.done(ctx, a, Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Target(),
-			Outcome: OutcomeDiscarded, Err: err})
-		if w.breaker != nil {
-			w.breaker.exhausted(ctx, job, err)
-		}
-		return river.JobCancel(err)
+		return w.refusedInLane(ctx, job, refused)
 	}
 	if err := w.agrees(ctx, job); err != nil {
 		return err
@@ -453,6 +445,20 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.ForwardArgs]) er
 	}
 	w.done(ctx, a, ev)
 	return err
+}
+
+// refusedInLane gives up job, whose attempt in the express lane its
+// destination refused for good, as River would have given it up after
+// that attempt: without sending it again (express.go).
+func (w *Worker) refusedInLane(ctx context.Context, job *river.Job[store.ForwardArgs], refused string) error {
+	a := job.Args
+	err := fmt.Errorf("%w: %s", ErrPermanent, refused)
+	w.done(ctx, a, Event{JobID: job.ID, Attempt: job.Attempt, Type: a.Type, WebhookID: a.ID, Destination: a.Target(),
+		Outcome: OutcomeDiscarded, Err: err})
+	if w.breaker != nil {
+		w.breaker.exhausted(ctx, job, err)
+	}
+	return river.JobCancel(err)
 }
 
 // pace takes a place for one delivery to dest under its concurrency and

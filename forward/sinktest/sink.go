@@ -149,10 +149,47 @@ func runSink(t *testing.T, h Harness, caps forward.Capabilities) {
 	} else {
 		t.Run("messages of one key delivered at once each arrive once", u.atOnce)
 	}
+	if _, ok := u.s.(forward.BatchSink); ok {
+		t.Run("a batch delivers each of its messages once, one outcome each", u.batch)
+	}
 	if caps.Network {
 		t.Run("a destination that does not answer is a failed attempt, not an error at opening", u.silentDestination)
 	} else {
 		t.Run("a destination that is not there is refused at opening", u.absentDestination)
+	}
+}
+
+// batch: a BatchSink's DeliverBatch takes five messages of different
+// keys, answers one outcome each, and each arrives once with its headers
+// and body.
+func (u sinkUnder) batch(t *testing.T) {
+	bs := u.s.(forward.BatchSink)
+	n := len(u.h.Received())
+	sent := make([]forward.Message, 5)
+	for i := range sent {
+		sent[i] = message(t, "sink-batch-"+strconv.Itoa(i), true)
+		sent[i].Key = "sinktest:batch-" + strconv.Itoa(i)
+	}
+	errs := bs.DeliverBatch(context.Background(), sent)
+	if len(errs) != len(sent) {
+		t.Fatalf("DeliverBatch returned %d outcomes for %d messages", len(errs), len(sent))
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("message %d: %v", i, err)
+		}
+	}
+	got := since(u.h, n)
+	for _, m := range sent {
+		arrived := byID(u.h, m.ID)
+		if len(arrived) != 1 {
+			t.Errorf("%s arrived %d times, want once", m.ID, len(arrived))
+			continue
+		}
+		checkArrived(t, u.h, arrived, m, true)
+	}
+	if len(got) != len(sent) {
+		t.Errorf("%d messages arrived, want %d", len(got), len(sent))
 	}
 }
 
