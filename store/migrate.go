@@ -170,22 +170,43 @@ func applyMigrations(ctx context.Context, db *sql.DB, pool *pgxpool.Pool, versio
 // river_job; building it (a scan of river_job, once) holds job inserts
 // back for as long as the build takes.
 func indexRiverJobs(ctx context.Context, pool *pgxpool.Pool) error {
-	for _, ix := range []struct{ name, sql string }{
-		{forwardOrderIndex, forwardOrderIndexSQL},     // the order per payment (outbox_order.go)
-		{forwardWaitingIndex, forwardWaitingIndexSQL}, // a destination's waiting jobs (outbox_health.go)
-		{forwardMessagesView, forwardMessagesViewSQL}, // every forward message, River's and the lane's (outbox_express.go)
+	for _, ix := range []struct{ name, sql, needs string }{
+		{forwardOrderIndex, forwardOrderIndexSQL, ""},     // the order per payment (outbox_order.go)
+		{forwardWaitingIndex, forwardWaitingIndexSQL, ""}, // a destination's waiting jobs (outbox_health.go)
+		// Every forward message, River's and the lane's (outbox_express.go):
+		// once migration 00018 made the lane's tables.
+		{forwardMessagesView, forwardMessagesViewSQL, "forward_sent"},
 	} {
-		var exists bool
-		if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL`,
-			ix.name).Scan(&exists); err != nil {
-			return translate("migrate: find index "+ix.name, err)
+		exists, err := relationExists(ctx, pool, ix.name)
+		if err != nil {
+			return err
 		}
 		if exists {
 			continue
+		}
+		if ix.needs != "" {
+			ok, err := relationExists(ctx, pool, ix.needs)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // a migration to an earlier version
+			}
 		}
 		if _, err := pool.Exec(ctx, ix.sql); err != nil {
 			return translate("migrate: create index "+ix.name, err)
 		}
 	}
 	return nil
+}
+
+// relationExists reports whether the current schema has a table, index
+// or view of that name.
+func relationExists(ctx context.Context, pool *pgxpool.Pool, name string) (bool, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL`,
+		name).Scan(&exists); err != nil {
+		return false, translate("migrate: find "+name, err)
+	}
+	return exists, nil
 }
