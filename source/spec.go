@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/provider"
@@ -125,8 +126,13 @@ func (e *Error) Error() string {
 	if e.Source != "" {
 		parts = append(parts, "source "+strconv.Quote(e.Source))
 	}
-	if e.Field != "" {
-		parts = append(parts, e.Field)
+	if f := e.Field; f != "" {
+		// A key as the file spelled it: quoted when it holds a space or a
+		// control character (a YAML key may hold a line break).
+		if strings.ContainsFunc(f, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			f = strconv.Quote(f)
+		}
+		parts = append(parts, f)
 	}
 	// One line, whatever the wrapped error (YAML's can span several).
 	return strings.Join(append(parts, strings.Join(strings.Fields(e.Err.Error()), " ")), ": ")
