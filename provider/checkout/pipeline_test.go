@@ -34,18 +34,7 @@ func TestTheWebhookRefusesACheckoutDeliveryItCannotAuthenticate(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	post := func(hdr http.Header, body []byte) int {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/webhooks/checkout", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = hdr.Clone()
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		return testkit.PostJSON(t, ctx, srv.URL+"/webhooks/checkout", hdr, body)
 	}
 	written := func() (rows, keys int) {
 		if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM payments) + (SELECT count(*) FROM payment_events)`).Scan(&rows); err != nil {

@@ -1,7 +1,6 @@
 package paypal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -157,18 +156,7 @@ func TestTheWebhookRefusesACertURLOffItsSourcesCertHosts(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	post := func(source string, hdr http.Header, body []byte) int {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/webhooks/"+source, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = hdr.Clone()
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		return testkit.PostJSON(t, ctx, srv.URL+"/webhooks/"+source, hdr, body)
 	}
 	rows := func() int {
 		var n int

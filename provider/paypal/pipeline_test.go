@@ -1,7 +1,6 @@
 package paypal
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -34,18 +33,7 @@ func TestTheWebhookRefusesAPayPalDeliveryItCannotAuthenticate(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	post := func(hdr http.Header, body []byte) int {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/webhooks/paypal", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = hdr.Clone()
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		return testkit.PostJSON(t, ctx, srv.URL+"/webhooks/paypal", hdr, body)
 	}
 	written := func() (rows, keys int) {
 		if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM payments) + (SELECT count(*) FROM payment_events)`).Scan(&rows); err != nil {
