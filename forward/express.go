@@ -37,8 +37,6 @@ const (
 	// expressFlush bounds how long a sent message waits for the statement
 	// that deletes it (or hands it over) with the rest of its batch.
 	expressFlush = 20 * time.Millisecond
-	// expressFlushRows flushes at once when that many results wait.
-	expressFlushRows = 128
 	// expressRetry is the wait after the store failed to answer.
 	expressRetry = time.Second
 	// expressCall bounds each of the drainer's statements: an answer lost

@@ -102,10 +102,6 @@ func (s *Outbox) withExpress(ctx context.Context, stats []DestinationStats) ([]D
 	if len(lane) == 0 {
 		return stats, nil
 	}
-	var now time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-		return nil, translate("destination stats", err)
-	}
 	at := map[string]int{}
 	for i, d := range stats {
 		at[d.Destination] = i
@@ -117,7 +113,7 @@ func (s *Outbox) withExpress(ctx context.Context, stats []DestinationStats) ([]D
 			i = len(stats) - 1
 		}
 		stats[i].Backlog += b.Waiting
-		stats[i].Lag = max(stats[i].Lag, now.Sub(b.Oldest).Round(time.Second))
+		stats[i].Lag = max(stats[i].Lag, b.Age.Round(time.Second))
 	}
 	slices.SortFunc(stats, func(a, b DestinationStats) int { return strings.Compare(a.Destination, b.Destination) })
 	return stats, nil

@@ -322,15 +322,16 @@ func (s *Outbox) HandOverExpress(ctx context.Context, hs []ExpressHandover) erro
 type ExpressBacklog struct {
 	Destination string
 	Waiting     int
-	// Oldest is the oldest waiting message's created_at.
-	Oldest time.Time
+	// Age is how long the oldest waiting message has waited, by the
+	// database's clock.
+	Age time.Duration
 }
 
 // ExpressBacklogs returns each destination's waiting messages in the
 // express lane, ordered by name; a destination with none is absent.
 func (s *Outbox) ExpressBacklogs(ctx context.Context) ([]ExpressBacklog, error) {
-	rows, err := s.pool.Query(ctx, `SELECT destination, count(*), min(created_at) FROM forward_express
-		GROUP BY destination ORDER BY destination`)
+	rows, err := s.pool.Query(ctx, `SELECT destination, count(*), extract(epoch FROM now() - min(created_at))::float8
+		FROM forward_express GROUP BY destination ORDER BY destination`)
 	if err != nil {
 		return nil, translate("express backlog", err)
 	}
@@ -338,9 +339,11 @@ func (s *Outbox) ExpressBacklogs(ctx context.Context) ([]ExpressBacklog, error) 
 	var out []ExpressBacklog
 	for rows.Next() {
 		var b ExpressBacklog
-		if err := rows.Scan(&b.Destination, &b.Waiting, &b.Oldest); err != nil {
+		var age float64
+		if err := rows.Scan(&b.Destination, &b.Waiting, &age); err != nil {
 			return nil, translate("express backlog", err)
 		}
+		b.Age = time.Duration(age * float64(time.Second))
 		out = append(out, b)
 	}
 	return out, translate("express backlog", rows.Err())

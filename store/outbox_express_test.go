@@ -52,6 +52,13 @@ func TestTheExpressLaneTakesARecordsMessagesAndDeletesThemOnceDelivered(t *testi
 	if jobs := b.forwardJobs(t); len(jobs) != 0 {
 		t.Fatalf("River jobs %+v: want none, the messages start in the lane", jobs)
 	}
+	stats, err := b.store.Outbox().DestinationStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats) != 2 || stats[0].Destination != "analytics" || stats[0].Backlog != 1 || stats[1].Destination != "ledger" || stats[1].Backlog != 1 {
+		t.Fatalf("destination stats %+v: want analytics and ledger with the lane's message each in their backlog", stats)
+	}
 	ms := claim(t, b, 10, time.Minute)
 	if len(ms) != 2 {
 		t.Fatalf("claimed %d messages, want 2 (ledger, analytics)", len(ms))
