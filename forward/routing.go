@@ -145,10 +145,13 @@ func filterEnv() map[string]any { return map[string]any{"type": "", "data": map[
 
 // route is one destination as a Router holds it: its policy compiled.
 type route struct {
-	name        string
-	url         string
-	policy      Policy
-	program     *vm.Program // nil: no filter
+	name    string
+	url     string
+	policy  Policy
+	program *vm.Program // nil: no filter
+	// afterRecord: the filter names received_at, which a payment has only
+	// once recorded (store.ErrRouteAfterRecord).
+	afterRecord bool
 	fingerprint string
 }
 
@@ -193,7 +196,7 @@ func compileRoute(name, rawURL string, p Policy, defaultSigned bool) (*route, er
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrFilter, strings.Join(strings.Fields(err.Error()), " "))
 		}
-		rt.program = prog
+		rt.program, rt.afterRecord = prog, strings.Contains(p.Filter, "received_at")
 	}
 	for i, d := range p.Retry {
 		if d <= 0 || d > 24*time.Hour {
@@ -284,7 +287,10 @@ func (r *Router) Check(names []string) error {
 // (which Check accepted): each message goes to every one of them whose
 // types and filter take it, with its fingerprint and max attempts. A
 // filter that fails on a message (a member it compares is missing)
-// refuses it, and so does a type that matches no pattern.
+// refuses it, and so does a type that matches no pattern. A filter that
+// names received_at routes a payment.recorded message only once its
+// payment is recorded (store.ErrRouteAfterRecord): in the recording
+// transaction.
 func (r *Router) Route(names []string) store.ForwardRouter {
 	names = slices.Clone(names)
 	return func(_ context.Context, a store.ForwardArgs, p *store.Payment) ([]store.ForwardTarget, error) {
@@ -299,6 +305,9 @@ func (r *Router) Route(names []string) store.ForwardRouter {
 				continue
 			}
 			if rt.program != nil {
+				if rt.afterRecord && p != nil && p.ReceivedAt.IsZero() {
+					return nil, store.ErrRouteAfterRecord
+				}
 				if env == nil {
 					var err error
 					if env, err = filterInput(a, p); err != nil {

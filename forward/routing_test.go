@@ -104,6 +104,41 @@ func TestTypesAndFilterDecideWhatADestinationTakes(t *testing.T) {
 	}
 }
 
+// A payment.recorded message is routed just before its payment is
+// recorded (its ReceivedAt zero), so that the recording statement inserts
+// it; a filter that names received_at asks to route it once recorded
+// (store.ErrRouteAfterRecord), and then sees it.
+func TestAFilterOnReceivedAtRoutesThePaymentAsRecorded(t *testing.T) {
+	t.Parallel()
+	r, err := forward.NewRouter(forward.Destinations{"ledger": "https://l.example/", "recent": "https://r.example/"},
+		map[string]forward.Policy{
+			"ledger": {Filter: `data.amount >= 1000`},
+			"recent": {Filter: `data.received_at >= "2026-12-01"`},
+		}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := store.Payment{Source: "acme", TransactionID: "tx-1", Amount: 1999, Currency: "EUR", Payload: []byte(`{}`)}
+	a := store.ForwardArgs{ID: store.PaymentForwardID("acme", "tx-1"), Type: store.ForwardPaymentRecorded, Source: "acme", TransactionID: "tx-1"}
+	if got, err := r.Route([]string{"ledger"})(context.Background(), a, &p); err != nil || len(got) != 1 || got[0].Destination != "ledger" {
+		t.Errorf("ledger before the record: %v, %v: want it routed there", got, err)
+	}
+	if got, err := r.Route([]string{"ledger", "recent"})(context.Background(), a, &p); !errors.Is(err, store.ErrRouteAfterRecord) {
+		t.Errorf("a filter on received_at before the record: %v, %v: want ErrRouteAfterRecord", got, err)
+	}
+	for at, want := range map[string][]string{"2026-12-06T10:00:00Z": {"ledger", "recent"}, "2026-11-30T10:00:00Z": {"ledger"}} {
+		p.ReceivedAt, _ = time.Parse(time.RFC3339, at)
+		got, err := r.Route([]string{"ledger", "recent"})(context.Background(), a, &p)
+		var names []string
+		for _, t := range got {
+			names = append(names, t.Destination)
+		}
+		if err != nil || !slices.Equal(names, want) {
+			t.Errorf("received at %s: %v, %v: want %v", at, names, err, want)
+		}
+	}
+}
+
 func TestAFingerprintSaysWhatADestinationIsNotItsSecrets(t *testing.T) {
 	t.Parallel()
 	fp := func(url string, p forward.Policy, signed bool) string {

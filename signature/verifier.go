@@ -323,8 +323,11 @@ func SignStandard(secrets []Secret, id string, ts time.Time, body []byte) http.H
 		panic("signature: SignStandard with no secret")
 	}
 	h := Sign(SchemeStandard, secrets[0], id, ts, body)
-	sigs := make([]string, 0, len(secrets))
-	for _, s := range secrets {
+	if len(secrets) == 1 {
+		return h
+	}
+	sigs := []string{h.Get(HeaderWebhookSignature)}
+	for _, s := range secrets[1:] {
 		sigs = append(sigs, Sign(SchemeStandard, s, id, ts, body).Get(HeaderWebhookSignature))
 	}
 	h.Set(HeaderWebhookSignature, strings.Join(sigs, " "))

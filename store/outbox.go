@@ -136,7 +136,18 @@ type ForwardedPayment struct {
 // too large to carry (or not JSON, which a recorded payment's never is)
 // or the database has not set its received_at.
 func carriedPayment(p Payment) *ForwardedPayment {
-	if len(p.Payload) > CarriedPayloadMax || p.ReceivedAt.IsZero() || !json.Valid(p.Payload) {
+	if p.ReceivedAt.IsZero() {
+		return nil
+	}
+	return carriedPayload(p)
+}
+
+// carriedPayload is carriedPayment without the check of ReceivedAt: for a
+// payment not yet recorded, whose job's row is inserted by the statement
+// that records it (prerouteRecorded), and which takes the time the row
+// was made, the same instant, when it is claimed (ClaimExpress).
+func carriedPayload(p Payment) *ForwardedPayment {
+	if len(p.Payload) > CarriedPayloadMax || !json.Valid(p.Payload) {
 		return nil
 	}
 	return &ForwardedPayment{Amount: p.Amount, Currency: p.Currency, EventID: p.EventID, Account: p.Account,
@@ -343,6 +354,10 @@ type ForwardTarget struct {
 // ForwardRouter picks the destinations of one message, whose job
 // arguments are a (Destination not yet set) in the transaction that makes
 // it; p is the payment of a payment.recorded message, nil for any other.
+// A payment.recorded message whose rows all go to the express lane is
+// routed just before its payment is recorded, so that the statement that
+// records it inserts them too: p's ReceivedAt is then zero, and a router
+// that needs it answers ErrRouteAfterRecord.
 // No target: the message is forwarded nowhere. Package forward's
 // Router.Route makes one from the destinations' types and filters.
 type ForwardRouter func(ctx context.Context, a ForwardArgs, p *Payment) ([]ForwardTarget, error)
@@ -375,6 +390,12 @@ type Forward struct {
 // destination, no transaction id): a programming or configuration error,
 // not a transient one.
 var ErrForward = errors.New("store: invalid forward")
+
+// ErrRouteAfterRecord is a ForwardRouter's answer for a payment.recorded
+// message that it routes only once its payment is recorded: p's ReceivedAt
+// is then zero, and the router's filters read it. The store then routes
+// the message in the recording transaction, with p as recorded.
+var ErrRouteAfterRecord = errors.New("store: the route needs the payment as recorded")
 
 // EnqueueForwardTx inserts the payment.recorded forward job of f's payment
 // in tx, the transaction that records it (Payments.RecordPaymentFunc's

@@ -119,11 +119,9 @@ func expressRowOf(ctx context.Context, args ForwardArgs, maxAttempts int) (expre
 const insertExpressSQL = `INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::int[], $8::text[])`
 
-// insertExpress inserts rows in tx, in one statement, in their order.
-func insertExpress(ctx context.Context, tx pgx.Tx, rows []expressRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
+// expressArrays are rows as the parameters of insertExpressSQL: their
+// columns' arrays.
+func expressArrays(rows []expressRow) []any {
 	n := len(rows)
 	dest, src, txn, id, typ, args, attempts, trace := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([][]byte, n), make([]int32, n), make([]string, n)
@@ -131,7 +129,15 @@ func insertExpress(ctx context.Context, tx pgx.Tx, rows []expressRow) error {
 		dest[i], src[i], txn[i], id[i], typ[i], args[i], attempts[i], trace[i] = r.destination, r.source, r.transactionID,
 			r.messageID, r.typ, r.args, int32(r.maxAttempts), r.traceparent
 	}
-	if _, err := tx.Exec(ctx, insertExpressSQL, dest, src, txn, id, typ, args, attempts, trace); err != nil {
+	return []any{dest, src, txn, id, typ, args, attempts, trace}
+}
+
+// insertExpress inserts rows in tx, in one statement, in their order.
+func insertExpress(ctx context.Context, tx pgx.Tx, rows []expressRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, insertExpressSQL, expressArrays(rows)...); err != nil {
 		return translate("insert forward (express)", err)
 	}
 	return nil
@@ -205,6 +211,11 @@ func (s *Outbox) ClaimExpress(ctx context.Context, limit int, lease time.Duratio
 		}
 		if err := json.Unmarshal(args, &m.Args); err != nil {
 			return nil, fmt.Errorf("store: forward %d (express): args: %w", m.ID, err)
+		}
+		if c := m.Args.Payment; c != nil && c.ReceivedAt.IsZero() && m.Args.Type == ForwardPaymentRecorded {
+			// Made before its payment was recorded, by the statement that
+			// recorded it (payments_lane.go): the same now().
+			c.ReceivedAt = m.CreatedAt
 		}
 		if tp != "" {
 			m.Trace = propagation.MapCarrier{"traceparent": tp}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -63,6 +64,11 @@ type Payment struct {
 	// and was folded with them (RecordEvent); nil for a payment recorded
 	// first, which is succeeded at version 1.
 	Lifecycle *Change
+
+	// lane is the express lane's rows of the payment's payment.recorded
+	// message when the recording statement inserts them
+	// (payments_lane.go); never set on a payment the store returns.
+	lane *expressLane
 }
 
 // withSource returns p with an empty Source replaced by DefaultSource.
@@ -119,8 +125,10 @@ WHERE source = $1 AND transaction_id = $2 AND amount IS NOT NULL`
 
 // RecordPayment records p: RecordPaymentFunc(ctx, p, nil). That is one
 // statement in autocommit (one round trip) unless p's source forwards
-// (Outbox.Route): its forward jobs are then inserted in the recording
-// transaction.
+// (Outbox.Route) to a destination whose messages are River jobs: its
+// forward jobs are then inserted in the recording transaction. Messages
+// that all start in the express lane (Config.ExpressForwards) are
+// inserted by the recording statement itself (payments_lane.go).
 //
 // It returns nil, with p as recorded, only when the payment is newly recorded
 // and its commit is confirmed. It returns an error wrapping ErrDuplicate or
@@ -144,9 +152,9 @@ func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error
 // forwards (Outbox.Route), its forward jobs are inserted in that
 // transaction too, before fn, under the same rules.
 //
-// With fn nil and a source that does not forward, p is recorded with one
-// statement in autocommit, one round trip; its success is the commit's
-// confirmation.
+// With fn nil and a source that does not forward, or whose forwards all
+// start in the express lane, p is recorded with one statement in
+// autocommit, one round trip; its success is the commit's confirmation.
 //
 // Otherwise it runs BEGIN, the insert, the forward jobs and fn, then
 // COMMIT under Config.CommitTimeout (even if ctx is done). An error from
@@ -164,12 +172,22 @@ func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error
 // ErrCommitUnknown when the commit's outcome is unknown.
 func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx context.Context, tx pgx.Tx, p Payment) error) (rec Payment, err error) {
 	p = p.withSource()
-	fn = s.outbox.recordHook(p.Source, fn)
+	p.lane = nil
+	hook := s.outbox.recordHook(p.Source, fn)
 	ctx, span := s.startRecord(ctx, p)
-	defer func() { endRecord(span, err) }()
+	defer func() { rec.lane = nil; endRecord(span, err) }()
 	if cause := leaseCause(ctx); cause != nil {
 		return Payment{}, notSent(cause)
 	}
+	if fn == nil && hook != nil {
+		// Only the source's forwards: when the express lane takes them
+		// all, the recording statement inserts them (payments_lane.go).
+		// hook stays for the paths that record in a transaction.
+		if p.lane, err = s.outbox.prerouteRecorded(ctx, p); err != nil {
+			return Payment{}, err
+		}
+	}
+	fn = hook
 	if s.batch != nil && !alone(ctx) {
 		return s.recordBatched(ctx, p, fn)
 	}
@@ -180,10 +198,11 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 	return rec, err
 }
 
-// recordSingle records p alone: in autocommit without fn, in a transaction
-// with it. A conflict on the arbiter is errConflict, to be confirmed.
+// recordSingle records p alone: in autocommit without fn, or when the
+// statement inserts p's forwards itself (p.lane), in a transaction
+// otherwise. A conflict on the arbiter is errConflict, to be confirmed.
 func (s *Payments) recordSingle(ctx context.Context, p Payment, fn recordFn) (Payment, error) {
-	if fn == nil {
+	if fn == nil || p.lane != nil {
 		return s.recordAutocommit(ctx, p)
 	}
 	return s.recordInTx(ctx, p, fn)
@@ -200,7 +219,7 @@ func (s *Payments) recordAutocommit(ctx context.Context, p Payment) (Payment, er
 		return Payment{}, translate("record payment: acquire", err)
 	}
 	defer conn.Release()
-	rec, err := s.insertPaymentQ(ctx, conn, p)
+	rec, err := s.insertAutocommit(ctx, conn, p)
 	switch {
 	case err == nil, errors.Is(err, errConflict):
 		return rec, err
@@ -208,6 +227,26 @@ func (s *Payments) recordAutocommit(ctx context.Context, p Payment) (Payment, er
 		return Payment{}, fmt.Errorf("%w: record payment: insert: %w", ErrCommitUnknown, err)
 	}
 	return Payment{}, translate("record payment: insert", err)
+}
+
+// insertAutocommit is insertPaymentQ on conn, in autocommit; with p's
+// express lane rows (p.lane), which the same statement inserts.
+func (s *Payments) insertAutocommit(ctx context.Context, conn *pgxpool.Conn, p Payment) (Payment, error) {
+	if p.lane == nil {
+		return s.insertPaymentQ(ctx, conn, p)
+	}
+	recorded, err := s.insertMany(ctx, conn.Conn(), []*batchReq{{p: p}}, true)
+	switch {
+	case isTxIDConflict(err):
+		return Payment{}, fmt.Errorf("%w: %w", errConflict, err)
+	case err != nil:
+		return Payment{}, err
+	}
+	rec, ok := recorded[[2]string{p.Source, p.TransactionID}]
+	if !ok {
+		return Payment{}, errConflict
+	}
+	return rec, nil
 }
 
 // recordInTx inserts p in a transaction, runs fn in it and commits.

@@ -272,7 +272,7 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 	switch {
 	case len(rows) == 0:
 		return
-	case len(rows) == 1 && rows[0].fn != nil:
+	case len(rows) == 1 && rows[0].fn != nil && rows[0].p.lane == nil:
 		// Its caller records it: a panicking fn must not take the writer
 		// (and the process) down with it.
 		rows[0].answer(batchResult{next: batchSingle})
@@ -293,7 +293,7 @@ func (s *Payments) writeBatch(batch []*batchReq) {
 	for _, r := range rows {
 		r.size = len(rows)
 	}
-	if slices.ContainsFunc(rows, func(r *batchReq) bool { return r.fn != nil }) {
+	if slices.ContainsFunc(rows, func(r *batchReq) bool { return r.fn != nil && r.p.lane == nil }) {
 		s.batchInTx(rows)
 	} else {
 		s.batchAutocommit(rows)
@@ -322,7 +322,7 @@ func (s *Payments) batchAutocommit(rows []*batchReq) {
 		return
 	}
 	defer conn.Release()
-	recorded, err := s.insertMany(ctx, conn.Conn(), rows)
+	recorded, err := s.insertMany(ctx, conn.Conn(), rows, true)
 	switch {
 	case err == nil:
 		answerRecorded(rows, recorded)
@@ -379,7 +379,9 @@ type rowQuerier interface {
 
 // insertMany runs insertManySQL for rows (distinct source and transaction
 // ids) and returns the payments it recorded, by source and transaction id.
-func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchReq) (map[[2]string]Payment, error) {
+// With lane, the statement also inserts the express lane's rows of the
+// payments it records (withLaneSQL); without, the rows' fn do (batchInTx).
+func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchReq, lane bool) (map[[2]string]Payment, error) {
 	n := len(rows)
 	src, tx, cur, payload, ev := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	var acc []string // nil unless a payment names its merchant account
@@ -400,6 +402,13 @@ func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchRe
 	if acc != nil {
 		sql, args = insertManyAccountSQL, append(args, acc)
 	}
+	if la := laneArgs(rows); lane && la != nil {
+		sql = insertManyLaneSQL
+		if acc != nil {
+			sql = insertManyAccountLaneSQL
+		}
+		args = append(args, la...)
+	}
 	res, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -409,7 +418,7 @@ func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchRe
 	var p Payment
 	_, err = pgx.ForEachRow(res, []any{&k[0], &k[1], &p.ReceivedAt}, func() error {
 		rec := byKey[k]
-		rec.ReceivedAt = p.ReceivedAt
+		rec.ReceivedAt, rec.lane = p.ReceivedAt, nil
 		recorded[k] = rec
 		return nil
 	})
@@ -463,7 +472,7 @@ func (s *Payments) batchWrite(ctx context.Context, tx pgx.Tx, rows []*batchReq) 
 			err = fmt.Errorf("store: record hook panicked in a batch: %v", r)
 		}
 	}()
-	recorded, err = s.insertMany(ctx, tx, rows)
+	recorded, err = s.insertMany(ctx, tx, rows, false)
 	if err != nil {
 		return nil, err
 	}

@@ -220,6 +220,34 @@ var mutations = []Mutation{
 		Packages:    []string{"./store/"},
 		Run:         "TestAnExpressMessageHandedOverIsARiverJob",
 	},
+	// The express lane's rows inserted by the recording statement.
+	{
+		ID:          "lane-in-tx",
+		Why:         "a payment whose messages the express lane takes is recorded in a transaction again: four round trips where one does",
+		File:        "store/payments.go",
+		Snippet:     "\tif fn == nil || p.lane != nil {\n",
+		Replacement: "\tif fn == nil {\n",
+		Packages:    []string{"./store/"},
+		Run:         "TestARecordWhoseMessagesTheLaneTakesIsOneStatement",
+	},
+	{
+		ID:          "lane-join",
+		Why:         "the recording statement inserts the lane's rows of a payment the arbiter held: a redelivery sends the message again",
+		File:        "store/payments_lane.go",
+		Snippet:     "\tJOIN ins ON ins.source = f.s AND ins.transaction_id = f.t\n",
+		Replacement: "\tLEFT JOIN ins ON ins.source = f.s AND ins.transaction_id = f.t\n",
+		Packages:    []string{"./store/"},
+		Run:         "TestABatchWhoseMessagesTheLaneTakesInsertsThemWithThePayments",
+	},
+	{
+		ID:          "lane-received-at",
+		Why:         "a message made before its payment was recorded is sent with received_at 0001-01-01",
+		File:        "store/outbox_express.go",
+		Snippet:     "\t\t\tc.ReceivedAt = m.CreatedAt\n",
+		Replacement: "\t\t\t_ = c\n",
+		Packages:    []string{"./store/"},
+		Run:         "TestARecordWhoseMessagesTheLaneTakesIsOneStatement",
+	},
 	// SIGTERM: the forward jobs in hand finish before serve returns.
 	{
 		ID:          "jobs-hard-stop",

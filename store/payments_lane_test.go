@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// laneArgsOf reads what the express lane's rows of a payment carry, as
+// stored: each row's destination, the received_at its args hold, and
+// whether the row was written by the transaction that wrote the payment.
+func laneArgsOf(t *testing.T, b *bundle, source, txID string) map[string]string {
+	t.Helper()
+	rows, err := b.admin.Query(context.Background(), `
+		SELECT e.destination, convert_from(e.args, 'UTF8')::jsonb #>> '{payment,received_at}', e.xmin::text = p.xmin::text
+		FROM forward_express e JOIN payments p ON p.source = e.source AND p.transaction_id = e.transaction_id
+		WHERE e.source = $1 AND e.transaction_id = $2`, source, txID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var dest, at string
+		var sameTx bool
+		if err := rows.Scan(&dest, &at, &sameTx); err != nil {
+			t.Fatal(err)
+		}
+		if !sameTx {
+			t.Errorf("%s/%s's row to %s was not written by the transaction that recorded the payment", source, txID, dest)
+		}
+		out[dest] = at
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// madeBeforeRecord is the received_at a message made before its payment
+// was recorded carries as stored: none (the zero time), the claim gives it
+// the row's created_at.
+const madeBeforeRecord = "0001-01-01T00:00:00Z"
+
+// A payment whose messages the express lane takes all is recorded with
+// one statement in autocommit, as an unforwarded one is: no BEGIN, no
+// COMMIT, the lane's rows inserted by the statement that inserts the
+// payment. A redelivery inserts no second row. The claim gives the
+// message the received_at the payment was recorded with, and the trace
+// context of the delivery.
+func TestARecordWhoseMessagesTheLaneTakesIsOneStatement(t *testing.T) {
+	t.Parallel()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	b := setup(t, func(c *Config) { c.ExpressForwards, c.ForwardMaxAttempts, c.TracerProvider = true, 7, tp })
+	b.store.Outbox().Route("stripe", func(context.Context, ForwardArgs, *Payment) ([]ForwardTarget, error) {
+		return []ForwardTarget{{Destination: "ledger", Fingerprint: "fp-ledger"}, {Destination: "analytics"}}, nil
+	})
+	ctx, delivery := tp.Tracer("test").Start(context.Background(), "delivery")
+	rec, err := b.store.Payments().RecordPayment(ctx, stripePayment("lane-1"))
+	delivery.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// otelpgx names a statement's span (and its prepare's, once per
+	// connection) by its first word.
+	var statements []string
+	for _, s := range spans.Ended() {
+		if s.SpanContext().TraceID() == delivery.SpanContext().TraceID() && s.Name() != "delivery" &&
+			s.Name() != "pool.acquire" && !strings.HasPrefix(s.Name(), "paylock.") {
+			statements = append(statements, s.Name())
+		}
+	}
+	if len(statements) == 0 || slices.ContainsFunc(statements, func(n string) bool { return n != "WITH" }) {
+		t.Fatalf("the record's database spans %q: want its one statement (WITH ins AS (INSERT ...)), no BEGIN, no COMMIT", statements)
+	}
+	if got := laneArgsOf(t, b, "stripe", "lane-1"); len(got) != 2 || got["ledger"] != madeBeforeRecord || got["analytics"] != madeBeforeRecord {
+		t.Fatalf("lane rows %v: want ledger's and analytics', made by the recording statement", got)
+	}
+	if _, err := b.store.Payments().RecordPayment(context.Background(), stripePayment("lane-1")); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("the redelivery: %v, want ErrDuplicate", err)
+	}
+	if n := b.laneRows(t); n != 2 {
+		t.Fatalf("%d lane rows after the redelivery, want the first delivery's 2", n)
+	}
+	ms := claim(t, b, 10, time.Minute)
+	if len(ms) != 2 {
+		t.Fatalf("claimed %d messages, want 2", len(ms))
+	}
+	for _, m := range ms {
+		carried, ok := m.Args.CarriedPayment()
+		if !ok || !carried.ReceivedAt.Equal(rec.ReceivedAt) || carried.Amount != rec.Amount || string(carried.Payload) == "" {
+			t.Errorf("%s's message carries %+v (%v), want the payment as recorded at %v", m.Args.Destination, carried, ok, rec.ReceivedAt)
+		}
+		if tp := m.Trace["traceparent"]; !strings.Contains(tp, delivery.SpanContext().TraceID().String()) {
+			t.Errorf("%s's message has traceparent %q, want one in the delivery's trace", m.Args.Destination, tp)
+		}
+	}
+}
+
+// A batch of payments whose messages the lane takes is one statement in
+// autocommit: each new payment's rows inserted with it, none for a
+// payment the arbiter held (a redelivery in the batch), none for a
+// payment whose route took nothing.
+func TestABatchWhoseMessagesTheLaneTakesInsertsThemWithThePayments(t *testing.T) {
+	t.Parallel()
+	b := expressSetup(t)
+	ps := b.store.Payments()
+	if ps.batch == nil {
+		t.Fatal("the store does not batch: Config.BatchMax must default above 1 for this test")
+	}
+	ctx := context.Background()
+	if _, err := ps.RecordPayment(ctx, stripePayment("lane-b0")); err != nil {
+		t.Fatal(err)
+	}
+	b.store.Outbox().Route("stripe", func(_ context.Context, a ForwardArgs, _ *Payment) ([]ForwardTarget, error) {
+		if a.TransactionID == "lane-none" {
+			return nil, nil
+		}
+		return []ForwardTarget{{Destination: "ledger"}, {Destination: "analytics"}}, nil
+	})
+	var items []batchItem
+	for _, id := range []string{"lane-b0", "lane-b1", "lane-b2", "lane-none"} {
+		p := stripePayment(id).withSource()
+		lane, err := ps.outbox.prerouteRecorded(ctx, p)
+		if err != nil || lane == nil {
+			t.Fatalf("%s: preroute %v, %v: want the lane's rows", id, lane, err)
+		}
+		p.lane = lane
+		items = append(items, batchItem{p: p, fn: ps.outbox.recordHook("stripe", nil)})
+	}
+	before, _ := batchRows(t, ps)
+	outs := recordAsBatch(ps, items)
+	if !errors.Is(outs[0].err, ErrDuplicate) {
+		t.Errorf("lane-b0 again: %v, want ErrDuplicate", outs[0].err)
+	}
+	for i, o := range outs[1:] {
+		if o.err != nil || o.rec.lane != nil {
+			t.Errorf("%s: %v (lane %v), want recorded, no lane on the payment returned", items[i+1].p.TransactionID, o.err, o.rec.lane)
+		}
+	}
+	if statements, _ := batchRows(t, ps); statements != before+1 {
+		t.Errorf("%d statements, want one", statements-before)
+	}
+	if got := laneArgsOf(t, b, "stripe", "lane-b0"); len(got) != 2 {
+		t.Errorf("lane-b0's rows %v: want its first record's two only", got)
+	}
+	for _, id := range []string{"lane-b1", "lane-b2"} {
+		if got := laneArgsOf(t, b, "stripe", id); len(got) != 2 || got["ledger"] != madeBeforeRecord || got["analytics"] != madeBeforeRecord {
+			t.Errorf("%s's rows %v: want ledger's and analytics', made by the batch's statement", id, got)
+		}
+	}
+	if got := laneArgsOf(t, b, "stripe", "lane-none"); len(got) != 0 {
+		t.Errorf("lane-none's rows %v: want none, its route took nothing", got)
+	}
+	if n := b.laneRows(t); n != 6 {
+		t.Errorf("%d lane rows, want 6", n)
+	}
+}
+
+// A route that needs the payment as recorded (ErrRouteAfterRecord: a
+// filter that reads received_at) routes it in the recording transaction,
+// where the payment it is given carries its received_at.
+func TestARouteThatNeedsThePaymentAsRecordedRoutesInTheTransaction(t *testing.T) {
+	t.Parallel()
+	b := expressSetup(t)
+	var saw []time.Time
+	b.store.Outbox().Route("stripe", func(_ context.Context, _ ForwardArgs, p *Payment) ([]ForwardTarget, error) {
+		if p.ReceivedAt.IsZero() {
+			return nil, ErrRouteAfterRecord
+		}
+		saw = append(saw, p.ReceivedAt)
+		return []ForwardTarget{{Destination: "ledger"}}, nil
+	})
+	rec, err := b.store.Payments().RecordPayment(context.Background(), stripePayment("lane-after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saw) != 1 || !saw[0].Equal(rec.ReceivedAt) {
+		t.Fatalf("the route saw %v, want the payment once, as recorded at %v", saw, rec.ReceivedAt)
+	}
+	got := laneArgsOf(t, b, "stripe", "lane-after")
+	if at, err := time.Parse(time.RFC3339Nano, got["ledger"]); len(got) != 1 || err != nil || !at.Equal(rec.ReceivedAt) {
+		t.Fatalf("lane rows %v: want ledger's, carrying the received_at the payment was recorded with, %v", got, rec.ReceivedAt)
+	}
+}
+
+// A route's error fails the record before anything is sent: nothing is
+// recorded, and the sender is told to retry.
+func TestARouteThatFailsBeforeTheRecordRecordsNothing(t *testing.T) {
+	t.Parallel()
+	b := expressSetup(t)
+	b.store.Outbox().Route("stripe", func(context.Context, ForwardArgs, *Payment) ([]ForwardTarget, error) {
+		return nil, errors.New("no routes today")
+	})
+	if _, err := b.store.Payments().RecordPayment(context.Background(), stripePayment("lane-fail")); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("record with a failing route: %v, want ErrUnavailable", err)
+	}
+	if _, err := b.store.Payments().Payment(context.Background(), "stripe", "lane-fail"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the payment whose route failed: %v, want ErrNotFound", err)
+	}
+}
