@@ -176,9 +176,6 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 	hook := s.outbox.recordHook(p.Source, fn)
 	ctx, span := s.startRecord(ctx, p)
 	defer func() { rec.lane = nil; endRecord(span, err) }()
-	if cause := leaseCause(ctx); cause != nil {
-		return Payment{}, notSent(cause)
-	}
 	if fn == nil && hook != nil {
 		// Only the source's forwards: when the express lane takes them
 		// all, the recording statement inserts them (payments_lane.go).
@@ -188,6 +185,9 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 		}
 	}
 	fn = hook
+	if cause := leaseCause(ctx); cause != nil {
+		return Payment{}, notSent(cause)
+	}
 	if s.batch != nil && !alone(ctx) {
 		return s.recordBatched(ctx, p, fn)
 	}
