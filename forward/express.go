@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -24,6 +25,7 @@ type ExpressStore interface {
 	HandOverExpress(ctx context.Context, hs []store.ExpressHandover) error
 	ReleaseExpress(ctx context.Context, ids []int64, after time.Duration) error
 	PurgeExpressSent(ctx context.Context) (int64, error)
+	VacuumExpress(ctx context.Context) error
 }
 
 // The express drainer's settings.
@@ -47,6 +49,12 @@ const (
 	// expressPurgeEvery is how often a drainer deletes what forward_sent
 	// keeps beyond its retention (store.PurgeExpressSent).
 	expressPurgeEvery = 10 * time.Minute
+	// expressVacuumEvery is how often a drainer vacuums the lane
+	// (store.VacuumExpress) once it deleted at least expressVacuumRows
+	// rows since the last time: its claims then step over a few seconds'
+	// deleted rows, not the minute's that autovacuum leaves.
+	expressVacuumEvery = 2 * time.Second
+	expressVacuumRows  = 256
 )
 
 // RunExpress drains the express lane of es until ctx is done, then waits
@@ -102,7 +110,13 @@ func (w *Worker) RunExpress(ctx context.Context, es ExpressStore) error {
 		})
 	}
 	go d.settleLoop()
+	vacuumed := make(chan struct{})
+	go func() {
+		defer close(vacuumed)
+		d.vacuumLoop(ctx)
+	}()
 	d.claimLoop(ctx)
+	<-vacuumed
 	close(d.work)
 	senders.Wait()
 	close(d.stopped)
@@ -144,6 +158,33 @@ type drainer struct {
 	kick    chan struct{}
 	stopped chan struct{}
 	settled chan struct{}
+	// deleted counts the rows this drainer deleted (delivered, handed
+	// over) since its last vacuum.
+	deleted atomic.Int64
+}
+
+// vacuumLoop vacuums the lane every expressVacuumEvery once enough rows
+// were deleted, until ctx is done.
+func (d *drainer) vacuumLoop(ctx context.Context) {
+	t := time.NewTicker(expressVacuumEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if d.deleted.Load() < expressVacuumRows {
+			continue
+		}
+		d.deleted.Store(0)
+		vctx, cancel := context.WithTimeout(ctx, expressCall)
+		err := d.es.VacuumExpress(vctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			d.warn(ctx, "vacuum", err)
+		}
+	}
 }
 
 // claimLoop deletes the delivered messages and claims more, in one
@@ -185,6 +226,7 @@ func (d *drainer) claimLoop(ctx context.Context) {
 			sleep(ctx, expressRetry)
 			continue
 		}
+		d.deleted.Add(int64(len(done)))
 		batches := map[string]*expressWork{}
 		for _, m := range ms {
 			if wk := d.dispatch(ctx, m); wk != nil {
@@ -478,6 +520,9 @@ func (d *drainer) flush(ctx context.Context, last bool) bool {
 		d.mu.Lock()
 		d.over = append(d.over, over...)
 		d.mu.Unlock()
+	}
+	if ok {
+		d.deleted.Add(int64(len(done) + len(over)))
 	}
 	return ok
 }

@@ -2,6 +2,7 @@ package forward_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -135,5 +136,50 @@ func TestAnExpressMessageRefusedForGoodIsGivenUpWithoutASecondSend(t *testing.T)
 	}
 	if o := b.outcomes.list(); len(o) != 2 || o[0] != forward.OutcomeFailedAttempt || o[1] != forward.OutcomeDiscarded {
 		t.Fatalf("outcomes %v, want the lane's failed attempt, then River's discard", o)
+	}
+}
+
+// vacuums counts the lane's vacuums (store.VacuumExpress), which go to
+// the store.
+type vacuums struct {
+	forward.ExpressStore
+	n atomic.Int32
+}
+
+func (v *vacuums) VacuumExpress(ctx context.Context) error {
+	err := v.ExpressStore.VacuumExpress(ctx)
+	if err == nil {
+		v.n.Add(1)
+	}
+	return err
+}
+
+// TestABusyExpressLaneIsVacuumedByItsDrainer: once the drainer deleted
+// enough rows (those delivered), it vacuums the lane itself, which
+// autovacuum would visit at most once a minute, so that its claims do
+// not step over a minute of deleted rows. Postgres counts the vacuum.
+func TestABusyExpressLaneIsVacuumedByItsDrainer(t *testing.T) {
+	t.Parallel()
+	rc := receiver(t)
+	b := expressSetup(t, rc.URL+"/paylock", 25)
+	ctx := context.Background()
+	const n = 300 // above the drainer's threshold (expressVacuumRows)
+	for i := range n {
+		if _, err := b.store.Payments().RecordPaymentForwarded(ctx, payment(fmt.Sprintf("tx-vacuum-%03d", i)), forward.DefaultDestination); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runWorker(t, b.store, b.worker)
+	es := &vacuums{ExpressStore: b.store.Outbox()}
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.worker.RunExpress(dctx, es) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 30*time.Second, "every message delivered and the lane vacuumed", func() bool {
+		return len(rc.Attempts()) >= n && b.lane(t) == 0 && es.n.Load() > 0
+	})
+	if got := testkit.Count(t, b.store.Pool(), `SELECT vacuum_count FROM pg_stat_user_tables
+		WHERE relname = 'forward_express' AND schemaname = current_schema()`); got == 0 {
+		t.Errorf("Postgres counts no vacuum of forward_express after %d of the drainer's", es.n.Load())
 	}
 }

@@ -375,6 +375,22 @@ func (s *Outbox) PurgeExpressSent(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
+// VacuumExpress vacuums forward_express, unless another session already
+// does (SKIP_LOCKED). The lane's rows live milliseconds: a claim scans
+// its primary key from the oldest, and every row deleted since the last
+// vacuum is an index entry it steps over. Autovacuum visits a table at
+// most once a minute (autovacuum_naptime), in which a busy lane leaves
+// a minute's rows dead; the drainer calls this every few seconds instead
+// (forward.Worker.RunExpress). A role that does not own the table gets a
+// WARNING and no vacuum, not an error: the claims are then slower, never
+// wrong.
+func (s *Outbox) VacuumExpress(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) forward_express`); err != nil {
+		return translate("vacuum forward_express", err)
+	}
+	return nil
+}
+
 // forwardMessagesView lists every forward message, wherever it is: River's
 // forward jobs (their state), the express lane's rows ('express'), and
 // what the lane delivered ('completed', as River's). Operators and the
