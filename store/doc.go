@@ -110,7 +110,10 @@
 //
 // Payments.RecordPayment (RecordPaymentFunc with a nil fn) is one statement in
 // autocommit, one round trip: INSERT ... ON CONFLICT ON CONSTRAINT
-// payments_transaction_id_key DO NOTHING RETURNING received_at.
+// payments_transaction_id_key DO NOTHING RETURNING received_at; for a
+// source whose forwards all start in the express lane, the same INSERT in
+// a WITH whose second INSERT writes the lane's rows of the payment it
+// recorded (payments_lane.go).
 //
 //   - Before sending: a ctx already done (its cause set: the lock's lease
 //     lost, the client gone) sends nothing and answers ErrUnavailable
@@ -171,7 +174,8 @@
 // Every delivery still gets its outcome from its own row:
 //
 //   - A row returned is newly recorded, confirmed by the statement's answer
-//     (autocommit: no fn in the batch) or by the batch's COMMIT. A row not
+//     (autocommit: no fn in the batch but the express lane's, which the
+//     statement runs itself) or by the batch's COMMIT. A row not
 //     returned conflicted on the arbiter and is confirmed by a fresh read
 //     after the batch ended (ErrDuplicate, ErrMismatch, or a claim of a
 //     payment known only by its events), as on the single-row path. A row

@@ -107,7 +107,9 @@ type ForwardArgs struct {
 	// message.exhausted...: package forward's breaker).
 	Operator *ForwardedOperatorEvent `json:"operator,omitempty"`
 	// Payment is a payment.recorded message's payment as its recording
-	// transaction wrote it, so that the worker sends it without reading
+	// transaction wrote it (its received_at written into the express
+	// lane's row by the recording statement itself when the row was made
+	// before: payments_lane.go), so that the worker sends it without reading
 	// it again; nil in a job of an older paylock, of a replay, or of a
 	// payment whose payload is over CarriedPayloadMax: the worker then
 	// reads the payment.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -212,11 +213,6 @@ func (s *Outbox) ClaimExpress(ctx context.Context, limit int, lease time.Duratio
 		if err := json.Unmarshal(args, &m.Args); err != nil {
 			return nil, fmt.Errorf("store: forward %d (express): args: %w", m.ID, err)
 		}
-		if c := m.Args.Payment; c != nil && c.ReceivedAt.IsZero() && m.Args.Type == ForwardPaymentRecorded {
-			// Made before its payment was recorded, by the statement that
-			// recorded it (payments_lane.go): the same now().
-			c.ReceivedAt = m.CreatedAt
-		}
 		if tp != "" {
 			m.Trace = propagation.MapCarrier{"traceparent": tp}
 		}
@@ -375,17 +371,33 @@ func (s *Outbox) PurgeExpressSent(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
+// ErrVacuumDenied means this role may not vacuum forward_express: it owns
+// neither the table nor the database, and is no superuser (VacuumExpress).
+var ErrVacuumDenied = errors.New("store: this role may not vacuum forward_express (it owns neither the table nor the database)")
+
 // VacuumExpress vacuums forward_express, unless another session already
 // does (SKIP_LOCKED). The lane's rows live milliseconds: a claim scans
 // its primary key from the oldest, and every row deleted since the last
 // vacuum is an index entry it steps over. Autovacuum visits a table at
 // most once a minute (autovacuum_naptime), in which a busy lane leaves
 // a minute's rows dead; the drainer calls this every few seconds instead
-// (forward.Worker.RunExpress). A role that does not own the table gets a
-// WARNING and no vacuum, not an error: the claims are then slower, never
-// wrong.
+// (forward.Worker.RunExpress). The table's empty tail is kept
+// (TRUNCATE false): truncating it would take a lock that the recording
+// statements, which insert into the table, wait for. A role that may not
+// vacuum the table gets ErrVacuumDenied, and nothing is sent.
 func (s *Outbox) VacuumExpress(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) forward_express`); err != nil {
+	var may bool
+	err := s.pool.QueryRow(ctx, `SELECT pg_has_role(c.relowner, 'USAGE') OR pg_has_role(d.datdba, 'USAGE')
+			OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+		FROM pg_class c, pg_database d
+		WHERE c.oid = 'forward_express'::regclass AND d.datname = current_database()`).Scan(&may)
+	switch {
+	case err != nil:
+		return translate("vacuum forward_express: owner", err)
+	case !may:
+		return ErrVacuumDenied
+	}
+	if _, err := s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED, TRUNCATE false) forward_express`); err != nil {
 		return translate("vacuum forward_express", err)
 	}
 	return nil

@@ -180,9 +180,7 @@ func (s *Payments) RecordPaymentFunc(ctx context.Context, p Payment, fn func(ctx
 		// Only the source's forwards: when the express lane takes them
 		// all, the recording statement inserts them (payments_lane.go).
 		// hook stays for the paths that record in a transaction.
-		if p.lane, err = s.outbox.prerouteRecorded(ctx, p); err != nil {
-			return Payment{}, err
-		}
+		p.lane = s.outbox.prerouteRecorded(ctx, p)
 	}
 	fn = hook
 	if cause := leaseCause(ctx); cause != nil {

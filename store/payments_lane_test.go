@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -10,6 +11,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/paylock/paylock/internal/testkit"
 )
 
 // laneArgsOf reads what the express lane's rows of a payment carry, as
@@ -43,10 +46,15 @@ func laneArgsOf(t *testing.T, b *bundle, source, txID string) map[string]string 
 	return out
 }
 
-// madeBeforeRecord is the received_at a message made before its payment
-// was recorded carries as stored: none (the zero time), the claim gives it
-// the row's created_at.
-const madeBeforeRecord = "0001-01-01T00:00:00Z"
+// storedAt parses a received_at as a lane row's args hold it.
+func storedAt(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("received_at %q: %v", s, err)
+	}
+	return at
+}
 
 // A payment whose messages the express lane takes all is recorded with
 // one statement in autocommit, as an unforwarded one is: no BEGIN, no
@@ -56,10 +64,21 @@ const madeBeforeRecord = "0001-01-01T00:00:00Z"
 // context of the delivery.
 func TestARecordWhoseMessagesTheLaneTakesIsOneStatement(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []ExecMode{"", ExecExec, ExecSimpleProtocol} {
+		t.Run(cmp.Or(string(mode), "default"), func(t *testing.T) {
+			t.Parallel()
+			testOneStatementRecord(t, mode)
+		})
+	}
+}
+
+func testOneStatementRecord(t *testing.T, mode ExecMode) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	b := setup(t, func(c *Config) { c.ExpressForwards, c.ForwardMaxAttempts, c.TracerProvider = true, 7, tp })
+	b := setup(t, func(c *Config) {
+		c.ExpressForwards, c.ForwardMaxAttempts, c.TracerProvider, c.ExecMode = true, 7, tp, mode
+	})
 	b.store.Outbox().Route("stripe", func(context.Context, ForwardArgs, *Payment) ([]ForwardTarget, error) {
 		return []ForwardTarget{{Destination: "ledger", Fingerprint: "fp-ledger"}, {Destination: "analytics"}}, nil
 	})
@@ -81,8 +100,9 @@ func TestARecordWhoseMessagesTheLaneTakesIsOneStatement(t *testing.T) {
 	if len(statements) == 0 || slices.ContainsFunc(statements, func(n string) bool { return n != "WITH" }) {
 		t.Fatalf("the record's database spans %q: want its one statement (WITH ins AS (INSERT ...)), no BEGIN, no COMMIT", statements)
 	}
-	if got := laneArgsOf(t, b, "stripe", "lane-1"); len(got) != 2 || got["ledger"] != madeBeforeRecord || got["analytics"] != madeBeforeRecord {
-		t.Fatalf("lane rows %v: want ledger's and analytics', made by the recording statement", got)
+	if got := laneArgsOf(t, b, "stripe", "lane-1"); len(got) != 2 || !storedAt(t, got["ledger"]).Equal(rec.ReceivedAt) ||
+		!storedAt(t, got["analytics"]).Equal(rec.ReceivedAt) {
+		t.Fatalf("lane rows %v: want ledger's and analytics', carrying the received_at recorded, %v", got, rec.ReceivedAt)
 	}
 	if _, err := b.store.Payments().RecordPayment(context.Background(), stripePayment("lane-1")); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("the redelivery: %v, want ErrDuplicate", err)
@@ -129,11 +149,12 @@ func TestABatchWhoseMessagesTheLaneTakesInsertsThemWithThePayments(t *testing.T)
 	var items []batchItem
 	for _, id := range []string{"lane-b0", "lane-b1", "lane-b2", "lane-none"} {
 		p := stripePayment(id).withSource()
-		lane, err := ps.outbox.prerouteRecorded(ctx, p)
-		if err != nil || lane == nil {
-			t.Fatalf("%s: preroute %v, %v: want the lane's rows", id, lane, err)
+		if id == "lane-b2" {
+			p.Account = "acct_eu" // the statement of a batch that names accounts
 		}
-		p.lane = lane
+		if p.lane = ps.outbox.prerouteRecorded(ctx, p); p.lane == nil {
+			t.Fatalf("%s: no lane rows made before the record", id)
+		}
 		items = append(items, batchItem{p: p, fn: ps.outbox.recordHook("stripe", nil)})
 	}
 	before, _ := batchRows(t, ps)
@@ -152,10 +173,14 @@ func TestABatchWhoseMessagesTheLaneTakesInsertsThemWithThePayments(t *testing.T)
 	if got := laneArgsOf(t, b, "stripe", "lane-b0"); len(got) != 2 {
 		t.Errorf("lane-b0's rows %v: want its first record's two only", got)
 	}
-	for _, id := range []string{"lane-b1", "lane-b2"} {
-		if got := laneArgsOf(t, b, "stripe", id); len(got) != 2 || got["ledger"] != madeBeforeRecord || got["analytics"] != madeBeforeRecord {
-			t.Errorf("%s's rows %v: want ledger's and analytics', made by the batch's statement", id, got)
+	for i, id := range []string{"lane-b1", "lane-b2"} {
+		at := outs[i+1].rec.ReceivedAt
+		if got := laneArgsOf(t, b, "stripe", id); len(got) != 2 || !storedAt(t, got["ledger"]).Equal(at) || !storedAt(t, got["analytics"]).Equal(at) {
+			t.Errorf("%s's rows %v: want ledger's and analytics', carrying the received_at recorded, %v", id, got, at)
 		}
+	}
+	if n := testkit.Count(t, b.admin, `SELECT count(*) FROM payments WHERE transaction_id = 'lane-b2' AND account = 'acct_eu'`); n != 1 {
+		t.Errorf("lane-b2 recorded with its account: %d rows, want 1", n)
 	}
 	if got := laneArgsOf(t, b, "stripe", "lane-none"); len(got) != 0 {
 		t.Errorf("lane-none's rows %v: want none, its route took nothing", got)
@@ -192,18 +217,26 @@ func TestARouteThatNeedsThePaymentAsRecordedRoutesInTheTransaction(t *testing.T)
 	}
 }
 
-// A route's error fails the record before anything is sent: nothing is
-// recorded, and the sender is told to retry.
-func TestARouteThatFailsBeforeTheRecordRecordsNothing(t *testing.T) {
+// A route that fails records nothing new and tells the sender to retry
+// (ErrUnavailable), as it did in the recording transaction; a redelivery
+// of a payment already recorded is still answered as a duplicate.
+func TestARouteThatFailsRecordsNothingNewAndLeavesDuplicatesAlone(t *testing.T) {
 	t.Parallel()
 	b := expressSetup(t)
+	ctx := context.Background()
+	if _, err := b.store.Payments().RecordPayment(ctx, stripePayment("lane-before")); err != nil {
+		t.Fatal(err)
+	}
 	b.store.Outbox().Route("stripe", func(context.Context, ForwardArgs, *Payment) ([]ForwardTarget, error) {
 		return nil, errors.New("no routes today")
 	})
-	if _, err := b.store.Payments().RecordPayment(context.Background(), stripePayment("lane-fail")); !errors.Is(err, ErrUnavailable) {
+	if _, err := b.store.Payments().RecordPayment(ctx, stripePayment("lane-fail")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("record with a failing route: %v, want ErrUnavailable", err)
 	}
-	if _, err := b.store.Payments().Payment(context.Background(), "stripe", "lane-fail"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.store.Payments().Payment(ctx, "stripe", "lane-fail"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the payment whose route failed: %v, want ErrNotFound", err)
+	}
+	if _, err := b.store.Payments().RecordPayment(ctx, stripePayment("lane-before")); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("a redelivery with the route failing: %v, want ErrDuplicate", err)
 	}
 }

@@ -251,9 +251,9 @@ var mutations = []Mutation{
 	{
 		ID:          "lane-received-at",
 		Why:         "a message made before its payment was recorded is sent with received_at 0001-01-01",
-		File:        "store/outbox_express.go",
-		Snippet:     "\t\t\tc.ReceivedAt = m.CreatedAt\n",
-		Replacement: "\t\t\t_ = c\n",
+		File:        "store/payments_lane.go",
+		Snippet:     "\t\tCASE WHEN f.r >= 0 THEN",
+		Replacement: "\t\tCASE WHEN f.r < -1 THEN",
 		Packages:    []string{"./store/"},
 		Run:         "TestARecordWhoseMessagesTheLaneTakesIsOneStatement",
 	},
