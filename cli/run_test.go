@@ -306,15 +306,7 @@ func TestServeAStripeSourceAloneNeedsNoWebhookSecrets(t *testing.T) {
 	body := fakestripe.PaymentIntentSucceeded(fakestripe.Payment{ID: "pi_alone", Amount: 1200, Currency: "jpy", Created: time.Now()})
 	post := func(path string, header http.Header) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
-		req.Header = header
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		return testkit.PostJSON(t, context.Background(), base+path, header, body)
 	}
 	if code := post("/webhooks/stripe", signature.Sign(signature.SchemeStripe, secrets[0], "", time.Now(), body)); code != http.StatusOK {
 		t.Errorf("a signed Stripe event: %d, want 200", code)
