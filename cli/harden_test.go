@@ -498,7 +498,7 @@ func adyenSigned(t *testing.T, key, psp string) []byte {
 // TestAdyenForwardsMarkWhatTheHMACDoesNotCover runs two Adyen sources,
 // one with basic authentication, and reads their forwards: without it,
 // the members of the item that Adyen's HMAC does not sign are named
-// unauthenticated; with it, none are.
+// unauthenticated; with it, none are. Neither carries the HMAC itself.
 func TestAdyenForwardsMarkWhatTheHMACDoesNotCover(t *testing.T) {
 	t.Parallel()
 	const otherKey = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF"
@@ -539,6 +539,9 @@ func TestAdyenForwardsMarkWhatTheHMACDoesNotCover(t *testing.T) {
 			t.Fatal(err)
 		}
 		got[msg.Data.Source] = msg.Data.Unauthenticated
+		if bytes.Contains(a.Body, []byte("hmacSignature")) {
+			t.Errorf("%s forward carries the notification's signature: %s", msg.Data.Source, a.Body)
+		}
 	}
 	if want := []string{"additionalData", "eventDate", "paymentMethod", "reason"}; !slices.Equal(got["adyen"], want) {
 		t.Errorf("adyen forward: unauthenticated %q, want %q", got["adyen"], want)

@@ -127,7 +127,10 @@ func sourceVerifier(spec source.Spec, tolerance time.Duration) (*signature.Verif
 // forward_to whose types and filter take the message, in the recording
 // transaction: it sets each one's route on st (store.Outbox.Route), which
 // records and enqueues in one call. The handler passes no hook for them.
-func forwardOnRecord(routes forward.Routes, st *store.Store) {
+// The express lane's rows then carry their payment.recorded message's
+// body as the forward worker of cfg builds it (forward.RecordedBody): the
+// sources' signatures left out and their unsigned members named.
+func forwardOnRecord(cfg Config, routes forward.Routes, st *store.Store) {
 	if routes.Router == nil {
 		return
 	}
@@ -135,6 +138,9 @@ func forwardOnRecord(routes forward.Routes, st *store.Store) {
 		if len(dests) > 0 {
 			st.Outbox().Route(source, routes.Router.Route(dests))
 		}
+	}
+	if specs, err := forwardSpecs(cfg); err == nil {
+		st.Outbox().Render(forward.RecordedBody(verifiedPayloads(cfg, specs), unsignedMembers(cfg, specs)))
 	}
 }
 
@@ -190,7 +196,7 @@ func openPipeline(cfg Config, st *store.Store, logger *slog.Logger) (h *handler.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	forwardOnRecord(routes, st)
+	forwardOnRecord(cfg, routes, st)
 	rdb, err := cfg.Lock.Redis.open()
 	if err != nil {
 		return nil, nil, nil, err

@@ -107,7 +107,7 @@ func (s *serving) open(ctx context.Context) error {
 		return err
 	}
 	s.later(s.st.Close)
-	forwardOnRecord(s.routes, s.st)
+	forwardOnRecord(s.cfg, s.routes, s.st)
 	if s.rdb, err = s.cfg.Lock.Redis.open(); err != nil {
 		return err
 	}

@@ -371,7 +371,13 @@ func (d *drainer) prepare(ctx context.Context, m store.ExpressMessage) (*attempt
 	}
 	at := &attempt{m: m, ev: Event{Attempt: 1, Type: a.Type, WebhookID: a.ID, Destination: a.Destination}}
 	at.ctx, at.span = w.startAttempt(ctx, a, 1, opts...)
-	msg, err := w.message(at.ctx, a, time.Now())
+	var msg Message
+	var err error
+	if m.Body != nil {
+		msg = w.sealed(a, m.Body, time.Now()) // as its payment's recording rendered it
+	} else {
+		msg, err = w.message(at.ctx, a, time.Now())
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		at.ev.Outcome, at.ev.Err = OutcomeFailedAttempt, err
 		endAttempt(at.span, at.ev)

@@ -2,6 +2,7 @@ package forward_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -181,5 +182,81 @@ func TestABusyExpressLaneIsVacuumedByItsDrainer(t *testing.T) {
 	if got := testkit.Count(t, b.store.Pool(), `SELECT vacuum_count FROM pg_stat_user_tables
 		WHERE relname = 'forward_express' AND schemaname = current_schema()`); got == 0 {
 		t.Errorf("Postgres counts no vacuum of forward_express after %d of the drainer's", es.n.Load())
+	}
+}
+
+// A payment recorded with its lane rows in one statement, under a
+// renderer (store.Outbox.Render with RecordedBody), gives its rows the
+// message's body: the drainer sends it as it is, and it is, byte for
+// byte, the body River's worker builds of the payment as recorded when
+// the lane's attempt failed and the message went on in River.
+func TestTheLaneSendsTheBodyRenderedWhenThePaymentWasRecorded(t *testing.T) {
+	t.Parallel()
+	h := memHarness(t)
+	b := expressSetup(t, h.URL, 25)
+	b.store.Outbox().Route("acme", store.ToDestination(forward.DefaultDestination))
+	b.store.Outbox().Render(forward.RecordedBody(nil, nil))
+	ctx := context.Background()
+	// A payload in jsonb's own order, which River's job reads back as it
+	// was written.
+	rec, err := b.store.Payments().RecordPayment(ctx, payment("tx-body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testkit.Count(t, b.store.Pool(), `SELECT count(*) FROM forward_express
+		WHERE body IS NOT NULL AND NOT convert_from(args, 'UTF8')::jsonb ? 'payment'`); n != 1 {
+		t.Fatalf("%d lane rows with a body and args without the payment, want 1", n)
+	}
+	h.Refuse(1)
+	runWorker(t, b.store, b.worker)
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.worker.RunExpress(dctx, b.store.Outbox()) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 15*time.Second, "the message sent again by River", func() bool { return len(h.Received()) == 2 })
+	got := h.Received()
+	if got[0].Accepted || !got[1].Accepted {
+		t.Fatalf("accepted %v, %v: want the lane's attempt refused, River's taken", got[0].Accepted, got[1].Accepted)
+	}
+	if string(got[0].Body) != string(got[1].Body) {
+		t.Fatalf("the lane sent\n%s\nRiver sent\n%s\nwant the same bytes", got[0].Body, got[1].Body)
+	}
+	var msg struct {
+		Data struct {
+			ReceivedAt time.Time `json:"received_at"`
+			Amount     int64     `json:"amount"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(got[0].Body, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if !msg.Data.ReceivedAt.Equal(rec.ReceivedAt) || msg.Data.Amount != rec.Amount {
+		t.Fatalf("the message says %+v, want the payment as recorded at %v", msg.Data, rec.ReceivedAt)
+	}
+}
+
+// The drainer sends a lane row's body as it is: it does not build the
+// message again from the payment.
+func TestTheLaneSendsARowsBodyAsItIs(t *testing.T) {
+	t.Parallel()
+	h := memHarness(t)
+	b := expressSetup(t, h.URL, 25)
+	b.store.Outbox().Route("acme", store.ToDestination(forward.DefaultDestination))
+	b.store.Outbox().Render(forward.RecordedBody(nil, nil))
+	ctx := context.Background()
+	if _, err := b.store.Payments().RecordPayment(ctx, payment("tx-as-is")); err != nil {
+		t.Fatal(err)
+	}
+	const marked = `{"type":"payment.recorded","data":{"marked":true}}`
+	if _, err := b.store.Pool().Exec(ctx, `UPDATE forward_express SET body = convert_to($1, 'UTF8') WHERE body IS NOT NULL`, marked); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.worker.RunExpress(dctx, b.store.Outbox()) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 15*time.Second, "the message sent", func() bool { return len(h.Received()) == 1 })
+	if got := h.Received()[0]; string(got.Body) != marked || !got.Accepted {
+		t.Fatalf("the destination got %s (accepted %v), want the row's body %s", got.Body, got.Accepted, marked)
 	}
 }

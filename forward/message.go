@@ -75,6 +75,12 @@ func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time
 	if err != nil {
 		return Message{}, err
 	}
+	return w.sealed(a, body, now), nil
+}
+
+// sealed is a's message with body, signed at now with the destination's
+// secrets (unless it signs none) and with its headers.
+func (w *Worker) sealed(a store.ForwardArgs, body []byte, now time.Time) Message {
 	m := Message{ID: a.ID, Type: a.Type, Timestamp: now, Key: messageKey(a), Body: body,
 		Header: map[string]string{HeaderID: a.ID, HeaderTimestamp: strconv.FormatInt(now.Unix(), 10)}}
 	secrets := append([]signature.Secret{w.cfg.Secret}, w.cfg.OtherSecrets...)
@@ -87,12 +93,12 @@ func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time
 		}
 	}
 	if !signs(secrets[0]) {
-		return m, nil // unsigned: a broker destination, which authenticates paylock itself
+		return m // unsigned: a broker destination, which authenticates paylock itself
 	}
 	for k, v := range signature.SignStandard(secrets, a.ID, now, body) {
 		m.Header[strings.ToLower(k)] = v[0]
 	}
-	return m, nil
+	return m
 }
 
 // messageKey is the ordering key of a's subject (Message.Key).
@@ -127,6 +133,23 @@ func (w *Worker) body(ctx context.Context, a store.ForwardArgs) ([]byte, error) 
 		return nil, err
 	}
 	return json.Marshal(envelope{Type: a.Type, Data: d})
+}
+
+// RecordedBody is the renderer of payment.recorded messages' bodies for
+// store.Outbox.Render, with a worker's Config.Verified and Config.Unsigned
+// (nil: none): the body a Worker with them builds of the same payment,
+// byte for byte, which the express lane's drainer then sends as it is.
+func RecordedBody(verified func(source string, payload []byte) []byte, unsigned func(source string, payload []byte) []string) store.MessageRenderer {
+	return func(a store.ForwardArgs, p store.Payment) ([]byte, error) {
+		if a.Type != store.ForwardPaymentRecorded {
+			return nil, fmt.Errorf("forward: render a %q message: only %s are rendered when recorded", a.Type, store.ForwardPaymentRecorded)
+		}
+		d, err := messageData(a, &p, verified, unsigned)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(envelope{Type: a.Type, Data: d})
+	}
 }
 
 // messageData is the data of a's message: for payment.recorded, of the

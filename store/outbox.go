@@ -33,6 +33,8 @@ type Outbox struct {
 	// on every Route, so that a record reads it with one atomic load.
 	mu     sync.Mutex
 	routes atomic.Pointer[map[string]ForwardRouter]
+	// render is Render's renderer, nil when none.
+	render atomic.Pointer[MessageRenderer]
 }
 
 // The forward job: the transactional outbox of recorded payments and
@@ -478,6 +480,28 @@ func (s *Outbox) Route(source string, route ForwardRouter) {
 		next[source] = route
 	}
 	s.routes.Store(&next)
+}
+
+// MessageRenderer renders the body of a's message, a payment.recorded
+// of p, as the process that sends it would (package forward's
+// RecordedBody): the JSON it sends, byte for byte.
+type MessageRenderer func(a ForwardArgs, p Payment) ([]byte, error)
+
+// Render makes the express lane's rows of payment.recorded messages that
+// the recording statement inserts (payments_lane.go) carry their body,
+// rendered by r once for all of a payment's destinations, the
+// received_at the statement records written in: the drainer then sends
+// the body as it is, rather than decode the payment its args would carry
+// and encode the message again. nil renders none. Set it once, with the
+// routes (paylock serve does); a process that sends another body for the
+// same payment (another configuration of its sources) would send what
+// the recording process rendered.
+func (s *Outbox) Render(r MessageRenderer) {
+	if r == nil {
+		s.render.Store(nil)
+		return
+	}
+	s.render.Store(&r)
 }
 
 // routeOf is source's route (Route), nil when it forwards nothing.

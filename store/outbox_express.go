@@ -57,6 +57,11 @@ type ExpressMessage struct {
 	// Trace is the W3C trace context of the delivery that made the
 	// message (traceparent), empty when none.
 	Trace propagation.MapCarrier
+	// Body, when set, is the message's body as the replica that recorded
+	// its payment rendered it (Outbox.Render): the drainer sends it as it
+	// is. Its Args then carry no payment (a River job made of them reads
+	// it). Nil: the message is built from Args.
+	Body []byte
 }
 
 // ExpressHandover is a claimed message to hand over to River
@@ -95,7 +100,7 @@ func JobExpressRefusal(metadata []byte) string {
 // expressRow is one row of the express lane to insert.
 type expressRow struct {
 	destination, source, transactionID, messageID, typ, traceparent string
-	args                                                            []byte
+	args, body                                                      []byte
 	maxAttempts                                                     int
 }
 
@@ -117,20 +122,20 @@ func expressRowOf(ctx context.Context, args ForwardArgs, maxAttempts int) (expre
 	return r, nil
 }
 
-const insertExpressSQL = `INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::int[], $8::text[])`
+const insertExpressSQL = `INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent, body)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::int[], $8::text[], $9::bytea[])`
 
 // expressArrays are rows as the parameters of insertExpressSQL: their
 // columns' arrays.
 func expressArrays(rows []expressRow) []any {
 	n := len(rows)
-	dest, src, txn, id, typ, args, attempts, trace := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
-		make([]string, n), make([][]byte, n), make([]int32, n), make([]string, n)
+	dest, src, txn, id, typ, args, attempts, trace, body := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([][]byte, n), make([]int32, n), make([]string, n), make([][]byte, n)
 	for i, r := range rows {
-		dest[i], src[i], txn[i], id[i], typ[i], args[i], attempts[i], trace[i] = r.destination, r.source, r.transactionID,
-			r.messageID, r.typ, r.args, int32(r.maxAttempts), r.traceparent
+		dest[i], src[i], txn[i], id[i], typ[i], args[i], attempts[i], trace[i], body[i] = r.destination, r.source, r.transactionID,
+			r.messageID, r.typ, r.args, int32(r.maxAttempts), r.traceparent, r.body // a nil body is NULL
 	}
-	return []any{dest, src, txn, id, typ, args, attempts, trace}
+	return []any{dest, src, txn, id, typ, args, attempts, trace, body}
 }
 
 // insertExpress inserts rows in tx, in one statement, in their order.
@@ -173,7 +178,7 @@ WITH done AS (
 )
 UPDATE forward_express o SET claimed_until = now() + make_interval(secs => $2), claims = o.claims + 1
 WHERE o.id = ANY(ARRAY(SELECT id FROM c))
-RETURNING o.id, o.args, o.max_attempts, o.created_at, o.claims, o.traceparent,
+RETURNING o.id, o.args, o.max_attempts, o.created_at, o.claims, o.traceparent, o.body,
 	o.transaction_id <> '' AND EXISTS (
 		SELECT 1 FROM river_job j
 		WHERE j.kind = 'forward' AND j.state <> 'completed'
@@ -207,7 +212,7 @@ func (s *Outbox) ClaimExpress(ctx context.Context, limit int, lease time.Duratio
 		var m ExpressMessage
 		var args []byte
 		var tp string
-		if err := rows.Scan(&m.ID, &args, &m.MaxAttempts, &m.CreatedAt, &m.Claims, &tp, &m.Held); err != nil {
+		if err := rows.Scan(&m.ID, &args, &m.MaxAttempts, &m.CreatedAt, &m.Claims, &tp, &m.Body, &m.Held); err != nil {
 			return nil, translate("claim forwards (express)", err)
 		}
 		if err := json.Unmarshal(args, &m.Args); err != nil {

@@ -60,7 +60,9 @@ func receivedAtOffset(args []byte) int {
 // job (a single attempt), the route needs p as recorded
 // (ErrRouteAfterRecord), or the route or an encoding failed: routed again
 // after the insert, the failure then meets only a payment newly recorded,
-// never a redelivery of one already recorded.
+// never a redelivery of one already recorded. With a renderer (Render),
+// the rows carry the message's body, rendered once for every destination,
+// and their args no payment (laneBody).
 func (s *Outbox) prerouteRecorded(ctx context.Context, p Payment) *expressLane {
 	route := s.routeOf(p.Source)
 	if route == nil || !s.cfg.ExpressForwards || p.TransactionID == "" || p.Lifecycle != nil {
@@ -71,6 +73,10 @@ func (s *Outbox) prerouteRecorded(ctx context.Context, p Payment) *expressLane {
 	targets, err := route(ctx, args, &p)
 	if err != nil {
 		return nil
+	}
+	body, at := s.laneBody(args, p)
+	if body != nil {
+		args.Payment = nil // the body says it: a River job made of the row reads it
 	}
 	lane := &expressLane{rows: make([]expressRow, 0, len(targets)), at: make([]int, 0, len(targets))}
 	for _, t := range targets {
@@ -87,40 +93,76 @@ func (s *Outbox) prerouteRecorded(ctx context.Context, p Payment) *expressLane {
 		if err != nil {
 			return nil
 		}
-		lane.rows, lane.at = append(lane.rows, row), append(lane.at, receivedAtOffset(row.args))
+		if body == nil {
+			at = receivedAtOffset(row.args)
+		}
+		row.body = body
+		lane.rows, lane.at = append(lane.rows, row), append(lane.at, at)
 	}
 	return lane
 }
 
+// laneBody is the body of args's message of p (not yet recorded) as the
+// renderer renders it (Render), and the offset in it of p's zero
+// received_at; nil when there is no renderer, args carries no payment (p's
+// payload is too large: the drainer reads it) or the renderer failed or
+// wrote no zero received_at where the statement can write the recorded
+// one (the row's args then carry the payment, as without a renderer).
+func (s *Outbox) laneBody(args ForwardArgs, p Payment) ([]byte, int) {
+	r := s.render.Load()
+	if r == nil || args.Payment == nil {
+		return nil, -1
+	}
+	body, err := (*r)(args, p)
+	if err != nil {
+		return nil, -1
+	}
+	at := receivedAtOffset(body)
+	if at < 0 {
+		return nil, -1
+	}
+	return body, at
+}
+
 // withLaneSQL is insert (insertManySQL or insertManyAccountSQL, whose
 // last parameter is $last) with the express lane's rows of the payments
-// it records, its parameters $last+1 to $last+9: the rows' destination,
+// it records, its parameters $last+1 to $last+10: the rows' destination,
 // source, transaction id, message id, type, args, max attempts,
-// traceparent and the offset of the received_at in args (-1: none), in
-// the order their ids follow. The received_at the statement recorded
-// overwrites the zero time at that offset, in the form encoding/json
-// reads back (UTC, microseconds). A row whose payment the arbiter held is
-// not inserted: its message was made when the payment was.
+// traceparent, body (NULL: none) and the offset of the received_at in the
+// body, or in args when the row has no body (-1: none), in the order
+// their ids follow. The received_at the statement recorded overwrites the
+// zero time at that offset, in the form encoding/json writes it (UTC,
+// RFC 3339 with the fraction's trailing zeros cut, as time.RFC3339Nano).
+// A row whose payment the arbiter held is not inserted: its message was
+// made when the payment was.
 func withLaneSQL(insert string, last int) string {
-	p := make([]any, 9)
+	p := make([]any, 10)
 	for i := range p {
 		p[i] = last + 1 + i
 	}
+	at := `overlay(%s PLACING convert_to(` + receivedAtText("ins.received_at") + `, 'UTF8')
+			FROM f.r + 1 FOR ` + fmt.Sprint(len(receivedAtZero)) + `)`
 	return "WITH ins AS (" + strings.TrimSpace(insert) + `
 ), lane AS (
-	INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent)
+	INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent, body)
 	SELECT f.d, f.s, f.t, f.m, f.y,
-		CASE WHEN f.r >= 0 THEN overlay(f.a PLACING convert_to(
-			to_char(ins.received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'UTF8') FROM f.r + 1 FOR ` +
-		fmt.Sprint(len(receivedAtZero)) + `)
-		ELSE f.a END,
-		f.n, f.p
-	FROM unnest(` + fmt.Sprintf("$%d::text[], $%d::text[], $%d::text[], $%d::text[], $%d::text[], $%d::bytea[], $%d::int[], $%d::text[], $%d::int[]", p...) + `)
-		WITH ORDINALITY AS f(d, s, t, m, y, a, n, p, r, o)
+		CASE WHEN f.r >= 0 AND f.b IS NULL THEN ` + fmt.Sprintf(at, "f.a") + ` ELSE f.a END,
+		f.n, f.p,
+		CASE WHEN f.r >= 0 AND f.b IS NOT NULL THEN ` + fmt.Sprintf(at, "f.b") + ` ELSE f.b END
+	FROM unnest(` + fmt.Sprintf("$%d::text[], $%d::text[], $%d::text[], $%d::text[], $%d::text[], $%d::bytea[], $%d::int[], $%d::text[], $%d::bytea[], $%d::int[]", p...) + `)
+		WITH ORDINALITY AS f(d, s, t, m, y, a, n, p, b, r, o)
 	JOIN ins ON ins.source = f.s AND ins.transaction_id = f.t
 	ORDER BY f.o
 )
 SELECT source, transaction_id, received_at FROM ins`
+}
+
+// receivedAtText is the SQL of the text of the timestamptz column as
+// encoding/json writes a time.Time in UTC (time.RFC3339Nano: the
+// fraction's trailing zeros cut, none when it is zero), to the
+// microsecond, Postgres's precision.
+func receivedAtText(column string) string {
+	return `regexp_replace(to_char(` + column + ` AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '\.?0+$', '') || 'Z'`
 }
 
 var (

@@ -3,9 +3,12 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,5 +241,111 @@ func TestARouteThatFailsRecordsNothingNewAndLeavesDuplicatesAlone(t *testing.T) 
 	}
 	if _, err := b.store.Payments().RecordPayment(ctx, stripePayment("lane-before")); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("a redelivery with the route failing: %v, want ErrDuplicate", err)
+	}
+}
+
+// The statement writes a received_at as encoding/json writes the time
+// (time.RFC3339Nano in UTC): what a body rendered after the record would
+// say, byte for byte.
+func TestTheRecordedReceivedAtIsWrittenAsEncodingJSONWritesIt(t *testing.T) {
+	t.Parallel()
+	b := expressSetup(t)
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		paris = time.FixedZone("CET", 3600)
+	}
+	for _, at := range []time.Time{
+		time.Date(2026, 12, 6, 13, 14, 34, 123456000, time.UTC),
+		time.Date(2026, 12, 6, 13, 14, 34, 120000000, time.UTC),
+		time.Date(2026, 12, 6, 13, 14, 30, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 100000, time.UTC),
+		time.Date(2026, 6, 30, 23, 59, 59, 1000, paris),
+		time.Date(2026, 3, 29, 2, 30, 10, 0, paris),
+	} {
+		var got string
+		if err := b.admin.QueryRow(context.Background(), `SELECT `+receivedAtText("$1::timestamptz"), at).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := at.UTC().Format(time.RFC3339Nano); got != want {
+			t.Errorf("%v written as %q, want %q", at, got, want)
+		}
+	}
+}
+
+// testRender renders a payment.recorded message as package forward's
+// RecordedBody does, in the shape that matters here: the received_at,
+// then the payload.
+func testRender(a ForwardArgs, p Payment) ([]byte, error) {
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		Data struct {
+			TransactionID string          `json:"transaction_id"`
+			Amount        int64           `json:"amount"`
+			ReceivedAt    string          `json:"received_at"`
+			Payload       json.RawMessage `json:"payload"`
+		} `json:"data"`
+	}{Type: a.Type, Data: struct {
+		TransactionID string          `json:"transaction_id"`
+		Amount        int64           `json:"amount"`
+		ReceivedAt    string          `json:"received_at"`
+		Payload       json.RawMessage `json:"payload"`
+	}{p.TransactionID, p.Amount, p.ReceivedAt.UTC().Format(time.RFC3339Nano), p.Payload}})
+}
+
+// Under a renderer, a payment's lane rows carry the body of its message,
+// rendered once before the record, the received_at recorded written in:
+// the body the renderer makes of the payment as recorded, byte for byte.
+// Their args then carry no payment. A payment too large to carry has no
+// body (its message is built when sent, from the payment read).
+func TestRenderedLaneRowsCarryTheBodyOfThePaymentAsRecorded(t *testing.T) {
+	t.Parallel()
+	b := expressSetup(t)
+	b.store.Outbox().Route("stripe", func(context.Context, ForwardArgs, *Payment) ([]ForwardTarget, error) {
+		return []ForwardTarget{{Destination: "ledger"}, {Destination: "analytics"}}, nil
+	})
+	var renders atomic.Int32
+	b.store.Outbox().Render(func(a ForwardArgs, p Payment) ([]byte, error) {
+		renders.Add(1)
+		return testRender(a, p)
+	})
+	ctx := context.Background()
+	recs := map[string]Payment{}
+	for i := range 20 {
+		rec, err := b.store.Payments().RecordPayment(ctx, stripePayment(fmt.Sprintf("body-%02d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[rec.TransactionID] = rec
+	}
+	if renders.Load() != 20 {
+		t.Errorf("%d renders, want one per payment (20), whatever its destinations", renders.Load())
+	}
+	large := stripePayment("body-large")
+	large.Payload = []byte(`{"pad":"` + strings.Repeat("x", CarriedPayloadMax) + `"}`)
+	if _, err := b.store.Payments().RecordPayment(ctx, large); err != nil {
+		t.Fatal(err)
+	}
+	ms := claim(t, b, 100, time.Minute)
+	if len(ms) != 42 {
+		t.Fatalf("claimed %d messages, want 42", len(ms))
+	}
+	for _, m := range ms {
+		if m.Args.TransactionID == "body-large" {
+			if m.Body != nil {
+				t.Errorf("%s's message to %s has a body: want none, its payload is too large to carry", m.Args.TransactionID, m.Args.Destination)
+			}
+			continue
+		}
+		rec := recs[m.Args.TransactionID]
+		want, err := testRender(m.Args, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Body) != string(want) {
+			t.Errorf("%s's message to %s has the body\n%s\nwant\n%s", m.Args.TransactionID, m.Args.Destination, m.Body, want)
+		}
+		if m.Args.Payment != nil {
+			t.Errorf("%s's message to %s carries its payment in its args as well as its body", m.Args.TransactionID, m.Args.Destination)
+		}
 	}
 }
