@@ -26,6 +26,7 @@ type ExpressStore interface {
 	ReleaseExpress(ctx context.Context, ids []int64, after time.Duration) error
 	PurgeExpressSent(ctx context.Context) (int64, error)
 	VacuumExpress(ctx context.Context) error
+	TakeExpress(lease time.Duration, take func([]store.ExpressMessage))
 }
 
 // The express drainer's settings.
@@ -77,7 +78,13 @@ const (
 //     River leaves it to a replica that agrees), or whose payment is gone.
 //
 // A message its destination's limits hold back (Policy.Concurrency and
-// Rate) is given back to the lane for the wait. A drainer that dies
+// Rate) is given back to the lane for the wait. While it runs, the
+// drainer takes the rows that its own process's recording statements
+// insert at birth (store.Outbox.TakeExpress, when es is the recording
+// store's outbox): they are claimed by the statement that inserts them,
+// and sent from memory without a claim; those it has no room for, or
+// that waited half their lease for a place, it gives back to the lane,
+// as it does all it holds when it stops. A drainer that dies
 // leaves its claimed messages to the others once their lease
 // (RescueAfter) runs out: they may then be sent twice, never lost. Run
 // it in each process that works River's forward queue (AddTo), with the
@@ -113,12 +120,21 @@ func (w *Worker) RunExpress(ctx context.Context, es ExpressStore) error {
 		})
 	}
 	go d.settleLoop()
-	vacuumed := make(chan struct{})
+	vacuumed, born := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(vacuumed)
 		d.vacuumLoop(ctx)
 	}()
+	d.births = make(chan birth, 4*w.cfg.Concurrency)
+	es.TakeExpress(w.cfg.RescueAfter, d.take)
+	go func() {
+		defer close(born)
+		d.birthLoop(ctx)
+	}()
 	d.claimLoop(ctx)
+	es.TakeExpress(0, nil)
+	<-born
+	d.giveBackBirths()
 	<-vacuumed
 	close(d.work)
 	senders.Wait()
@@ -164,6 +180,19 @@ type drainer struct {
 	// deleted counts the rows this drainer deleted (delivered, handed
 	// over) since its last vacuum.
 	deleted atomic.Int64
+
+	// births are the messages this process's recordings claimed at
+	// birth (take), for birthLoop; once birthsShut is set (under
+	// birthsMu), take gives them back instead.
+	births     chan birth
+	birthsMu   sync.Mutex
+	birthsShut bool
+}
+
+// birth is a message claimed at birth, with when the drainer took it.
+type birth struct {
+	m  store.ExpressMessage
+	at time.Time
 }
 
 // vacuumLoop vacuums the lane every expressVacuumEvery once enough rows
@@ -235,19 +264,7 @@ func (d *drainer) claimLoop(ctx context.Context) {
 			continue
 		}
 		d.deleted.Add(int64(len(done)))
-		batches := map[string]*expressWork{}
-		for _, m := range ms {
-			if wk := d.dispatch(ctx, m); wk != nil {
-				if b := batches[m.Args.Destination]; b != nil {
-					b.batch, b.releases = append(b.batch, wk.m), append(b.releases, wk.release)
-				} else {
-					batches[m.Args.Destination] = &expressWork{batch: []store.ExpressMessage{wk.m}, releases: []func(){wk.release}, sink: wk.sink}
-				}
-			}
-		}
-		for _, b := range batches {
-			d.work <- *b
-		}
+		d.dispatchAll(ctx, ms)
 		switch {
 		case free == 0:
 		case len(ms) == 0:
@@ -257,6 +274,116 @@ func (d *drainer) claimLoop(ctx context.Context) {
 			// batch gather rather than spend a statement on each few rows.
 			sleep(ctx, expressGather)
 		}
+	}
+}
+
+// dispatchAll dispatches ms, those of one destination whose sink takes
+// batches in one delivery.
+func (d *drainer) dispatchAll(ctx context.Context, ms []store.ExpressMessage) {
+	batches := map[string]*expressWork{}
+	for _, m := range ms {
+		if wk := d.dispatch(ctx, m); wk != nil {
+			if b := batches[m.Args.Destination]; b != nil {
+				b.batch, b.releases = append(b.batch, wk.m), append(b.releases, wk.release)
+			} else {
+				batches[m.Args.Destination] = &expressWork{batch: []store.ExpressMessage{wk.m}, releases: []func(){wk.release}, sink: wk.sink}
+			}
+		}
+	}
+	for _, b := range batches {
+		d.work <- *b
+	}
+}
+
+// take is the drainer's store.Outbox.TakeExpress: the messages this
+// process's recordings claimed at birth, queued for birthLoop without
+// waiting; those the queue has no room for, or that come once the
+// drainer stops, are given back to the lane for any drainer to claim.
+func (d *drainer) take(ms []store.ExpressMessage) {
+	now := time.Now()
+	var back []int64
+	d.birthsMu.Lock()
+	for _, m := range ms {
+		if d.birthsShut {
+			back = append(back, m.ID)
+			continue
+		}
+		select {
+		case d.births <- birth{m: m, at: now}:
+		default:
+			back = append(back, m.ID)
+		}
+	}
+	d.birthsMu.Unlock()
+	if len(back) > 0 {
+		go d.giveBack(back)
+	}
+}
+
+// birthLoop dispatches the messages claimed at birth, until ctx is done:
+// those waiting together at once (a broker's batch). One that waited
+// for a place over half its lease is given back rather than sent: its
+// lease may run out while it is sent, and another drainer send it too.
+func (d *drainer) birthLoop(ctx context.Context) {
+	stale := d.w.cfg.RescueAfter / 2
+	var back []int64
+	for {
+		var b birth
+		select {
+		case b = <-d.births:
+		case <-ctx.Done():
+			return
+		}
+		ms := make([]store.ExpressMessage, 0, 1+len(d.births))
+	gather:
+		for {
+			if time.Since(b.at) > stale {
+				back = append(back, b.m.ID)
+			} else {
+				ms = append(ms, b.m)
+			}
+			select {
+			case b = <-d.births:
+			default:
+				break gather
+			}
+		}
+		if len(back) > 0 {
+			d.giveBack(back)
+			back = nil
+		}
+		d.dispatchAll(ctx, ms)
+	}
+}
+
+// giveBackBirths gives back the messages claimed at birth that the
+// drainer did not dispatch, once it stops, and those that come after.
+func (d *drainer) giveBackBirths() {
+	d.birthsMu.Lock()
+	d.birthsShut = true
+	d.birthsMu.Unlock()
+	var back []int64
+	for {
+		select {
+		case b := <-d.births:
+			back = append(back, b.m.ID)
+		default:
+			if len(back) > 0 {
+				d.giveBack(back)
+			}
+			return
+		}
+	}
+}
+
+// giveBack gives messages claimed at birth back to the lane, for any
+// drainer to claim at once; one it fails to give back is claimed again
+// once its lease runs out.
+func (d *drainer) giveBack(ids []int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), expressCall)
+	defer cancel()
+	if err := d.es.ReleaseExpress(ctx, ids, 0); err != nil {
+		d.warn(ctx, "give back", err)
 	}
 }
 

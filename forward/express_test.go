@@ -260,3 +260,72 @@ func TestTheLaneSendsARowsBodyAsItIs(t *testing.T) {
 		t.Fatalf("the destination got %s (accepted %v), want the row's body %s", got.Body, got.Accepted, marked)
 	}
 }
+
+// claimCount counts the messages the drainer's claims returned.
+type claimCount struct {
+	forward.ExpressStore
+	n atomic.Int32
+}
+
+func (c *claimCount) ClaimExpress(ctx context.Context, limit int, lease time.Duration, done []int64) ([]store.ExpressMessage, error) {
+	ms, err := c.ExpressStore.ClaimExpress(ctx, limit, lease, done)
+	c.n.Add(int32(len(ms)))
+	return ms, err
+}
+
+// While the drainer runs, the lane rows that this process's recordings
+// insert are its own from birth (store.Outbox.TakeExpress): it sends them
+// without claiming them, and deletes them as it does claimed ones. Once
+// it stops, the rows recorded after wait for any drainer's claim.
+func TestTheDrainerSendsTheRowsItsProcessRecordsWithoutClaimingThem(t *testing.T) {
+	t.Parallel()
+	rc := receiver(t)
+	b := expressSetup(t, rc.URL+"/paylock", 25)
+	b.store.Outbox().Route("acme", store.ToDestination(forward.DefaultDestination))
+	b.store.Outbox().Render(forward.RecordedBody(nil, nil))
+	es := &claimCount{ExpressStore: b.store.Outbox()}
+	ctx := context.Background()
+	// Recorded before the drainer runs: claimed. Once it is delivered, the
+	// drainer takes births (it does before its first claim).
+	if _, err := b.store.Payments().RecordPayment(ctx, payment("tx-birth-before")); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.worker.RunExpress(dctx, es) }()
+	testkit.WaitFor(t, 15*time.Second, "the message recorded before the drainer ran, claimed and sent", func() bool {
+		return len(rc.Attempts()) == 1 && b.lane(t) == 0
+	})
+	if c := es.n.Swap(0); c != 1 {
+		t.Fatalf("the drainer's claims returned %d messages, want the one recorded before it ran", c)
+	}
+	const n = 12
+	for i := range n {
+		if _, err := b.store.Payments().RecordPayment(ctx, payment(fmt.Sprintf("tx-birth-%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, 15*time.Second, "every message delivered and the lane empty", func() bool {
+		return len(rc.Attempts()) >= n+1 && b.lane(t) == 0
+	})
+	if c := es.n.Load(); c != 0 {
+		t.Errorf("the drainer's claims returned %d messages, want none: its process recorded them", c)
+	}
+	if sent := testkit.Count(t, b.store.Pool(), `SELECT count(*) FROM forward_sent`); sent != n+1 {
+		t.Errorf("forward_sent holds %d messages, want %d", sent, n+1)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Payments().RecordPayment(ctx, payment("tx-birth-after")); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := b.store.Outbox().ClaimExpress(ctx, 10, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Args.TransactionID != "tx-birth-after" {
+		t.Fatalf("a claim once the drainer stopped got %d messages, want tx-birth-after's", len(ms))
+	}
+}

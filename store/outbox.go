@@ -35,6 +35,8 @@ type Outbox struct {
 	routes atomic.Pointer[map[string]ForwardRouter]
 	// render is Render's renderer, nil when none.
 	render atomic.Pointer[MessageRenderer]
+	// taker is TakeExpress's, nil when none.
+	taker atomic.Pointer[expressTaker]
 }
 
 // The forward job: the transactional outbox of recorded payments and
@@ -502,6 +504,30 @@ func (s *Outbox) Render(r MessageRenderer) {
 		return
 	}
 	s.render.Store(&r)
+}
+
+// expressTaker is a TakeExpress.
+type expressTaker struct {
+	lease time.Duration
+	take  func([]ExpressMessage)
+}
+
+// TakeExpress makes the express lane's rows that this store's recording
+// statements insert (a payment.recorded message the lane takes for every
+// destination: payments_lane.go) claimed at birth, for lease, and gives
+// them to take once their statement answered (committed): as ClaimExpress
+// would, without the claim's statement. take must not block (a recording
+// waits for it); what it takes it sends, hands over or gives back, as a
+// claimed message. Rows whose statement's answer was lost stay claimed
+// until the lease runs out, then any drainer claims them. Package
+// forward's drainer takes them while it runs; nil take (or a lease not
+// above zero) stops: rows wait for a claim again.
+func (s *Outbox) TakeExpress(lease time.Duration, take func([]ExpressMessage)) {
+	if take == nil || lease <= 0 {
+		s.taker.Store(nil)
+		return
+	}
+	s.taker.Store(&expressTaker{lease: lease, take: take})
 }
 
 // routeOf is source's route (Route), nil when it forwards nothing.

@@ -402,12 +402,18 @@ func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchRe
 	if acc != nil {
 		sql, args = insertManyAccountSQL, append(args, acc)
 	}
+	var taker *expressTaker
 	if la := laneArgs(rows); lane && la != nil {
 		sql = insertManyLaneSQL
 		if acc != nil {
 			sql = insertManyAccountLaneSQL
 		}
+		if taker = s.outbox.taker.Load(); taker != nil {
+			la[len(la)-1] = taker.lease.Seconds() // claimed at birth
+		}
 		args = append(args, la...)
+	} else {
+		lane = false
 	}
 	res, err := q.Query(ctx, sql, args...)
 	if err != nil {
@@ -416,12 +422,28 @@ func (s *Payments) insertMany(ctx context.Context, q rowQuerier, rows []*batchRe
 	recorded := make(map[[2]string]Payment, n)
 	var k [2]string
 	var p Payment
-	_, err = pgx.ForEachRow(res, []any{&k[0], &k[1], &p.ReceivedAt}, func() error {
+	var ids []int64
+	var dests []string
+	var made time.Time
+	var born []ExpressMessage
+	scan := []any{&k[0], &k[1], &p.ReceivedAt}
+	if lane {
+		scan = append(scan, &ids, &dests, &made)
+	}
+	_, err = pgx.ForEachRow(res, scan, func() error {
 		rec := byKey[k]
+		if taker != nil && rec.lane != nil {
+			born = rec.lane.born(born, ids, dests, p.ReceivedAt, made)
+		}
 		rec.ReceivedAt, rec.lane = p.ReceivedAt, nil
 		recorded[k] = rec
 		return nil
 	})
+	if err == nil && len(born) > 0 {
+		// Committed (autocommit: the answer is the commit's) and claimed by
+		// this process: its drainer sends them.
+		taker.take(born)
+	}
 	return recorded, err
 }
 

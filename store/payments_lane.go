@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // A payment.recorded message whose every destination takes it through
@@ -27,10 +31,13 @@ import (
 // takes it.
 type expressLane struct {
 	rows []expressRow
-	// at is the offset, in each row's args, of the carried payment's
-	// received_at (the zero time, receivedAtZero); -1 when it carries
-	// none.
+	// at is the offset, in each row's body, or its args when it has none,
+	// of the payment's received_at (the zero time, receivedAtZero); -1
+	// when it carries none.
 	at []int
+	// args are the rows' args, for the messages this process takes at
+	// birth (Outbox.TakeExpress).
+	args []ForwardArgs
 }
 
 // receivedAtZero is how a carried payment's received_at is encoded before
@@ -97,7 +104,7 @@ func (s *Outbox) prerouteRecorded(ctx context.Context, p Payment) *expressLane {
 			at = receivedAtOffset(row.args)
 		}
 		row.body = body
-		lane.rows, lane.at = append(lane.rows, row), append(lane.at, at)
+		lane.rows, lane.at, lane.args = append(lane.rows, row), append(lane.at, at), append(lane.args, a)
 	}
 	return lane
 }
@@ -126,35 +133,48 @@ func (s *Outbox) laneBody(args ForwardArgs, p Payment) ([]byte, int) {
 
 // withLaneSQL is insert (insertManySQL or insertManyAccountSQL, whose
 // last parameter is $last) with the express lane's rows of the payments
-// it records, its parameters $last+1 to $last+10: the rows' destination,
+// it records, its parameters $last+1 to $last+11: the rows' destination,
 // source, transaction id, message id, type, args, max attempts,
 // traceparent, body (NULL: none) and the offset of the received_at in the
 // body, or in args when the row has no body (-1: none), in the order
-// their ids follow. The received_at the statement recorded overwrites the
-// zero time at that offset, in the form encoding/json writes it (UTC,
-// RFC 3339 with the fraction's trailing zeros cut, as time.RFC3339Nano).
-// A row whose payment the arbiter held is not inserted: its message was
-// made when the payment was.
+// their ids follow, then the lease in seconds of the rows claimed at
+// birth by the process that records them (Outbox.TakeExpress; 0: none,
+// the rows wait for a claim). The received_at the statement recorded
+// overwrites the zero time at that offset, in the form encoding/json
+// writes it (UTC, RFC 3339 with the fraction's trailing zeros cut, as
+// time.RFC3339Nano). A row whose payment the arbiter held is not
+// inserted: its message was made when the payment was. Each payment
+// recorded comes back with its rows' ids and destinations, and when they
+// were made.
 func withLaneSQL(insert string, last int) string {
 	p := make([]any, 10)
 	for i := range p {
 		p[i] = last + 1 + i
 	}
+	lease := fmt.Sprintf("$%d::float8", last+11)
 	at := `overlay(%s PLACING convert_to(` + receivedAtText("ins.received_at") + `, 'UTF8')
 			FROM f.r + 1 FOR ` + fmt.Sprint(len(receivedAtZero)) + `)`
 	return "WITH ins AS (" + strings.TrimSpace(insert) + `
 ), lane AS (
-	INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent, body)
+	INSERT INTO forward_express (destination, source, transaction_id, message_id, type, args, max_attempts, traceparent, body,
+		claimed_until, claims)
 	SELECT f.d, f.s, f.t, f.m, f.y,
 		CASE WHEN f.r >= 0 AND f.b IS NULL THEN ` + fmt.Sprintf(at, "f.a") + ` ELSE f.a END,
 		f.n, f.p,
-		CASE WHEN f.r >= 0 AND f.b IS NOT NULL THEN ` + fmt.Sprintf(at, "f.b") + ` ELSE f.b END
+		CASE WHEN f.r >= 0 AND f.b IS NOT NULL THEN ` + fmt.Sprintf(at, "f.b") + ` ELSE f.b END,
+		CASE WHEN ` + lease + ` > 0 THEN now() + make_interval(secs => ` + lease + `) END,
+		CASE WHEN ` + lease + ` > 0 THEN 1 ELSE 0 END
 	FROM unnest(` + fmt.Sprintf("$%d::text[], $%d::text[], $%d::text[], $%d::text[], $%d::text[], $%d::bytea[], $%d::int[], $%d::text[], $%d::bytea[], $%d::int[]", p...) + `)
 		WITH ORDINALITY AS f(d, s, t, m, y, a, n, p, b, r, o)
 	JOIN ins ON ins.source = f.s AND ins.transaction_id = f.t
 	ORDER BY f.o
+	RETURNING id, source, transaction_id, destination, created_at
 )
-SELECT source, transaction_id, received_at FROM ins`
+SELECT ins.source, ins.transaction_id, ins.received_at, coalesce(l.ids, '{}'), coalesce(l.dests, '{}'), coalesce(l.made, ins.received_at)
+FROM ins LEFT JOIN (
+	SELECT source, transaction_id, array_agg(id) AS ids, array_agg(destination) AS dests, min(created_at) AS made
+	FROM lane GROUP BY source, transaction_id
+) l ON l.source = ins.source AND l.transaction_id = ins.transaction_id`
 }
 
 // receivedAtText is the SQL of the text of the timestamptz column as
@@ -186,5 +206,49 @@ func laneArgs(rows []*batchReq) []any {
 	if lane == nil {
 		return nil
 	}
-	return append(expressArrays(lane), at)
+	return append(expressArrays(lane), at, 0.0)
+}
+
+// born appends to ms the messages of the lane's rows, as the statement
+// that recorded their payment inserted them, claimed at birth
+// (Outbox.TakeExpress): ids and dests are the rows' ids and destinations,
+// receivedAt the payment's as recorded, made the rows' created_at. A row
+// the statement did not return (none, as the rows of a payment are all
+// inserted or none) is left out.
+func (l *expressLane) born(ms []ExpressMessage, ids []int64, dests []string, receivedAt, made time.Time) []ExpressMessage {
+	var body []byte // the rows' one body, its received_at written in
+	for i, id := range ids {
+		j := slices.IndexFunc(l.rows, func(r expressRow) bool { return r.destination == dests[i] })
+		if j < 0 {
+			continue
+		}
+		row, a := l.rows[j], l.args[j]
+		m := ExpressMessage{ID: id, Args: a, MaxAttempts: row.maxAttempts, CreatedAt: made, Claims: 1}
+		switch at := l.at[j]; {
+		case row.body != nil && at >= 0:
+			if body == nil {
+				body = withReceivedAt(row.body, at, receivedAt)
+			}
+			m.Body = body
+		case a.Payment != nil:
+			carried := *a.Payment
+			carried.ReceivedAt = receivedAt
+			m.Args.Payment = &carried
+		}
+		if row.traceparent != "" {
+			m.Trace = propagation.MapCarrier{"traceparent": row.traceparent}
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// withReceivedAt is body with receivedAt, as encoding/json writes it, in
+// place of the zero time at offset at: what the recording statement
+// wrote into the row (withLaneSQL).
+func withReceivedAt(body []byte, at int, receivedAt time.Time) []byte {
+	out := make([]byte, 0, len(body)+len(time.RFC3339Nano))
+	out = append(out, body[:at]...)
+	out = receivedAt.UTC().AppendFormat(out, time.RFC3339Nano)
+	return append(out, body[at+len(receivedAtZero):]...)
 }

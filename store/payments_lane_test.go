@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -347,5 +348,115 @@ func TestRenderedLaneRowsCarryTheBodyOfThePaymentAsRecorded(t *testing.T) {
 		if m.Args.Payment != nil {
 			t.Errorf("%s's message to %s carries its payment in its args as well as its body", m.Args.TransactionID, m.Args.Destination)
 		}
+	}
+}
+
+// births collects what a TakeExpress gets.
+type births struct {
+	mu sync.Mutex
+	ms []ExpressMessage
+}
+
+func (b *births) take(ms []ExpressMessage) {
+	b.mu.Lock()
+	b.ms = append(b.ms, ms...)
+	b.mu.Unlock()
+}
+
+func (b *births) took() []ExpressMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.ms
+	b.ms = nil
+	return out
+}
+
+// A process that takes its lane rows at birth (TakeExpress) gets the
+// rows its recording statements insert once they committed, claimed for
+// its lease: the messages a claim would return, byte for byte, which no
+// claim returns until they are given back. A duplicate gives nothing.
+// Without a taker, the rows wait for a claim again.
+func TestRowsTakenAtBirthAreTheTakersAlone(t *testing.T) {
+	t.Parallel()
+	b := expressSetup(t)
+	ctx := context.Background()
+	got := &births{}
+	out := b.store.Outbox()
+	out.TakeExpress(time.Minute, got.take)
+	for _, render := range []bool{true, false} {
+		id := fmt.Sprintf("birth-%v", render)
+		out.Render(nil)
+		if render {
+			out.Render(testRender)
+		}
+		rec, err := b.store.Payments().RecordPayment(ctx, stripePayment(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		born := got.took()
+		if len(born) != 2 {
+			t.Fatalf("%s: %d messages taken at birth, want 2 (ledger's, analytics')", id, len(born))
+		}
+		if ms := claim(t, b, 10, time.Minute); len(ms) != 0 {
+			t.Fatalf("%s: a claim got %d messages taken at birth, want none", id, len(ms))
+		}
+		if _, err := b.store.Payments().RecordPayment(ctx, stripePayment(id)); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("%s again: %v, want ErrDuplicate", id, err)
+		}
+		if again := got.took(); len(again) != 0 {
+			t.Fatalf("%s again: %d messages taken, want none", id, len(again))
+		}
+		ids := make([]int64, len(born))
+		for i, m := range born {
+			ids[i] = m.ID
+			if m.Claims != 1 || m.Held || m.MaxAttempts != 7 {
+				t.Errorf("%s to %s: claims %d, held %v, max attempts %d; want 1, false, 7", id, m.Args.Destination, m.Claims, m.Held, m.MaxAttempts)
+			}
+			if render {
+				want, err := testRender(m.Args, rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(m.Body) != string(want) {
+					t.Errorf("%s to %s: body\n%s\nwant\n%s", id, m.Args.Destination, m.Body, want)
+				}
+			} else if carried, ok := m.Args.CarriedPayment(); !ok || !carried.ReceivedAt.Equal(rec.ReceivedAt) || m.Body != nil {
+				t.Errorf("%s to %s carries %+v (%v), body %q: want the payment as recorded at %v, no body", id, m.Args.Destination, carried, ok, m.Body, rec.ReceivedAt)
+			}
+		}
+		if err := out.ReleaseExpress(ctx, ids, 0); err != nil {
+			t.Fatal(err)
+		}
+		claimed := claim(t, b, 10, time.Minute)
+		if len(claimed) != 2 {
+			t.Fatalf("%s: claimed %d messages once given back, want 2", id, len(claimed))
+		}
+		for _, c := range claimed {
+			i := slices.IndexFunc(born, func(m ExpressMessage) bool { return m.ID == c.ID })
+			if i < 0 {
+				t.Fatalf("%s: claimed message %d, not one taken at birth", id, c.ID)
+			}
+			m := born[i]
+			if string(c.Body) != string(m.Body) || c.Args.Destination != m.Args.Destination || c.Args.Fingerprint != m.Args.Fingerprint ||
+				c.Trace["traceparent"] != m.Trace["traceparent"] || !c.CreatedAt.Equal(m.CreatedAt) {
+				t.Errorf("%s to %s: claimed %+v, taken at birth %+v: want the same message", id, m.Args.Destination, c, m)
+			}
+			if cp, ok := c.Args.CarriedPayment(); ok {
+				if mp, _ := m.Args.CarriedPayment(); !cp.ReceivedAt.Equal(mp.ReceivedAt) || string(cp.Payload) != string(mp.Payload) {
+					t.Errorf("%s to %s: claimed payment %+v, taken at birth %+v", id, m.Args.Destination, cp, mp)
+				}
+			}
+		}
+		claim(t, b, 0, time.Minute, ids...)
+	}
+	out.TakeExpress(0, nil)
+	if _, err := b.store.Payments().RecordPayment(ctx, stripePayment("birth-none")); err != nil {
+		t.Fatal(err)
+	}
+	if born := got.took(); len(born) != 0 {
+		t.Fatalf("%d messages taken with no taker, want none", len(born))
+	}
+	if ms := claim(t, b, 10, time.Minute); len(ms) != 2 {
+		t.Fatalf("claimed %d messages with no taker, want 2", len(ms))
 	}
 }
