@@ -414,10 +414,10 @@ func (rp *report) webhookSection() {
 	rp.p("")
 	rp.batchingTable(scs, runs)
 	if rs := rp.lockVsOff("fwd-0", "lock-0"); len(rs) > 0 {
-		rp.p("The forward's cost: with a forward URL, each statement's payments are recorded with their")
-		rp.p("messages in one transaction (BEGIN, the INSERT, the express lane's insert, COMMIT) instead of one")
-		rp.p("autocommit INSERT, and the replica's drainer then delivers each message to a receiver that")
-		rp.p("answers 204 (a batch's claim, the POST of the payment the message carries, its delete in the next claim). Throughput with a")
+		rp.p("The forward's cost: with a forward URL, each statement that records payments inserts their")
+		rp.p("messages' rows in the express lane too (one autocommit statement, a data-modifying `WITH`), claimed")
+		rp.p("at birth by the replica's drainer, which then delivers each message to a receiver that answers 204")
+		rp.p("(the body rendered before the record, its POST, its row's delete in a later statement). Throughput with a")
 		rp.p("forward URL ÷ without, paired by repetition: **%s** (range %s).", fmtRatio(median(rs)), spread(rs, fmtRatio))
 		rp.p("")
 	}
