@@ -5,10 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/paylock/paylock/forward"
 	"github.com/paylock/paylock/forward/sinktest"
 )
 
@@ -83,5 +85,24 @@ func httpHarness(t *testing.T, withTLS bool) sinktest.Harness {
 		// Every answer of an HTTP receiver is tried again: none is permanent
 		// (the http sink does not declare PermanentRefusals).
 		RefusePermanently: nil,
+	}
+}
+
+// A plain http:// destination goes through fasthttp's client; one over
+// TLS (HTTP/2 when the receiver offers it), or whose URL holds
+// credentials, through net/http's.
+func TestOnlyPlainHTTPDestinationsWithoutCredentialsUseTheFastClient(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"http://ledger.internal:8080/hooks?x=1":  true,
+		"https://ledger.example/hooks":           false,
+		"http://user:pass@ledger.internal/hooks": false,
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := forward.FastHTTP(u); got != want {
+			t.Errorf("%s: fast client %v, want %v", raw, got, want)
+		}
 	}
 }

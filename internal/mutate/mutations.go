@@ -303,6 +303,15 @@ var mutations = []Mutation{
 		Run:         "TestTheDrainerSendsTheRowsItsProcessRecordsWithoutClaimingThem",
 	},
 	{
+		ID:          "fast-http-redirect",
+		Why:         "the fast client follows a receiver's redirect: the signed payment goes wherever the answer points",
+		File:        "forward/http.go",
+		Snippet:     "\tif err := s.fast.DoDeadline(req, resp, deadline); err != nil {",
+		Replacement: "\tif err := s.fast.DoRedirects(req, resp, 5); err != nil {",
+		Packages:    []string{"./forward/"},
+		Run:         "TestARedirectIsAFailedAttemptNeverFollowed",
+	},
+	{
 		ID:          "lane-body-signature",
 		Why:         "serve renders the lane's bodies without leaving out the notification's own signature (Adyen's hmacSignature forwarded)",
 		File:        "cli/pipeline.go",

@@ -1,0 +1,4 @@
+package forward
+
+// FastHTTP is fastHTTP, for the external tests.
+var FastHTTP = fastHTTP
