@@ -86,6 +86,10 @@ func openHTTP(u *url.URL, cfg SinkConfig) (Sink, error) {
 			// most maxAnswer is read: a receiver's long answer is not held.
 			StreamResponseBody: true,
 			ReadTimeout:        cfg.Timeout, WriteTimeout: cfg.Timeout,
+			// Closed before the receivers' own idle timeouts most often
+			// close them (Node's 5s): a POST is not sent again on a
+			// connection the receiver closed meanwhile, it fails.
+			MaxIdleConnDuration: 4 * time.Second,
 		}
 	}
 	return sink, nil
