@@ -185,6 +185,17 @@ func TestABusyExpressLaneIsVacuumedByItsDrainer(t *testing.T) {
 	}
 }
 
+// renderedSetup is expressSetup (25 attempts) whose source acme
+// forwards to url as serve sets it up: its payments recorded with their
+// lane rows in one statement, each row carrying its rendered body.
+func renderedSetup(t *testing.T, url string) *expressBundle {
+	t.Helper()
+	b := expressSetup(t, url, 25)
+	b.store.Outbox().Route("acme", store.ToDestination(forward.DefaultDestination))
+	b.store.Outbox().Render(forward.RecordedBody(nil, nil))
+	return b
+}
+
 // A payment recorded with its lane rows in one statement, under a
 // renderer (store.Outbox.Render with RecordedBody), gives its rows the
 // message's body: the drainer sends it as it is, and it is, byte for
@@ -193,9 +204,7 @@ func TestABusyExpressLaneIsVacuumedByItsDrainer(t *testing.T) {
 func TestTheLaneSendsTheBodyRenderedWhenThePaymentWasRecorded(t *testing.T) {
 	t.Parallel()
 	h := memHarness(t)
-	b := expressSetup(t, h.URL, 25)
-	b.store.Outbox().Route("acme", store.ToDestination(forward.DefaultDestination))
-	b.store.Outbox().Render(forward.RecordedBody(nil, nil))
+	b := renderedSetup(t, h.URL)
 	ctx := context.Background()
 	// A payload in jsonb's own order, which River's job reads back as it
 	// was written.
@@ -240,9 +249,7 @@ func TestTheLaneSendsTheBodyRenderedWhenThePaymentWasRecorded(t *testing.T) {
 func TestTheLaneSendsARowsBodyAsItIs(t *testing.T) {
 	t.Parallel()
 	h := memHarness(t)
-	b := expressSetup(t, h.URL, 25)
-	b.store.Outbox().Route("acme", store.ToDestination(forward.DefaultDestination))
-	b.store.Outbox().Render(forward.RecordedBody(nil, nil))
+	b := renderedSetup(t, h.URL)
 	ctx := context.Background()
 	if _, err := b.store.Payments().RecordPayment(ctx, payment("tx-as-is")); err != nil {
 		t.Fatal(err)
@@ -280,9 +287,7 @@ func (c *claimCount) ClaimExpress(ctx context.Context, limit int, lease time.Dur
 func TestTheDrainerSendsTheRowsItsProcessRecordsWithoutClaimingThem(t *testing.T) {
 	t.Parallel()
 	rc := receiver(t)
-	b := expressSetup(t, rc.URL+"/paylock", 25)
-	b.store.Outbox().Route("acme", store.ToDestination(forward.DefaultDestination))
-	b.store.Outbox().Render(forward.RecordedBody(nil, nil))
+	b := renderedSetup(t, rc.URL+"/paylock")
 	es := &claimCount{ExpressStore: b.store.Outbox()}
 	ctx := context.Background()
 	// Recorded before the drainer runs: claimed. Once it is delivered, the
