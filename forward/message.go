@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paylock/paylock/signature"
 	"github.com/paylock/paylock/store"
 )
 
@@ -81,23 +80,23 @@ func (w *Worker) message(ctx context.Context, a store.ForwardArgs, now time.Time
 // sealed is a's message with body, signed at now with the destination's
 // secrets (unless it signs none) and with its headers.
 func (w *Worker) sealed(a store.ForwardArgs, body []byte, now time.Time) Message {
+	unix := strconv.FormatInt(now.Unix(), 10)
 	m := Message{ID: a.ID, Type: a.Type, Timestamp: now, Key: messageKey(a), Body: body,
-		Header: map[string]string{HeaderID: a.ID, HeaderTimestamp: strconv.FormatInt(now.Unix(), 10)}}
-	secrets := append([]signature.Secret{w.cfg.Secret}, w.cfg.OtherSecrets...)
+		Header: make(map[string]string, 4)}
+	m.Header[HeaderID], m.Header[HeaderTimestamp] = a.ID, unix
+	signer := w.signer
 	if rt := w.router.route(a.Destination); rt != nil {
 		for name, h := range rt.policy.Headers {
 			m.Header[strings.ToLower(name)] = h.Value
 		}
-		if len(rt.policy.Secrets) > 0 {
-			secrets = rt.policy.Secrets // the destination's own (secrets_env)
+		if rt.signer != nil {
+			signer = rt.signer // the destination's own (secrets_env)
 		}
 	}
-	if !signs(secrets[0]) {
+	if signer == nil {
 		return m // unsigned: a broker destination, which authenticates paylock itself
 	}
-	for k, v := range signature.SignStandard(secrets, a.ID, now, body) {
-		m.Header[strings.ToLower(k)] = v[0]
-	}
+	m.Header[HeaderSignature] = signer.Signature(a.ID, unix, body)
 	return m
 }
 

@@ -18,7 +18,11 @@ func TestAMessageCarriesItsIDKeyAndSignedStandardWebhooksHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &Worker{cfg: Config{Secret: secrets[0]}}
+	signer, err := signature.NewStandardSigner(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{cfg: Config{Secret: secrets[0]}, signer: signer}
 	a := store.ForwardArgs{ID: store.DisbursementForwardID("L-1", 2, store.StatusPaid), Type: "disbursement.paid",
 		Disbursement: &store.ForwardedDisbursement{LoanID: "L-1", Tranche: 2, Status: store.StatusPaid}}
 	now := time.Unix(1_800_000_000, 0)

@@ -153,6 +153,9 @@ type route struct {
 	// once recorded (store.ErrRouteAfterRecord).
 	afterRecord bool
 	fingerprint string
+	// signer signs with Policy.Secrets; nil: the destination has none of
+	// its own (the worker's sign).
+	signer *signature.StandardSigner
 }
 
 // Router routes messages to destinations (Route) and knows each
@@ -231,6 +234,13 @@ func compileRoute(name, rawURL string, p Policy, defaultSigned bool) (*route, er
 	}
 	if p.SecretsEnv != "" && !NeedsSignature(rawURL) {
 		return nil, fmt.Errorf("%w: secrets_env %s: its sink may send unsigned, so it has no secrets of its own: only a destination that takes signed messages only (an http(s) receiver) has", ErrConfig, p.SecretsEnv)
+	}
+	if len(p.Secrets) > 0 {
+		signer, err := signature.NewStandardSigner(p.Secrets)
+		if err != nil {
+			return nil, fmt.Errorf("%w: secrets_env %s: %w", ErrConfig, p.SecretsEnv, err)
+		}
+		rt.signer = signer
 	}
 	rt.fingerprint = fingerprint(rawURL, p, defaultSigned)
 	return rt, nil

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/paylock/paylock/store"
 )
@@ -36,7 +37,12 @@ const (
 // startAttempt starts the span of one attempt of job a, a child of ctx's
 // (the job's, otelriver's "river.work/forward"): a client span toward an
 // http(s) receiver, a producer span toward a broker.
+// Untraced (a no-op TracerProvider: tracing off), it returns ctx and a
+// no-op span at once, without building the span's attributes.
 func (w *Worker) startAttempt(ctx context.Context, a store.ForwardArgs, attempt int, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if w.untraced {
+		return ctx, noop.Span{}
+	}
 	dest := a.Destination
 	if dest == "" {
 		dest = LegacyDestination

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/paylock/paylock/internal/pace"
 	"github.com/paylock/paylock/internal/ratelog"
@@ -212,6 +213,12 @@ type Worker struct {
 	// tracer and prop trace attempts (trace.go).
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
+	// untraced: the TracerProvider is a no-op one (tracing off), so an
+	// attempt's span is not even started (startAttempt).
+	untraced bool
+	// signer signs with the worker's own secrets (PAYLOCK_FORWARD_SECRETS);
+	// nil when it has none. A destination with its own has its route's.
+	signer *signature.StandardSigner
 	// breaker keeps the destinations' health; nil without Config.Health.
 	breaker *breaker
 	// retryAt holds, from Work to NextRetry, when a job whose destination
@@ -281,6 +288,13 @@ func New(cfg Config, st Store) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, st: st, log: cfg.Logger, sinks: sinks, router: router, limits: limits, paceLog: ratelog.New(paceLogEvery, 1),
 		tracer: cfg.TracerProvider.Tracer(tracerName), prop: cfg.Propagator}
+	_, w.untraced = cfg.TracerProvider.(noop.TracerProvider)
+	if signs(cfg.Secret) {
+		if w.signer, err = signature.NewStandardSigner(append([]signature.Secret{cfg.Secret}, cfg.OtherSecrets...)); err != nil {
+			sinks.close()
+			return nil, fmt.Errorf("%w: PAYLOCK_FORWARD_SECRETS: %w", ErrConfig, err)
+		}
+	}
 	if cfg.Health != nil {
 		w.breaker = newBreaker(cfg.Health, router, cfg.Operations, cfg.Moved, cfg.Logger)
 		w.breaker.start()

@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"net/http"
@@ -162,4 +164,55 @@ func parseStandardSignatureInto(s string, sc *standardScratch) ([][]byte, error)
 		sigs = append(sigs, raw[:macSize])
 	}
 	return sigs, nil
+}
+
+// StandardSigner signs Standard Webhooks messages with a fixed list of
+// secrets: what [SignStandard] does, for a sender that signs many messages
+// (each secret's keyed HMAC state is kept and reused, not rebuilt per
+// message). It is safe for concurrent use.
+type StandardSigner struct {
+	macs []*sync.Pool
+}
+
+// NewStandardSigner returns a signer with secrets, in order: the first
+// signs, the others add their entries (a rotation). It returns an error
+// for no secrets, a zero Secret or one not parsed for SchemeStandard.
+func NewStandardSigner(secrets []Secret) (*StandardSigner, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("signature: no secrets")
+	}
+	for i, s := range secrets {
+		if s.k == nil || s.k.scheme != SchemeStandard {
+			return nil, fmt.Errorf("signature: secret %d of %d is not a %s secret", i+1, len(secrets), SchemeStandard)
+		}
+	}
+	return &StandardSigner{macs: newMACPools(secrets)}, nil
+}
+
+// Signature is the webhook-signature header of the message id, sent at
+// the Unix time unix (the webhook-timestamp header, as sent), with body:
+// one "v1,<signature>" entry per secret, space-separated, as
+// [SignStandard] writes it.
+func (s *StandardSigner) Signature(id, unix string, body []byte) string {
+	const entry = len(standardVersion) + 1 + 44 // v1,<base64 of 32 bytes>
+	out := make([]byte, 0, len(s.macs)*(entry+1))
+	var sum [sha256.Size]byte
+	for i, pool := range s.macs {
+		m := pool.Get().(hash.Hash)
+		m.Reset()
+		_, _ = io.WriteString(m, id)
+		_, _ = m.Write([]byte{'.'})
+		_, _ = io.WriteString(m, unix)
+		_, _ = m.Write([]byte{'.'})
+		_, _ = m.Write(body)
+		mac := m.Sum(sum[:0])
+		pool.Put(m)
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = append(out, standardVersion...)
+		out = append(out, ',')
+		out = standardEncoding.AppendEncode(out, mac)
+	}
+	return string(out)
 }
