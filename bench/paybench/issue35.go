@@ -48,6 +48,13 @@ func (rp *report) routingTable(out *strings.Builder) {
 			row(fmt.Sprintf("%s CPU per forwarded message, beyond the delivery's own (%s, %d destination(s))", g.label, v.name, v.dests),
 				"", info, extra, us, always)
 		}
+		// The receiver runs in paybench's process: the generator's CPU
+		// beyond lock-0's is its share, taken from the machine paylock runs on.
+		recv := pairs(v.runs, lock, func(a, b webhookRun) float64 {
+			return (cpuPer(a.CPU.Generator, a.Meas.Sent) - cpuPer(b.CPU.Generator, b.Meas.Sent)) / float64(v.dests)
+		})
+		row(fmt.Sprintf("paybench's receiver CPU per forwarded message (the load generator's beyond lock-0's; %s)", v.name),
+			"", info, recv, us, always)
 	}
 	var drained []float64
 	for _, x := range fwd2 {
@@ -64,7 +71,10 @@ func (rp *report) routingTable(out *strings.Builder) {
 	w("express lane (`PAYLOCK_FORWARD_EXPRESS`, the default: a table of its own, inserted by the statement that")
 	w("records the payment, claimed at birth by the replica's own drainer, which sends it from memory, and")
 	w("deleted in a later claim's statement), the message's signing and its POST to a receiver of paybench's")
-	w("own that answers 204; River takes only what the lane cannot deliver at once (none here). fwd2-0")
+	w("own that answers 204; River takes only what the lane cannot deliver at once (none here). The")
+	w("receiver runs in paybench's process on the same two CPUs, so its CPU is taken from paylock's: it is")
+	w("fasthttp's server since stop 46 (net/http's before, which took more of it per message), and its row")
+	w("above says what it costs. fwd2-0")
 	w("defines its two destinations in a sources file (`PAYLOCK_SOURCES_FILE`), fwd-0 its one with")
 	w("`PAYLOCK_FORWARD_URL`; each payment.recorded message's body is rendered once, before the record, for")
 	w("all its destinations, and its rows carry it (no read of the payment, no encoding per destination).")
