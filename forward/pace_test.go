@@ -98,8 +98,10 @@ func recordTo(t *testing.T, st *store.Store, r *forward.Router, destination, pre
 // two replicas, concurrency 1, never two deliveries in flight at once.
 func TestADestinationsConcurrencyHoldsAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	const n = 16
-	st, srv, dests, policies := oneAtATime(t, 40*time.Millisecond, "tx-pace", n)
+	// Enough deliveries, each long enough, that two replicas pacing each
+	// on its own (concurrency 1 apiece) are all but sure to overlap.
+	const n = 32
+	st, srv, dests, policies := oneAtATime(t, 60*time.Millisecond, "tx-pace", n)
 	prefix := testkit.Key(t, "pace") + ":"
 	startReplicas(t, st, 2, dests, policies, func(int) forward.Pacer { return lock.NewPacer(testkit.Redis(t), prefix) }, nil)
 	testkit.Eventually(t, 30*time.Second, "every payment delivered", func(context.Context) error {
