@@ -24,9 +24,11 @@ var discardLogger = slog.New(slog.DiscardHandler)
 
 // newInsertOnlyClient returns a River client that inserts jobs over pool
 // and works none; a job inserted inside a span of tp carries its trace
-// context (jobs_trace.go).
+// context (jobs_trace.go), and its queue is notified again NudgeAfter
+// later (jobs_nudge.go).
 func newInsertOnlyClient(pool *pgxpool.Pool, tp trace.TracerProvider) (*river.Client[pgx.Tx], error) {
-	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLogger, Middleware: jobMiddleware(tp)})
+	mw := append(jobMiddleware(tp), newInsertNudge(pool, NudgeAfter))
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLogger, Middleware: mw})
 	if err != nil {
 		return nil, fmt.Errorf("store: river client: %w", err)
 	}

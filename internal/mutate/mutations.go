@@ -303,6 +303,15 @@ var mutations = []Mutation{
 		Run:         "TestTheDrainerSendsTheRowsItsProcessRecordsWithoutClaimingThem",
 	},
 	{
+		ID:          "river-nudge-off",
+		Why:         "no second notification of a queue: a job inserted within River's 100ms of another's notification waits for the next poll (5s)",
+		File:        "store/jobs.go",
+		Snippet:     "\tmw := append(jobMiddleware(tp), newInsertNudge(pool, NudgeAfter))\n",
+		Replacement: "\tmw := jobMiddleware(tp)\n",
+		Packages:    []string{"./store/"},
+		Run:         "TestAJobWhoseNotificationRiverLeftOutIsWorkedWithoutWaitingForThePoll",
+	},
+	{
 		ID:          "signer-first-secret-only",
 		Why:         "the kept-state signer signs with the first secret alone: during a rotation, receivers still holding the old secret refuse every forward",
 		File:        "signature/standard.go",
